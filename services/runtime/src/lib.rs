@@ -1,1 +1,18 @@
+//! What every ploke service shares: layered configuration, telemetry, trace and correlation
+//! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain), bearer
+//! auth and upstream channels.
 
+pub mod auth;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod correlation;
+pub mod probe;
+pub mod server;
+pub mod shutdown;
+pub mod telemetry;
+mod trace_layer;
+
+pub use config::{PlokeConfig, Secret, ServiceKind};
+pub use correlation::Correlation;
+pub use trace_layer::TraceLayer;

@@ -1,0 +1,79 @@
+//! Outgoing calls: the client interceptor that injects W3C trace context and the current
+//! correlation ids into every request, and lazily connecting channels to upstream services.
+
+use std::time::Duration;
+
+use opentelemetry::propagation::{Injector, TextMapPropagator};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::correlation;
+
+/// Injects `traceparent`/`tracestate` of the current span and the current task's correlation
+/// ids (explicit ids already on the request win).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PropagateInterceptor;
+
+struct MetadataInjector<'a>(&'a mut MetadataMap);
+
+impl Injector for MetadataInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(k), Ok(v)) = (
+            MetadataKey::from_bytes(key.as_bytes()),
+            MetadataValue::try_from(value.as_str()),
+        ) {
+            self.0.insert(k, v);
+        }
+    }
+}
+
+impl tonic::service::Interceptor for PropagateInterceptor {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        let cx = tracing::Span::current().context();
+        TraceContextPropagator::new()
+            .inject_context(&cx, &mut MetadataInjector(request.metadata_mut()));
+        let mut headers = request.metadata().clone().into_headers();
+        let explicit = correlation::Correlation::from_headers(&headers);
+        let merged = explicit.or(&correlation::current());
+        merged.write_headers(&mut headers);
+        *request.metadata_mut() = MetadataMap::from_headers(headers);
+        Ok(request)
+    }
+}
+
+/// A channel with trace and correlation propagation.
+pub type TracedChannel = InterceptedService<Channel, PropagateInterceptor>;
+
+/// An upstream URL could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("upstream URL `{url}`: {message}")]
+pub struct ChannelError {
+    /// The URL.
+    pub url: String,
+    /// Why.
+    pub message: String,
+}
+
+/// A lazily connecting channel to `url` (connects on first use, reconnects after failures),
+/// wrapped with [`PropagateInterceptor`].
+pub fn traced_channel(url: &str) -> Result<TracedChannel, ChannelError> {
+    let endpoint = Endpoint::from_shared(url.to_owned())
+        .map_err(|e| ChannelError {
+            url: url.to_owned(),
+            message: e.to_string(),
+        })?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_while_idle(true);
+    Ok(InterceptedService::new(
+        endpoint.connect_lazy(),
+        PropagateInterceptor,
+    ))
+}

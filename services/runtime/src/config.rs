@@ -1,0 +1,564 @@
+//! Layered configuration: defaults in code → optional `ploke.toml` → `PLOKE_*` environment →
+//! command-line flags. Unknown keys (in the file or among `PLOKE_*` variables) are errors;
+//! secrets are redacted in `Debug`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::cli::CommonArgs;
+
+/// The four services of ploke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceKind {
+    /// ploke-rag-search.
+    RagSearch,
+    /// ploke-tool-executor.
+    ToolExecutor,
+    /// ploke-llm-session.
+    LlmSession,
+    /// ploke-gateway.
+    Gateway,
+}
+
+impl ServiceKind {
+    /// Binary and telemetry name (`ploke-rag-search`).
+    pub fn binary(self) -> &'static str {
+        match self {
+            ServiceKind::RagSearch => "ploke-rag-search",
+            ServiceKind::ToolExecutor => "ploke-tool-executor",
+            ServiceKind::LlmSession => "ploke-llm-session",
+            ServiceKind::Gateway => "ploke-gateway",
+        }
+    }
+
+    /// Default listen port.
+    pub fn default_port(self) -> u16 {
+        match self {
+            ServiceKind::Gateway => 50051,
+            ServiceKind::LlmSession => 50052,
+            ServiceKind::ToolExecutor => 50053,
+            ServiceKind::RagSearch => 50054,
+        }
+    }
+
+    fn default_listen(self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.default_port()))
+    }
+}
+
+/// A secret string: shown as `***` in `Debug` and never logged.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself; call only where it is used.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// The whole `ploke.toml`, after every layer is applied.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlokeConfig {
+    /// Where services keep state (SQLite, index); relative paths are relative to the cwd.
+    pub data_dir: PathBuf,
+    /// Workspaces the services may touch; the first is the default.
+    pub workspaces: Vec<PathBuf>,
+    /// Logs and traces.
+    pub telemetry: TelemetryConfig,
+    /// Message-size and concurrency limits of every server.
+    pub limits: LimitsConfig,
+    /// Where services find each other.
+    pub upstreams: UpstreamsConfig,
+    /// rag-search settings.
+    pub rag_search: RagSearchConfig,
+    /// Remote embeddings endpoint (OpenAI-compatible `/v1/embeddings`).
+    pub embedding: Option<EmbeddingConfig>,
+    /// tool-executor settings.
+    pub tool_executor: ToolExecutorConfig,
+    /// llm-session settings.
+    pub llm_session: LlmSessionConfig,
+    /// Behaviour of sessions.
+    pub session: SessionConfig,
+    /// gateway settings.
+    pub gateway: GatewayConfig,
+    /// Model providers by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+impl Default for PlokeConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from(".ploke"),
+            workspaces: Vec::new(),
+            telemetry: TelemetryConfig::default(),
+            limits: LimitsConfig::default(),
+            upstreams: UpstreamsConfig::default(),
+            rag_search: RagSearchConfig::default(),
+            embedding: None,
+            tool_executor: ToolExecutorConfig::default(),
+            llm_session: LlmSessionConfig::default(),
+            session: SessionConfig::default(),
+            gateway: GatewayConfig::default(),
+            providers: BTreeMap::new(),
+        }
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[telemetry]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// `text` or `json`.
+    pub log_format: LogFormat,
+    /// `tracing` filter directives (overridden by `RUST_LOG`).
+    pub log_filter: String,
+    /// Put prompts and code into spans (off by default).
+    pub capture_content: bool,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            log_format: LogFormat::Text,
+            log_filter: "info".into(),
+            capture_content: false,
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Largest request or response message in bytes.
+    pub max_message_bytes: usize,
+    /// Concurrent HTTP/2 streams per connection.
+    pub max_concurrent_streams: u32,
+    /// Requests processed at once per connection.
+    pub concurrency_per_connection: usize,
+    /// Seconds in-flight calls get to finish after a shutdown signal.
+    pub drain_seconds: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 16 * 1024 * 1024,
+            max_concurrent_streams: 512,
+            concurrency_per_connection: 256,
+            drain_seconds: 10,
+        }
+    }
+}
+
+/// `[upstreams]`: URLs of the services others call.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamsConfig {
+    /// rag-search URL (tool-executor, gateway).
+    pub rag_search_url: String,
+    /// tool-executor URL (llm-session, gateway).
+    pub tool_executor_url: String,
+    /// llm-session URL (gateway).
+    pub llm_session_url: String,
+}
+
+impl Default for UpstreamsConfig {
+    fn default() -> Self {
+        let url = |k: ServiceKind| format!("http://127.0.0.1:{}", k.default_port());
+        Self {
+            rag_search_url: url(ServiceKind::RagSearch),
+            tool_executor_url: url(ServiceKind::ToolExecutor),
+            llm_session_url: url(ServiceKind::LlmSession),
+        }
+    }
+}
+
+/// `[rag_search]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RagSearchConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Local embedding model directory (config.json, tokenizer.json, model.safetensors).
+    pub embed_model: Option<PathBuf>,
+}
+
+impl Default for RagSearchConfig {
+    fn default() -> Self {
+        Self {
+            listen: ServiceKind::RagSearch.default_listen(),
+            embed_model: None,
+        }
+    }
+}
+
+/// `[embedding]`: a remote OpenAI-compatible embeddings endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// Base URL, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Model id.
+    pub model: String,
+    /// Name of the environment variable that holds the API key.
+    pub api_key_env: Option<String>,
+}
+
+/// `[tool_executor]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolExecutorConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Apply edits without waiting for a decision (off by default).
+    pub auto_approve: bool,
+    /// Seconds an edit proposal waits for a decision before it expires.
+    pub approval_timeout_secs: u64,
+    /// Default token budget of `request_code_context`.
+    pub default_token_budget: u32,
+}
+
+impl Default for ToolExecutorConfig {
+    fn default() -> Self {
+        Self {
+            listen: ServiceKind::ToolExecutor.default_listen(),
+            auto_approve: false,
+            approval_timeout_secs: 600,
+            default_token_budget: 4000,
+        }
+    }
+}
+
+/// `[llm_session]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSessionConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+}
+
+impl Default for LlmSessionConfig {
+    fn default() -> Self {
+        Self {
+            listen: ServiceKind::LlmSession.default_listen(),
+        }
+    }
+}
+
+/// `[session]`: behaviour of turns.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionConfig {
+    /// Provider used when a session names none.
+    pub default_provider: Option<String>,
+    /// Tool rounds allowed per turn.
+    pub max_tool_rounds: u32,
+    /// Seconds a tool call may run (the approval wait of edits has its own limit).
+    pub tool_timeout_secs: u64,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            default_provider: None,
+            max_tool_rounds: 25,
+            tool_timeout_secs: 30,
+        }
+    }
+}
+
+/// `[gateway]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// File with one accepted bearer token per line.
+    pub tokens_file: Option<PathBuf>,
+    /// Accepted bearer tokens (from `PLOKE_GATEWAY_TOKENS`; not read from the file).
+    #[serde(skip)]
+    pub tokens: Vec<Secret>,
+    /// Serve without authentication (only `ploke up` on loopback sets this).
+    #[serde(skip)]
+    pub allow_unauthenticated: bool,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            listen: ServiceKind::Gateway.default_listen(),
+            tokens_file: None,
+            tokens: Vec::new(),
+            allow_unauthenticated: false,
+        }
+    }
+}
+
+/// `[providers.NAME]`: an OpenAI-compatible chat-completions provider.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Base URL ending before `/chat/completions`.
+    pub base_url: String,
+    /// Name of the environment variable that holds the API key (the key is never in a file).
+    pub api_key_env: Option<String>,
+    /// Model used when a session names none.
+    pub default_model: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Known models.
+    #[serde(default)]
+    pub models: Vec<ModelConfig>,
+}
+
+/// One model of a provider.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Model id.
+    pub id: String,
+    /// Context window in tokens.
+    pub context_window: Option<u32>,
+    /// Whether the model supports tool calls.
+    pub supports_tools: Option<bool>,
+}
+
+/// Configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid (unknown key, wrong type, bad TOML).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (names the key and line).
+        message: String,
+    },
+    /// An environment variable is unknown or has a bad value.
+    #[error("environment variable {name}: {message}")]
+    Env {
+        /// The variable.
+        name: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Every `PLOKE_*` variable ploke reads (services and the client).
+pub const KNOWN_ENV: &[&str] = &[
+    "PLOKE_CONFIG",
+    "PLOKE_LISTEN",
+    "PLOKE_DATA_DIR",
+    "PLOKE_WORKSPACES",
+    "PLOKE_RAG_SEARCH_URL",
+    "PLOKE_TOOL_EXECUTOR_URL",
+    "PLOKE_LLM_SESSION_URL",
+    "PLOKE_EMBED_MODEL",
+    "PLOKE_GATEWAY_TOKENS",
+    "PLOKE_LOG",
+    "PLOKE_LOG_FORMAT",
+    "PLOKE_GATEWAY",
+    "PLOKE_TOKEN",
+];
+
+impl PlokeConfig {
+    /// Parses a `ploke.toml` text (unknown keys are errors).
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Loads every layer for `service`: defaults, the file named by `--config` /
+    /// `PLOKE_CONFIG` (if any), the `PLOKE_*` variables from `env`, then the flags.
+    pub fn load(
+        service: ServiceKind,
+        args: &CommonArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+        env_names: &[String],
+    ) -> Result<Self, ConfigError> {
+        for name in env_names {
+            if name.starts_with("PLOKE_") && !KNOWN_ENV.contains(&name.as_str()) {
+                return Err(ConfigError::Env {
+                    name: name.clone(),
+                    message: format!("unknown variable; known: {}", KNOWN_ENV.join(", ")),
+                });
+            }
+        }
+        let file = args
+            .config
+            .clone()
+            .or_else(|| env("PLOKE_CONFIG").map(PathBuf::from));
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                Self::from_toml(&text, &path)?
+            }
+            None => Self::default(),
+        };
+        config.apply_env(service, env)?;
+        config.apply_flags(service, args);
+        Ok(config)
+    }
+
+    /// Loads from the process environment and the given flags.
+    pub fn load_from_process(service: ServiceKind, args: &CommonArgs) -> Result<Self, ConfigError> {
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        Self::load(service, args, &|k| std::env::var(k).ok(), &names)
+    }
+
+    /// The listen address of `service`.
+    pub fn listen(&self, service: ServiceKind) -> SocketAddr {
+        match service {
+            ServiceKind::RagSearch => self.rag_search.listen,
+            ServiceKind::ToolExecutor => self.tool_executor.listen,
+            ServiceKind::LlmSession => self.llm_session.listen,
+            ServiceKind::Gateway => self.gateway.listen,
+        }
+    }
+
+    /// Sets the listen address of `service`.
+    pub fn set_listen(&mut self, service: ServiceKind, addr: SocketAddr) {
+        match service {
+            ServiceKind::RagSearch => self.rag_search.listen = addr,
+            ServiceKind::ToolExecutor => self.tool_executor.listen = addr,
+            ServiceKind::LlmSession => self.llm_session.listen = addr,
+            ServiceKind::Gateway => self.gateway.listen = addr,
+        }
+    }
+
+    fn apply_env(
+        &mut self,
+        service: ServiceKind,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        let bad = |name: &str, message: String| ConfigError::Env {
+            name: name.to_owned(),
+            message,
+        };
+        if let Some(v) = env("PLOKE_LISTEN") {
+            let addr = v
+                .parse()
+                .map_err(|e| bad("PLOKE_LISTEN", format!("`{v}` is not HOST:PORT: {e}")))?;
+            self.set_listen(service, addr);
+        }
+        if let Some(v) = env("PLOKE_DATA_DIR") {
+            self.data_dir = PathBuf::from(v);
+        }
+        if let Some(v) = env("PLOKE_WORKSPACES") {
+            self.workspaces = v
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .collect();
+        }
+        if let Some(v) = env("PLOKE_RAG_SEARCH_URL") {
+            self.upstreams.rag_search_url = v;
+        }
+        if let Some(v) = env("PLOKE_TOOL_EXECUTOR_URL") {
+            self.upstreams.tool_executor_url = v;
+        }
+        if let Some(v) = env("PLOKE_LLM_SESSION_URL") {
+            self.upstreams.llm_session_url = v;
+        }
+        if let Some(v) = env("PLOKE_EMBED_MODEL") {
+            self.rag_search.embed_model = Some(PathBuf::from(v));
+        }
+        if let Some(v) = env("PLOKE_GATEWAY_TOKENS") {
+            self.gateway.tokens = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(Secret::new)
+                .collect();
+        }
+        if let Some(v) = env("PLOKE_LOG") {
+            self.telemetry.log_filter = v;
+        }
+        if let Some(v) = env("PLOKE_LOG_FORMAT") {
+            self.telemetry.log_format = match v.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                other => {
+                    return Err(bad(
+                        "PLOKE_LOG_FORMAT",
+                        format!("`{other}` is not `text` or `json`"),
+                    ));
+                }
+            };
+        }
+        Ok(())
+    }
+
+    fn apply_flags(&mut self, service: ServiceKind, args: &CommonArgs) {
+        if let Some(addr) = args.listen {
+            self.set_listen(service, addr);
+        }
+        if let Some(dir) = &args.data_dir {
+            self.data_dir = dir.clone();
+        }
+        if !args.workspace.is_empty() {
+            self.workspaces = args.workspace.clone();
+        }
+        if let Some(url) = &args.rag_search_url {
+            self.upstreams.rag_search_url = url.clone();
+        }
+        if let Some(url) = &args.tool_executor_url {
+            self.upstreams.tool_executor_url = url.clone();
+        }
+        if let Some(url) = &args.llm_session_url {
+            self.upstreams.llm_session_url = url.clone();
+        }
+        if let Some(format) = args.log_format {
+            self.telemetry.log_format = format;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

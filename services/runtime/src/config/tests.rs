@@ -1,0 +1,215 @@
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use super::*;
+
+fn env_of(pairs: &[(&str, &str)]) -> (HashMap<String, String>, Vec<String>) {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let names = map.keys().cloned().collect();
+    (map, names)
+}
+
+fn load(
+    service: ServiceKind,
+    args: &CommonArgs,
+    pairs: &[(&str, &str)],
+) -> Result<PlokeConfig, ConfigError> {
+    let (map, names) = env_of(pairs);
+    PlokeConfig::load(service, args, &|k| map.get(k).cloned(), &names)
+}
+
+#[test]
+fn zero_configuration_gives_the_defaults() {
+    let c = load(ServiceKind::RagSearch, &CommonArgs::default(), &[]).unwrap();
+    assert_eq!(c, PlokeConfig::default());
+    assert_eq!(c.listen(ServiceKind::RagSearch).port(), 50054);
+    assert_eq!(c.listen(ServiceKind::Gateway).port(), 50051);
+    assert_eq!(c.listen(ServiceKind::LlmSession).port(), 50052);
+    assert_eq!(c.listen(ServiceKind::ToolExecutor).port(), 50053);
+    assert_eq!(c.upstreams.rag_search_url, "http://127.0.0.1:50054");
+    assert_eq!(c.session.max_tool_rounds, 25);
+    assert_eq!(c.tool_executor.approval_timeout_secs, 600);
+    assert!(!c.tool_executor.auto_approve);
+}
+
+#[test]
+fn layers_apply_in_order_file_env_flags() {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(
+        file,
+        r#"
+data_dir = "/from/file"
+workspaces = ["/ws/file"]
+
+[rag_search]
+listen = "127.0.0.1:6000"
+
+[upstreams]
+tool_executor_url = "http://file:1"
+
+[providers.openai]
+base_url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_API_KEY"
+default_model = "gpt-4.1-mini"
+"#
+    )
+    .unwrap();
+    let path = file.path().to_string_lossy().into_owned();
+
+    // file only
+    let c = load(
+        ServiceKind::RagSearch,
+        &CommonArgs::default(),
+        &[("PLOKE_CONFIG", &path)],
+    )
+    .unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+    assert_eq!(c.rag_search.listen.port(), 6000);
+    assert_eq!(c.upstreams.tool_executor_url, "http://file:1");
+    assert_eq!(
+        c.providers["openai"].api_key_env.as_deref(),
+        Some("OPENAI_API_KEY")
+    );
+
+    // env over file
+    let c = load(
+        ServiceKind::RagSearch,
+        &CommonArgs::default(),
+        &[
+            ("PLOKE_CONFIG", &path),
+            ("PLOKE_DATA_DIR", "/from/env"),
+            ("PLOKE_LISTEN", "127.0.0.1:7000"),
+            ("PLOKE_WORKSPACES", "/a:/b"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/from/env"));
+    assert_eq!(c.rag_search.listen.port(), 7000);
+    assert_eq!(c.workspaces, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+
+    // flags over env
+    let args = CommonArgs {
+        listen: Some("127.0.0.1:8000".parse().unwrap()),
+        data_dir: Some(PathBuf::from("/from/flag")),
+        workspace: vec![PathBuf::from("/c")],
+        tool_executor_url: Some("http://flag:2".into()),
+        ..CommonArgs::default()
+    };
+    let c = load(
+        ServiceKind::RagSearch,
+        &args,
+        &[
+            ("PLOKE_CONFIG", &path),
+            ("PLOKE_DATA_DIR", "/from/env"),
+            ("PLOKE_LISTEN", "127.0.0.1:7000"),
+            ("PLOKE_TOOL_EXECUTOR_URL", "http://env:3"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/from/flag"));
+    assert_eq!(c.rag_search.listen.port(), 8000);
+    assert_eq!(c.workspaces, vec![PathBuf::from("/c")]);
+    assert_eq!(c.upstreams.tool_executor_url, "http://flag:2");
+}
+
+#[test]
+fn listen_applies_to_the_running_service_only() {
+    let c = load(
+        ServiceKind::Gateway,
+        &CommonArgs::default(),
+        &[("PLOKE_LISTEN", "0.0.0.0:9999")],
+    )
+    .unwrap();
+    assert_eq!(c.gateway.listen.port(), 9999);
+    assert_eq!(c.rag_search.listen.port(), 50054);
+}
+
+#[test]
+fn unknown_key_in_file_is_an_error_naming_it() {
+    let err = PlokeConfig::from_toml(
+        "[rag_search]\nlisten = \"127.0.0.1:1\"\nembed_modle = \"/m\"\n",
+        Path::new("ploke.toml"),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("ploke.toml: "), "{text}");
+    assert!(text.contains("unknown field `embed_modle`"), "{text}");
+    let err = PlokeConfig::from_toml("[nonsense]\n", Path::new("ploke.toml")).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown field `nonsense`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_ploke_env_var_is_an_error() {
+    let err = load(
+        ServiceKind::RagSearch,
+        &CommonArgs::default(),
+        &[("PLOKE_WORKSPACE", "/x")],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("environment variable PLOKE_WORKSPACE: unknown variable"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_env_values_are_errors() {
+    let err = load(
+        ServiceKind::RagSearch,
+        &CommonArgs::default(),
+        &[("PLOKE_LISTEN", "nowhere")],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("environment variable PLOKE_LISTEN: `nowhere` is not HOST:PORT"),
+        "{err}"
+    );
+    let err = load(
+        ServiceKind::RagSearch,
+        &CommonArgs::default(),
+        &[("PLOKE_LOG_FORMAT", "xml")],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "environment variable PLOKE_LOG_FORMAT: `xml` is not `text` or `json`"
+    );
+}
+
+#[test]
+fn missing_config_file_is_an_error() {
+    let args = CommonArgs {
+        config: Some(PathBuf::from("/definitely/not/here/ploke.toml")),
+        ..CommonArgs::default()
+    };
+    let err = load(ServiceKind::RagSearch, &args, &[]).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("reading /definitely/not/here/ploke.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn secrets_are_redacted_in_debug() {
+    let c = load(
+        ServiceKind::Gateway,
+        &CommonArgs::default(),
+        &[("PLOKE_GATEWAY_TOKENS", "tok-very-secret, second-secret")],
+    )
+    .unwrap();
+    assert_eq!(c.gateway.tokens.len(), 2);
+    assert_eq!(c.gateway.tokens[0].expose(), "tok-very-secret");
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("very-secret"), "{debug}");
+    assert!(!debug.contains("second-secret"), "{debug}");
+    assert!(debug.contains("tokens: [***, ***]"), "{debug}");
+}

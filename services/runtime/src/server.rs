@@ -1,0 +1,187 @@
+//! The server scaffold every ploke service runs on: `grpc.health.v1` (NOT_SERVING until the
+//! service declares itself ready), server reflection v1 and v1alpha, the trace layer, message
+//! and concurrency limits, and graceful drain with a deadline.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_stream::StreamExt as _;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::Routes;
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+use crate::TraceLayer;
+use crate::config::LimitsConfig;
+
+/// A server could not start or failed while serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Reflection could not be built from the descriptor sets.
+    #[error("building reflection: {0}")]
+    Reflection(String),
+    /// The transport failed.
+    #[error("serving: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Switches the health status of a server's services (and of the whole server, `""`).
+#[derive(Clone)]
+pub struct Readiness {
+    reporter: HealthReporter,
+    names: Arc<[String]>,
+}
+
+impl std::fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readiness")
+            .field("names", &self.names)
+            .finish()
+    }
+}
+
+impl Readiness {
+    async fn set(&self, status: ServingStatus) {
+        self.reporter.set_service_status("", status).await;
+        for name in self.names.iter() {
+            self.reporter.set_service_status(name, status).await;
+        }
+    }
+
+    /// Reports SERVING: the service is ready for traffic.
+    pub async fn set_serving(&self) {
+        self.set(ServingStatus::Serving).await;
+    }
+
+    /// Reports NOT_SERVING: not ready, or draining.
+    pub async fn set_not_serving(&self) {
+        self.set(ServingStatus::NotServing).await;
+    }
+}
+
+/// One gRPC server being assembled: its health reporter exists (NOT_SERVING) before the
+/// service is built, so the service can report readiness when its own start-up is done.
+pub struct ServiceHost {
+    readiness: Readiness,
+    health: tonic_health::pb::health_server::HealthServer<tonic_health::server::HealthService>,
+    limits: LimitsConfig,
+}
+
+impl std::fmt::Debug for ServiceHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceHost")
+            .field("readiness", &self.readiness)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl ServiceHost {
+    /// A host for the gRPC services named `names` (e.g. `ploke.rag.v1.RagSearch`), all
+    /// NOT_SERVING until [`Readiness::set_serving`].
+    pub async fn new(limits: LimitsConfig, names: &[&str]) -> Self {
+        let reporter = HealthReporter::new();
+        let health = tonic_health::pb::health_server::HealthServer::new(
+            tonic_health::server::HealthService::from_health_reporter(reporter.clone()),
+        );
+        let readiness = Readiness {
+            reporter,
+            names: names.iter().map(|n| (*n).to_owned()).collect(),
+        };
+        readiness.set_not_serving().await;
+        Self {
+            readiness,
+            health,
+            limits,
+        }
+    }
+
+    /// The handle that switches health status.
+    pub fn readiness(&self) -> Readiness {
+        self.readiness.clone()
+    }
+
+    /// The limits the host enforces; services apply `max_message_bytes` to their codecs.
+    pub fn limits(&self) -> &LimitsConfig {
+        &self.limits
+    }
+
+    /// Serves `routes` plus health and reflection on `listener` until `shutdown` resolves, then
+    /// reports NOT_SERVING, stops accepting and gives in-flight calls `drain_seconds` to end.
+    pub async fn serve(
+        self,
+        routes: Routes,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ServeError> {
+        // Reflection lists exactly what this server serves (the descriptor set holds every
+        // ploke service; grpcurl users should not see services of other ports).
+        let reflection = || {
+            let mut builder = tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(ploke_proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(
+                    tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+                );
+            for name in self.readiness.names.iter().map(String::as_str).chain([
+                "grpc.health.v1.Health",
+                "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection",
+            ]) {
+                builder = builder.with_service_name(name);
+            }
+            builder
+        };
+        let reflection_v1 = reflection()
+            .build_v1()
+            .map_err(|e| ServeError::Reflection(e.to_string()))?;
+        let reflection_v1alpha = reflection()
+            .build_v1alpha()
+            .map_err(|e| ServeError::Reflection(e.to_string()))?;
+        let routes = routes
+            .add_service(self.health)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha);
+
+        let local = listener.local_addr().ok();
+        let incoming = TcpListenerStream::new(listener).map(|conn| {
+            if let Ok(stream) = &conn {
+                let _ = stream.set_nodelay(true);
+            }
+            conn
+        });
+        let draining = Arc::new(Notify::new());
+        let readiness = self.readiness.clone();
+        let signal = {
+            let draining = draining.clone();
+            async move {
+                shutdown.await;
+                readiness.set_not_serving().await;
+                tracing::info!("shutdown requested, draining");
+                draining.notify_one();
+            }
+        };
+        let drain = Duration::from_secs(self.limits.drain_seconds);
+        let server = tonic::transport::Server::builder()
+            .layer(TraceLayer)
+            .concurrency_limit_per_connection(self.limits.concurrency_per_connection)
+            .max_concurrent_streams(Some(self.limits.max_concurrent_streams))
+            .add_routes(routes)
+            .serve_with_incoming_shutdown(incoming, signal);
+        tracing::info!(addr = ?local, "serving");
+        tokio::select! {
+            result = server => {
+                tracing::info!("server stopped");
+                result.map_err(ServeError::from)
+            }
+            () = async { draining.notified().await; tokio::time::sleep(drain).await } => {
+                tracing::warn!(seconds = drain.as_secs(), "drain deadline passed, closing remaining calls");
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Telemetry init, once per process: `tracing` logs (text or JSON, filtered by `RUST_LOG` or
+//! `[telemetry] log_filter`) plus an OpenTelemetry trace pipeline exporting over OTLP when the
+//! standard `OTEL_EXPORTER_OTLP_*` variables ask for it. Returns a guard that flushes spans on
+//! shutdown.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::config::{LogFormat, TelemetryConfig};
+
+/// Telemetry could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The log filter does not parse.
+    #[error("log filter `{filter}`: {message}")]
+    Filter {
+        /// The filter text.
+        filter: String,
+        /// Why.
+        message: String,
+    },
+    /// The OTLP exporter could not be built.
+    #[error("otlp exporter: {0}")]
+    Exporter(String),
+    /// A global subscriber was already installed.
+    #[error("installing the subscriber: {0}")]
+    Install(String),
+}
+
+/// Flushes and shuts down the trace pipeline when dropped or on [`TelemetryGuard::shutdown`].
+#[derive(Debug)]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl TelemetryGuard {
+    /// Flushes pending spans and stops the exporter.
+    pub fn shutdown(mut self) {
+        self.flush_and_stop();
+    }
+
+    fn flush_and_stop(&mut self) {
+        if let Some(provider) = self.provider.take() {
+            if let Err(e) = provider.force_flush() {
+                eprintln!("telemetry: flushing spans failed: {e}");
+            }
+            if let Err(e) = provider.shutdown() {
+                eprintln!("telemetry: shutting down the exporter failed: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        self.flush_and_stop();
+    }
+}
+
+/// Whether the standard OpenTelemetry environment asks for OTLP trace export.
+pub fn otlp_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
+    !disabled && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+/// The `tracing` layer that turns spans into OpenTelemetry spans of `provider`.
+pub fn otel_layer<S>(
+    provider: &SdkTracerProvider,
+    service_name: &str,
+) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer(service_name.to_owned()))
+        .with_tracked_inactivity(false)
+}
+
+/// A resource naming the service (`OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` win).
+pub fn resource(service_name: &str) -> Resource {
+    let from_env = Resource::builder().build();
+    let named = from_env
+        .get(&opentelemetry::Key::from_static_str("service.name"))
+        .is_some_and(|v| !v.as_str().starts_with("unknown_service"));
+    if named {
+        from_env
+    } else {
+        Resource::builder()
+            .with_service_name(service_name.to_owned())
+            .build()
+    }
+}
+
+/// Installs the global subscriber for `service_name` and, when requested by the environment,
+/// the OTLP trace exporter. Call once, early in `main`.
+pub fn init(
+    service_name: &str,
+    config: &TelemetryConfig,
+) -> Result<TelemetryGuard, TelemetryError> {
+    let filter_text = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log_filter.clone());
+    let filter = EnvFilter::try_new(&filter_text).map_err(|e| TelemetryError::Filter {
+        filter: filter_text.clone(),
+        message: e.to_string(),
+    })?;
+    let fmt = match config.log_format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_current_span(true)
+            .boxed(),
+    };
+    let provider = if otlp_requested(&|k| std::env::var(k).ok()) {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .build()
+            .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+        Some(
+            SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(resource(service_name))
+                .build(),
+        )
+    } else {
+        None
+    };
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+    let otel = provider.as_ref().map(|p| otel_layer(p, service_name));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(otel)
+        .try_init()
+        .map_err(|e| TelemetryError::Install(e.to_string()))?;
+    if provider.is_some() {
+        tracing::info!(service = service_name, "otlp trace export enabled");
+    }
+    Ok(TelemetryGuard { provider })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::otlp_requested;
+
+    #[test]
+    fn otlp_only_when_the_environment_asks() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert!(!otlp_requested(&env(&[])));
+        assert!(otlp_requested(&env(&[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://127.0.0.1:4317"
+        )])));
+        assert!(otlp_requested(&env(&[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://127.0.0.1:4317"
+        )])));
+        assert!(!otlp_requested(&env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+            ("OTEL_SDK_DISABLED", "true"),
+        ])));
+        assert!(!otlp_requested(&env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ])));
+    }
+}

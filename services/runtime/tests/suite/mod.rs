@@ -1,0 +1,3 @@
+mod fixtures;
+mod propagation;
+mod scaffold;
