@@ -34,6 +34,11 @@ impl BearerAuth {
 
 impl tonic::service::Interceptor for BearerAuth {
     fn call(&mut self, request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if self.tokens.is_empty() {
+            return Err(tonic::Status::unauthenticated(
+                "the gateway has no tokens configured (PLOKE_GATEWAY_TOKENS or [gateway] tokens_file)",
+            ));
+        }
         let header = request
             .metadata()
             .get("authorization")

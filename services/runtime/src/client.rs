@@ -60,9 +60,8 @@ pub struct ChannelError {
     pub message: String,
 }
 
-/// A lazily connecting channel to `url` (connects on first use, reconnects after failures),
-/// wrapped with [`PropagateInterceptor`].
-pub fn traced_channel(url: &str) -> Result<TracedChannel, ChannelError> {
+/// A lazily connecting channel to `url` (connects on first use, reconnects after failures).
+pub fn lazy_channel(url: &str) -> Result<Channel, ChannelError> {
     let endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| ChannelError {
             url: url.to_owned(),
@@ -72,8 +71,15 @@ pub fn traced_channel(url: &str) -> Result<TracedChannel, ChannelError> {
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true);
-    Ok(InterceptedService::new(
-        endpoint.connect_lazy(),
-        PropagateInterceptor,
-    ))
+    Ok(endpoint.connect_lazy())
+}
+
+/// `channel` with [`PropagateInterceptor`].
+pub fn traced(channel: Channel) -> TracedChannel {
+    InterceptedService::new(channel, PropagateInterceptor)
+}
+
+/// A lazily connecting channel to `url`, wrapped with [`PropagateInterceptor`].
+pub fn traced_channel(url: &str) -> Result<TracedChannel, ChannelError> {
+    Ok(traced(lazy_channel(url)?))
 }

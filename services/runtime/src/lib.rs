@@ -11,7 +11,9 @@ pub mod probe;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;
+pub mod testing;
 mod trace_layer;
+pub mod workspaces;
 
 pub use config::{PlokeConfig, Secret, ServiceKind};
 pub use correlation::Correlation;

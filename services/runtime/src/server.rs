@@ -147,7 +147,11 @@ impl ServiceHost {
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
 
-        let local = listener.local_addr().ok();
+        let local = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let service = self.readiness.names.first().cloned().unwrap_or_default();
         let incoming = TcpListenerStream::new(listener).map(|conn| {
             if let Ok(stream) = &conn {
                 let _ = stream.set_nodelay(true);
@@ -158,10 +162,11 @@ impl ServiceHost {
         let readiness = self.readiness.clone();
         let signal = {
             let draining = draining.clone();
+            let service_for_signal = service.clone();
             async move {
                 shutdown.await;
                 readiness.set_not_serving().await;
-                tracing::info!("shutdown requested, draining");
+                tracing::info!(service = %service_for_signal, "shutdown requested, draining");
                 draining.notify_one();
             }
         };
@@ -172,14 +177,14 @@ impl ServiceHost {
             .max_concurrent_streams(Some(self.limits.max_concurrent_streams))
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, signal);
-        tracing::info!(addr = ?local, "serving");
+        tracing::info!(service = %service, addr = %local, "serving");
         tokio::select! {
             result = server => {
-                tracing::info!("server stopped");
+                tracing::info!(service = %service, "server stopped");
                 result.map_err(ServeError::from)
             }
             () = async { draining.notified().await; tokio::time::sleep(drain).await } => {
-                tracing::warn!(seconds = drain.as_secs(), "drain deadline passed, closing remaining calls");
+                tracing::warn!(service = %service, seconds = drain.as_secs(), "drain deadline passed, closing remaining calls");
                 Ok(())
             }
         }

@@ -1,0 +1,29 @@
+//! Forwarding helpers: a deadline on every unary call, and upstream transport failures named
+//! after the service that failed.
+
+use std::time::Duration;
+
+use tonic::{Code, Request, Status};
+
+/// A request for an upstream with the gateway's deadline (or the caller's, if shorter: tonic
+/// propagates the caller's `grpc-timeout` into the handler only as metadata, so the smaller
+/// of the two is applied here).
+pub fn with_deadline<T>(message: T, timeout: Duration) -> Request<T> {
+    let mut request = Request::new(message);
+    request.set_timeout(timeout);
+    request
+}
+
+/// Names the upstream in transport-level failures; passes every other status unchanged.
+pub fn upstream_status(service: &str, status: Status) -> Status {
+    match status.code() {
+        Code::Unavailable => {
+            Status::unavailable(format!("{service} is unavailable: {}", status.message()))
+        }
+        Code::DeadlineExceeded => Status::deadline_exceeded(format!(
+            "{service} did not answer in time: {}",
+            status.message()
+        )),
+        _ => status,
+    }
+}

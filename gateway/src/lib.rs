@@ -1,0 +1,116 @@
+//! ploke gateway: the only door for clients. Authenticates with bearer tokens, forwards
+//! commands to llm-session, tool-executor and rag-search with deadlines and the caller's trace
+//! and correlation, relays server streams, and reports the health of the system. Stateless.
+
+mod forward;
+mod grpc;
+mod upstreams;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ploke_proto::gateway::v1::gateway_server::GatewayServer;
+use ploke_runtime::auth::BearerAuth;
+use ploke_runtime::config::{LimitsConfig, PlokeConfig, Secret, UpstreamsConfig};
+use ploke_runtime::server::{ServeError, ServiceHost};
+use tokio::net::TcpListener;
+
+pub use upstreams::Upstreams;
+
+/// The gRPC service name.
+pub const SERVICE_NAME: &str = "ploke.gateway.v1.Gateway";
+
+/// What the gateway needs from `ploke.toml`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the services are.
+    pub upstreams: UpstreamsConfig,
+    /// Accepted bearer tokens (`PLOKE_GATEWAY_TOKENS`).
+    pub tokens: Vec<Secret>,
+    /// File with one more token per line.
+    pub tokens_file: Option<PathBuf>,
+    /// Serve without authentication (`ploke up` on loopback only).
+    pub allow_unauthenticated: bool,
+    /// Deadline of forwarded unary calls.
+    pub forward_timeout: Duration,
+    /// Server limits.
+    pub limits: LimitsConfig,
+}
+
+impl From<&PlokeConfig> for Config {
+    fn from(c: &PlokeConfig) -> Self {
+        Self {
+            upstreams: c.upstreams.clone(),
+            tokens: c.gateway.tokens.clone(),
+            tokens_file: c.gateway.tokens_file.clone(),
+            allow_unauthenticated: c.gateway.allow_unauthenticated,
+            forward_timeout: Duration::from_secs(30),
+            limits: c.limits,
+        }
+    }
+}
+
+/// The gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// An upstream URL is invalid.
+    #[error(transparent)]
+    Upstream(#[from] ploke_runtime::client::ChannelError),
+    /// The tokens file could not be read.
+    #[error("reading tokens file {path}: {source}")]
+    TokensFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+fn tokens(config: &Config) -> Result<Vec<Secret>, StartError> {
+    let mut tokens = config.tokens.clone();
+    if let Some(path) = &config.tokens_file {
+        let text = std::fs::read_to_string(path).map_err(|source| StartError::TokensFile {
+            path: path.clone(),
+            source,
+        })?;
+        tokens.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(Secret::new),
+        );
+    }
+    Ok(tokens)
+}
+
+/// Serves the gateway on `listener` until `shutdown` resolves.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), StartError> {
+    let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    let upstreams = Upstreams::connect(&config.upstreams)?;
+    let max = config.limits.max_message_bytes;
+    let server = GatewayServer::new(grpc::GatewayGrpc::new(upstreams, config.forward_timeout))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+    let routes = if config.allow_unauthenticated {
+        tracing::warn!("gateway serves without authentication");
+        tonic::service::Routes::new(server)
+    } else {
+        let tokens = tokens(&config)?;
+        if tokens.is_empty() {
+            tracing::warn!("no gateway tokens configured: every call will be refused");
+        }
+        tonic::service::Routes::new(tonic::service::interceptor::InterceptedService::new(
+            server,
+            BearerAuth::new(tokens),
+        ))
+    };
+    host.readiness().set_serving().await;
+    Ok(host.serve(routes, listener, shutdown).await?)
+}

@@ -1,0 +1,64 @@
+//! The gateway's upstream services: typed clients with trace propagation, and the raw channels
+//! used for health probes.
+
+use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
+use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
+use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
+use ploke_runtime::client::{ChannelError, TracedChannel, lazy_channel, traced};
+use ploke_runtime::config::UpstreamsConfig;
+use tonic::transport::Channel;
+
+/// One upstream: its name, URL and channel.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// gRPC service name.
+    pub service: &'static str,
+    /// URL.
+    pub url: String,
+    /// Channel without interceptors (health probes).
+    pub channel: Channel,
+}
+
+/// Every upstream the gateway forwards to.
+#[derive(Debug, Clone)]
+pub struct Upstreams {
+    /// llm-session.
+    pub sessions: LlmSessionClient<TracedChannel>,
+    /// tool-executor.
+    pub tools: ToolExecutorClient<TracedChannel>,
+    /// rag-search.
+    pub rag: RagSearchClient<TracedChannel>,
+    /// All three, in forwarding order.
+    pub all: Vec<Upstream>,
+}
+
+impl Upstreams {
+    /// Lazily connecting clients to the configured URLs.
+    pub fn connect(config: &UpstreamsConfig) -> Result<Self, ChannelError> {
+        let session = lazy_channel(&config.llm_session_url)?;
+        let tools = lazy_channel(&config.tool_executor_url)?;
+        let rag = lazy_channel(&config.rag_search_url)?;
+        Ok(Self {
+            sessions: LlmSessionClient::new(traced(session.clone())),
+            tools: ToolExecutorClient::new(traced(tools.clone())),
+            rag: RagSearchClient::new(traced(rag.clone())),
+            all: vec![
+                Upstream {
+                    service: "ploke.session.v1.LlmSession",
+                    url: config.llm_session_url.clone(),
+                    channel: session,
+                },
+                Upstream {
+                    service: "ploke.tools.v1.ToolExecutor",
+                    url: config.tool_executor_url.clone(),
+                    channel: tools,
+                },
+                Upstream {
+                    service: "ploke.rag.v1.RagSearch",
+                    url: config.rag_search_url.clone(),
+                    channel: rag,
+                },
+            ],
+        })
+    }
+}

@@ -1,0 +1,2 @@
+mod binary;
+mod upstreams;

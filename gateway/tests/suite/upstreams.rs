@@ -1,0 +1,69 @@
+//! A gateway whose upstreams are down reports them UNREACHABLE and fails forwarded calls with
+//! UNAVAILABLE naming the service, instead of hanging or hiding the cause.
+
+use std::time::Duration;
+
+use ploke_proto::gateway::v1::gateway_client::GatewayClient;
+use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState};
+use ploke_proto::rag::v1::IndexStatusRequest;
+use ploke_runtime::config::{LimitsConfig, UpstreamsConfig};
+use ploke_runtime::shutdown::Shutdown;
+use tonic::Code;
+
+#[tokio::test]
+async fn unreachable_upstreams_are_reported() {
+    // Bind and drop three listeners: their ports are free and nothing answers there.
+    let mut dead = Vec::new();
+    for _ in 0..3 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        dead.push(format!("http://{}", l.local_addr().unwrap()));
+    }
+    let config = ploke_gateway::Config {
+        upstreams: UpstreamsConfig {
+            llm_session_url: dead[0].clone(),
+            tool_executor_url: dead[1].clone(),
+            rag_search_url: dead[2].clone(),
+        },
+        tokens: Vec::new(),
+        tokens_file: None,
+        allow_unauthenticated: true,
+        forward_timeout: Duration::from_secs(5),
+        limits: LimitsConfig::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let shutdown = Shutdown::new();
+    let task = tokio::spawn(ploke_gateway::serve(config, listener, shutdown.wait()));
+    let mut client = GatewayClient::connect(url).await.unwrap();
+
+    let status = client
+        .get_system_status(GetSystemStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let states: Vec<(String, i32)> = status
+        .services
+        .iter()
+        .map(|s| (s.endpoint.clone(), s.state))
+        .collect();
+    assert_eq!(
+        states,
+        dead.iter()
+            .map(|u| (u.clone(), ServingState::Unreachable as i32))
+            .collect::<Vec<_>>()
+    );
+    let s = client
+        .index_status(IndexStatusRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(s.code(), Code::Unavailable);
+    assert!(
+        s.message().starts_with("rag-search is unavailable: "),
+        "{}",
+        s.message()
+    );
+
+    drop(client);
+    shutdown.trigger();
+    task.await.unwrap().unwrap();
+}

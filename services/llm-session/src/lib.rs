@@ -1,0 +1,86 @@
+//! ploke llm-session: owns sessions, the request loop against the model provider, parallel
+//! tool execution and the durable per-session event log. The domain ([`service`]) knows
+//! nothing of gRPC; [`grpc`] adapts it.
+
+mod error;
+mod grpc;
+pub mod service;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ploke_proto::session::v1::llm_session_server::LlmSessionServer;
+use ploke_runtime::config::{LimitsConfig, PlokeConfig, ProviderConfig, SessionConfig};
+use ploke_runtime::server::{ServeError, ServiceHost};
+use ploke_runtime::workspaces::Workspaces;
+use tokio::net::TcpListener;
+
+pub use error::SessionError;
+
+/// The gRPC service name.
+pub const SERVICE_NAME: &str = "ploke.session.v1.LlmSession";
+
+/// What llm-session needs from `ploke.toml`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Workspaces sessions may use; the first is the default.
+    pub workspaces: Vec<PathBuf>,
+    /// Where sessions and events are stored.
+    pub data_dir: PathBuf,
+    /// tool-executor URL.
+    pub tool_executor_url: String,
+    /// Providers by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Turn behaviour.
+    pub session: SessionConfig,
+    /// Server limits.
+    pub limits: LimitsConfig,
+}
+
+impl From<&PlokeConfig> for Config {
+    fn from(c: &PlokeConfig) -> Self {
+        Self {
+            workspaces: c.workspaces.clone(),
+            data_dir: c.data_dir.clone(),
+            tool_executor_url: c.upstreams.tool_executor_url.clone(),
+            providers: c.providers.clone(),
+            session: c.session.clone(),
+            limits: c.limits,
+        }
+    }
+}
+
+/// llm-session could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// An upstream URL is invalid.
+    #[error(transparent)]
+    Upstream(#[from] ploke_runtime::client::ChannelError),
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+/// Serves llm-session on `listener` until `shutdown` resolves.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), StartError> {
+    let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    let tools = ploke_runtime::client::traced_channel(&config.tool_executor_url)?;
+    let service = service::SessionService::new(
+        Workspaces::new(&config.workspaces),
+        config.providers.clone(),
+        config.session.clone(),
+        tools,
+    );
+    let max = config.limits.max_message_bytes;
+    let server = LlmSessionServer::new(grpc::LlmSessionGrpc::new(service))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+    host.readiness().set_serving().await;
+    Ok(host
+        .serve(tonic::service::Routes::new(server), listener, shutdown)
+        .await?)
+}

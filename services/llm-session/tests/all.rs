@@ -1,0 +1,5 @@
+//! Integration tests of ploke-llm-session: the real binary and the in-process server, driven by real gRPC
+//! clients on 127.0.0.1:0.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite;

@@ -1,0 +1,43 @@
+//! `ploke-rag-search`: parse flags and config, start telemetry, serve until SIGTERM/Ctrl-C.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use ploke_runtime::cli::CommonArgs;
+use ploke_runtime::{PlokeConfig, ServiceKind};
+
+/// ploke rag-search: code index, hybrid search and token-budgeted context over gRPC.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Local embedding model directory (config.json, tokenizer.json, model.safetensors)
+    /// [env: PLOKE_EMBED_MODEL].
+    #[arg(long, value_name = "DIR")]
+    embed_model: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut config = PlokeConfig::load_from_process(ServiceKind::RagSearch, &args.common)?;
+    if let Some(dir) = args.embed_model {
+        config.rag_search.embed_model = Some(dir);
+    }
+    let telemetry =
+        ploke_runtime::telemetry::init(ServiceKind::RagSearch.binary(), &config.telemetry)?;
+    let addr = config.listen(ServiceKind::RagSearch);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let result = ploke_rag_search::serve(
+        ploke_rag_search::Config::from(&config),
+        listener,
+        ploke_runtime::shutdown::signal(),
+    )
+    .await;
+    telemetry.shutdown();
+    Ok(result?)
+}

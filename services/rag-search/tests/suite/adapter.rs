@@ -1,0 +1,172 @@
+//! The gRPC adapter: field-level INVALID_ARGUMENT, workspace resolution errors, and the
+//! capability each unfinished RPC still lacks.
+
+use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
+use ploke_proto::rag::v1::*;
+use ploke_proto::status::field_violations;
+use ploke_runtime::config::PlokeConfig;
+use ploke_runtime::shutdown::Shutdown;
+use tonic::Code;
+use tonic::transport::Channel;
+
+struct Server {
+    client: RagSearchClient<Channel>,
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<Result<(), ploke_runtime::server::ServeError>>,
+    workspace: tempfile::TempDir,
+}
+
+async fn start() -> Server {
+    let workspace = tempfile::tempdir().unwrap();
+    let config = PlokeConfig {
+        workspaces: vec![workspace.path().to_owned()],
+        data_dir: workspace.path().join(".ploke"),
+        ..PlokeConfig::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let shutdown = Shutdown::new();
+    let task = tokio::spawn(ploke_rag_search::serve(
+        ploke_rag_search::Config::from(&config),
+        listener,
+        shutdown.wait(),
+    ));
+    let client = RagSearchClient::connect(url).await.unwrap();
+    Server {
+        client,
+        shutdown,
+        task,
+        workspace,
+    }
+}
+
+impl Server {
+    async fn stop(self) {
+        self.shutdown.trigger();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+fn search(query: &str, top_k: u32) -> SearchRequest {
+    SearchRequest {
+        query: query.into(),
+        top_k,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn bad_search_arguments_name_the_field() {
+    let mut s = start().await;
+    let cases = [
+        (search("", 10), "query", "must not be empty"),
+        (search("   ", 10), "query", "must not be empty"),
+        (
+            search("x", 1001),
+            "top_k",
+            "must be between 1 and 1000 (0 = 10), got 1001",
+        ),
+        (
+            SearchRequest {
+                query: "x".into(),
+                strategy: 42,
+                ..Default::default()
+            },
+            "strategy",
+            "unknown value 42; use STRATEGY_BM25, STRATEGY_DENSE or STRATEGY_HYBRID",
+        ),
+    ];
+    for (request, field, reason) in cases {
+        let status = s.client.search(request).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert_eq!(status.message(), format!("{field}: {reason}"));
+        assert_eq!(
+            field_violations(&status),
+            vec![(field.to_owned(), reason.to_owned())]
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn workspace_errors_are_not_found_or_invalid() {
+    let mut s = start().await;
+    let status = s
+        .client
+        .index_status(IndexStatusRequest {
+            workspace_root: "/definitely/not/served".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::NotFound, "workspace /definitely/not/served not found")
+    );
+    let status = s
+        .client
+        .index_status(IndexStatusRequest {
+            workspace_root: "relative/path".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert_eq!(field_violations(&status)[0].0, "workspace_root".to_owned());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn other_bad_arguments() {
+    let mut s = start().await;
+    let status = s
+        .client
+        .lookup_item(LookupItemRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.message(), "target: set canon_path or name");
+    let status = s
+        .client
+        .get_snippets(GetSnippetsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.message(), "spans: must not be empty");
+    let status = s
+        .client
+        .refresh_files(RefreshFilesRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.message(), "paths: must not be empty");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn valid_requests_for_the_served_workspace_name_the_missing_capability() {
+    let mut s = start().await;
+    let root = s.workspace.path().to_string_lossy().into_owned();
+    let status = s
+        .client
+        .index_status(IndexStatusRequest {
+            workspace_root: root,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), status.message()),
+        (
+            Code::Unimplemented,
+            "IndexStatus is not implemented yet: it needs the index status capability"
+        )
+    );
+    let status = s
+        .client
+        .search(search("config loading", 0))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), status.message()),
+        (
+            Code::Unimplemented,
+            "Search is not implemented yet: it needs the hybrid search capability"
+        )
+    );
+    s.stop().await;
+}

@@ -1,0 +1,2 @@
+mod adapter;
+mod binary;

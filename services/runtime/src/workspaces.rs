@@ -1,0 +1,95 @@
+//! The workspaces a service may touch, and resolving a request's `workspace_root` against them
+//! (empty = the first configured one; anything else must be a configured root).
+
+use std::path::{Path, PathBuf};
+
+/// A request named a workspace the service does not serve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkspaceError {
+    /// No workspace is configured and the request named none.
+    #[error("no workspace is configured; pass --workspace DIR or set workspace_root")]
+    NoneConfigured,
+    /// The request named a root that is not configured.
+    #[error("workspace {0} is not served here")]
+    Unknown(String),
+    /// The request's root is not absolute.
+    #[error("workspace_root must be an absolute path, got `{0}`")]
+    NotAbsolute(String),
+}
+
+/// Configured workspace roots, canonicalised where they exist.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workspaces {
+    roots: Vec<PathBuf>,
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+impl Workspaces {
+    /// The given roots; relative ones are taken from the current directory.
+    pub fn new(roots: &[PathBuf]) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        Self {
+            roots: roots.iter().map(|r| canonical(&cwd.join(r))).collect(),
+        }
+    }
+
+    /// Every root, the default first.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// The root a request means: the default for an empty string, else the configured root
+    /// it names (compared after canonicalisation).
+    pub fn resolve(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
+        if requested.is_empty() {
+            return self
+                .roots
+                .first()
+                .cloned()
+                .ok_or(WorkspaceError::NoneConfigured);
+        }
+        let path = Path::new(requested);
+        if !path.is_absolute() {
+            return Err(WorkspaceError::NotAbsolute(requested.to_owned()));
+        }
+        let wanted = canonical(path);
+        self.roots
+            .iter()
+            .find(|r| **r == wanted)
+            .cloned()
+            .ok_or_else(|| WorkspaceError::Unknown(requested.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_default_configured_and_refuses_others() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let ws = Workspaces::new(&[a.path().to_owned(), b.path().to_owned()]);
+        let a_canon = std::fs::canonicalize(a.path()).unwrap();
+        let b_canon = std::fs::canonicalize(b.path()).unwrap();
+        assert_eq!(ws.resolve(""), Ok(a_canon));
+        assert_eq!(ws.resolve(&b.path().to_string_lossy()), Ok(b_canon.clone()));
+        let with_dot = format!("{}/.", b.path().display());
+        assert_eq!(ws.resolve(&with_dot), Ok(b_canon));
+        assert_eq!(
+            ws.resolve("/etc"),
+            Err(WorkspaceError::Unknown("/etc".into()))
+        );
+        assert_eq!(
+            ws.resolve("rel/dir"),
+            Err(WorkspaceError::NotAbsolute("rel/dir".into()))
+        );
+        assert_eq!(
+            Workspaces::new(&[]).resolve(""),
+            Err(WorkspaceError::NoneConfigured)
+        );
+    }
+}

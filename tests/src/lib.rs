@@ -1,0 +1,182 @@
+//! The end-to-end Sandbox: all four services in this process on `127.0.0.1:0`, with a temp
+//! workspace and data dir, the gateway requiring a bearer token, and connected clients for the
+//! gateway (authenticated) and every service.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+
+use ploke_client::embedded::{Addrs, Embedded, EmbeddedError};
+use ploke_proto::gateway::v1::gateway_client::GatewayClient;
+use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
+use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
+use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
+use ploke_runtime::ServiceKind;
+use ploke_runtime::config::{PlokeConfig, Secret};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+/// The token the Sandbox's gateway accepts.
+pub const TOKEN: &str = "sandbox-token";
+
+/// The Sandbox could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A temp dir could not be made.
+    #[error("temp dir: {0}")]
+    Io(#[from] std::io::Error),
+    /// The services did not start.
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
+    /// A client could not connect.
+    #[error("connecting to {0}: {1}")]
+    Connect(String, tonic::transport::Error),
+}
+
+/// Adds `authorization: Bearer <token>` to every call.
+#[derive(Debug, Clone)]
+pub struct BearerToken(pub String);
+
+impl Interceptor for BearerToken {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        let value = format!("Bearer {}", self.0)
+            .parse()
+            .map_err(|_| tonic::Status::invalid_argument("token is not a header value"))?;
+        request.metadata_mut().insert("authorization", value);
+        Ok(request)
+    }
+}
+
+/// A gateway client that sends the Sandbox token.
+pub type AuthedGateway = GatewayClient<InterceptedService<Channel, BearerToken>>;
+
+/// All four services, running.
+#[derive(Debug)]
+pub struct Sandbox {
+    /// The workspace every service is configured with.
+    pub workspace: tempfile::TempDir,
+    /// Where state goes.
+    pub data: tempfile::TempDir,
+    embedded: Embedded,
+    channels: Channels,
+}
+
+#[derive(Debug, Clone)]
+struct Channels {
+    gateway: Channel,
+    sessions: Channel,
+    tools: Channel,
+    rag: Channel,
+}
+
+async fn connect(url: String) -> Result<Channel, SandboxError> {
+    let endpoint =
+        Endpoint::from_shared(url.clone()).map_err(|e| SandboxError::Connect(url.clone(), e))?;
+    endpoint
+        .connect()
+        .await
+        .map_err(|e| SandboxError::Connect(url, e))
+}
+
+impl Sandbox {
+    /// Starts the Sandbox with the default configuration.
+    pub async fn start() -> Result<Self, SandboxError> {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Starts the Sandbox after `adjust` has changed its configuration.
+    pub async fn start_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Result<Self, SandboxError> {
+        let workspace = tempfile::tempdir()?;
+        let data = tempfile::tempdir()?;
+        let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let mut config = PlokeConfig {
+            data_dir: data.path().to_owned(),
+            workspaces: vec![workspace.path().to_owned()],
+            ..PlokeConfig::default()
+        };
+        for kind in [
+            ServiceKind::Gateway,
+            ServiceKind::LlmSession,
+            ServiceKind::ToolExecutor,
+            ServiceKind::RagSearch,
+        ] {
+            config.set_listen(kind, any);
+        }
+        config.gateway.tokens = vec![Secret::new(TOKEN)];
+        adjust(&mut config);
+        let embedded = Embedded::start(config).await?;
+        let a = embedded.addrs;
+        let channels = Channels {
+            gateway: connect(a.url(ServiceKind::Gateway)).await?,
+            sessions: connect(a.url(ServiceKind::LlmSession)).await?,
+            tools: connect(a.url(ServiceKind::ToolExecutor)).await?,
+            rag: connect(a.url(ServiceKind::RagSearch)).await?,
+        };
+        Ok(Self {
+            workspace,
+            data,
+            embedded,
+            channels,
+        })
+    }
+
+    /// Where the services listen.
+    pub fn addrs(&self) -> Addrs {
+        self.embedded.addrs
+    }
+
+    /// The workspace root.
+    pub fn workspace_root(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    /// A gateway client that sends the Sandbox token.
+    pub fn gateway(&self) -> AuthedGateway {
+        GatewayClient::with_interceptor(self.channels.gateway.clone(), BearerToken(TOKEN.into()))
+    }
+
+    /// A gateway client that sends `token` (or nothing).
+    pub fn gateway_with_token(&self, token: Option<&str>) -> AuthedGateway {
+        let token = token.unwrap_or_default().to_owned();
+        GatewayClient::with_interceptor(self.channels.gateway.clone(), BearerToken(token))
+    }
+
+    /// The raw gateway channel (no token).
+    pub fn gateway_channel(&self) -> Channel {
+        self.channels.gateway.clone()
+    }
+
+    /// A direct llm-session client.
+    pub fn sessions(&self) -> LlmSessionClient<Channel> {
+        LlmSessionClient::new(self.channels.sessions.clone())
+    }
+
+    /// A direct tool-executor client.
+    pub fn tools(&self) -> ToolExecutorClient<Channel> {
+        ToolExecutorClient::new(self.channels.tools.clone())
+    }
+
+    /// A direct rag-search client.
+    pub fn rag(&self) -> RagSearchClient<Channel> {
+        RagSearchClient::new(self.channels.rag.clone())
+    }
+
+    /// The channel of one service.
+    pub fn channel(&self, service: ServiceKind) -> Channel {
+        match service {
+            ServiceKind::Gateway => self.channels.gateway.clone(),
+            ServiceKind::LlmSession => self.channels.sessions.clone(),
+            ServiceKind::ToolExecutor => self.channels.tools.clone(),
+            ServiceKind::RagSearch => self.channels.rag.clone(),
+        }
+    }
+
+    /// Stops every service and reports the first failure.
+    pub async fn stop(self) -> Result<(), EmbeddedError> {
+        drop(self.channels);
+        self.embedded.stop().await
+    }
+}

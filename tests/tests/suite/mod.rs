@@ -1,0 +1,2 @@
+mod auth;
+mod wiring;
