@@ -213,3 +213,30 @@ fn secrets_are_redacted_in_debug() {
     assert!(!debug.contains("second-secret"), "{debug}");
     assert!(debug.contains("tokens: [***, ***]"), "{debug}");
 }
+
+#[test]
+fn the_documented_example_config_parses() {
+    let text = include_str!("../../../../deploy/ploke.example.toml");
+    let c = PlokeConfig::from_toml(text, Path::new("deploy/ploke.example.toml")).unwrap();
+    let defaults = PlokeConfig::default();
+    // Every documented value equals the code default, except the example providers.
+    assert_eq!(
+        PlokeConfig {
+            providers: BTreeMap::new(),
+            ..c.clone()
+        },
+        defaults
+    );
+    assert_eq!(
+        c.providers.keys().collect::<Vec<_>>(),
+        vec!["ollama", "openai"]
+    );
+    assert_eq!(
+        c.providers["openai"].models,
+        vec![ModelConfig {
+            id: "gpt-4.1-mini".into(),
+            context_window: Some(1_047_576),
+            supports_tools: Some(true),
+        }]
+    );
+}
