@@ -1,9 +1,16 @@
 //! ploke rag-search: owns the code index of one or more workspaces and answers searches and
 //! context requests. The domain ([`service`]) knows nothing of gRPC; [`grpc`] adapts it.
 
+pub mod bm25;
+pub mod context;
 mod error;
 mod grpc;
+pub mod index;
+pub mod parse;
+pub mod scan;
 pub mod service;
+pub mod tokenize;
+pub mod tokens;
 
 use std::path::PathBuf;
 

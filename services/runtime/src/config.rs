@@ -354,7 +354,7 @@ pub struct ModelConfig {
     pub supports_tools: Option<bool>,
 }
 
-/// Configuration could not be loaded.
+/// Configuration could not be loaded (unknown keys in the file are errors).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The config file could not be read.
@@ -409,22 +409,22 @@ impl PlokeConfig {
         })
     }
 
+    /// `PLOKE_*` variables among `env_names` that ploke does not read (likely typos).
+    pub fn unknown_env(env_names: &[String]) -> Vec<String> {
+        env_names
+            .iter()
+            .filter(|n| n.starts_with("PLOKE_") && !KNOWN_ENV.contains(&n.as_str()))
+            .cloned()
+            .collect()
+    }
+
     /// Loads every layer for `service`: defaults, the file named by `--config` /
     /// `PLOKE_CONFIG` (if any), the `PLOKE_*` variables from `env`, then the flags.
     pub fn load(
         service: ServiceKind,
         args: &CommonArgs,
         env: &dyn Fn(&str) -> Option<String>,
-        env_names: &[String],
     ) -> Result<Self, ConfigError> {
-        for name in env_names {
-            if name.starts_with("PLOKE_") && !KNOWN_ENV.contains(&name.as_str()) {
-                return Err(ConfigError::Env {
-                    name: name.clone(),
-                    message: format!("unknown variable; known: {}", KNOWN_ENV.join(", ")),
-                });
-            }
-        }
         let file = args
             .config
             .clone()
@@ -444,12 +444,20 @@ impl PlokeConfig {
         Ok(config)
     }
 
-    /// Loads from the process environment and the given flags.
+    /// Loads from the process environment and the given flags. Unknown `PLOKE_*` variables
+    /// are reported on stderr (telemetry is not up yet) and otherwise ignored: other tools may
+    /// share the prefix, but a typo should not pass silently.
     pub fn load_from_process(service: ServiceKind, args: &CommonArgs) -> Result<Self, ConfigError> {
         let names: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
             .collect();
-        Self::load(service, args, &|k| std::env::var(k).ok(), &names)
+        for name in Self::unknown_env(&names) {
+            eprintln!(
+                "warning: ignoring unknown environment variable {name}; ploke reads {}",
+                KNOWN_ENV.join(", ")
+            );
+        }
+        Self::load(service, args, &|k| std::env::var(k).ok())
     }
 
     /// The listen address of `service`.

@@ -48,7 +48,14 @@ impl RunningBinary {
     /// `timeout`) for its `serving` log line.
     pub fn start(binary: &Path, args: &[&str], timeout: Duration) -> Result<Self, SpawnError> {
         let name = binary.display().to_string();
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        // The child sees none of the developer's PLOKE_* settings: the test defines its config.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("PLOKE_") {
+                command.env_remove(key);
+            }
+        }
+        let mut child = command
             .args(args)
             .args(["--listen", "127.0.0.1:0", "--log-format", "json"])
             .env_remove("RUST_LOG")

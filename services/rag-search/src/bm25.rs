@@ -1,0 +1,424 @@
+//! The BM25 side of the index: a tantivy index per workspace with the code tokenizer, the item
+//! name, canonical path and signature in boosted fields, and raw-term fields for filters
+//! (kind, language, and every ancestor directory of the file for path-prefix filters).
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Value,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::parse::Kind;
+use crate::tokenize::{CodeTokenizer, code_tokens};
+
+/// Name of the code tokenizer in the tantivy index.
+const TOKENIZER: &str = "code";
+/// Memory budget of the index writer.
+const WRITER_BYTES: usize = 64 * 1024 * 1024;
+
+/// Field boosts (tuned on the retrieval evaluation; see docs/RETRIEVAL.md).
+#[derive(Debug, Clone, Copy)]
+pub struct Boosts {
+    /// Bare item name.
+    pub name: f32,
+    /// Canonical path and file path.
+    pub path: f32,
+    /// Signature.
+    pub signature: f32,
+    /// Doc comment.
+    pub doc: f32,
+    /// Whole source text of the item.
+    pub body: f32,
+}
+
+impl Default for Boosts {
+    fn default() -> Self {
+        Self {
+            name: 3.0,
+            path: 1.5,
+            signature: 1.5,
+            doc: 1.0,
+            body: 1.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    id: Field,
+    file: Field,
+    dirs: Field,
+    kind: Field,
+    lang: Field,
+    name: Field,
+    path: Field,
+    signature: Field,
+    doc: Field,
+    body: Field,
+    text: Field,
+}
+
+/// What one document holds.
+#[derive(Debug, Clone)]
+pub struct Bm25Doc<'a> {
+    /// Item id.
+    pub id: u64,
+    /// File path relative to the workspace root.
+    pub file: &'a str,
+    /// Kind.
+    pub kind: Kind,
+    /// Language.
+    pub language: &'a str,
+    /// Bare name.
+    pub name: &'a str,
+    /// Canonical path.
+    pub canon_path: &'a str,
+    /// Signature.
+    pub signature: &'a str,
+    /// Doc comment.
+    pub doc: &'a str,
+    /// Source text.
+    pub body: &'a str,
+}
+
+/// Restrictions on BM25 hits.
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    /// Keep items under one of these directories or files (normalised, no trailing `/`).
+    pub path_prefixes: Vec<String>,
+    /// Keep items of these kinds.
+    pub kinds: Vec<Kind>,
+    /// Keep items in these languages.
+    pub languages: Vec<String>,
+}
+
+/// The BM25 index failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Bm25Error {
+    /// tantivy failed.
+    #[error("bm25 index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// The index directory could not be opened.
+    #[error("bm25 index directory: {0}")]
+    Directory(#[from] tantivy::directory::error::OpenDirectoryError),
+    /// The index directory could not be created.
+    #[error("creating the bm25 index directory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A workspace's BM25 index.
+pub struct Bm25 {
+    index: Index,
+    reader: IndexReader,
+    writer: IndexWriter,
+    fields: Fields,
+    boosts: Boosts,
+}
+
+impl std::fmt::Debug for Bm25 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bm25")
+            .field("boosts", &self.boosts)
+            .finish()
+    }
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = |stored: bool| {
+        let o = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(TOKENIZER)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        );
+        if stored { o.set_stored() } else { o }
+    };
+    let fields = Fields {
+        id: b.add_u64_field("id", INDEXED | STORED),
+        file: b.add_text_field("file", STRING | STORED),
+        dirs: b.add_text_field("dirs", STRING),
+        kind: b.add_text_field("kind", STRING),
+        lang: b.add_text_field("lang", STRING),
+        name: b.add_text_field("name", text(false)),
+        path: b.add_text_field("path", text(false)),
+        signature: b.add_text_field("signature", text(false)),
+        doc: b.add_text_field("doc", text(false)),
+        body: b.add_text_field("body", text(false)),
+        text: b.add_text_field("text", STORED),
+    };
+    (b.build(), fields)
+}
+
+/// `src/proto/h1/role.rs` → `src`, `src/proto`, `src/proto/h1`, `src/proto/h1/role.rs`.
+fn ancestors(file: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut acc = String::new();
+    for part in file.split('/') {
+        if !acc.is_empty() {
+            acc.push('/');
+        }
+        acc.push_str(part);
+        out.push(acc.clone());
+    }
+    out
+}
+
+/// Normalises a user's path prefix the way [`ancestors`] spells paths.
+pub fn normalize_prefix(prefix: &str) -> String {
+    prefix
+        .trim()
+        .trim_start_matches("./")
+        .trim_matches('/')
+        .to_owned()
+}
+
+impl Bm25 {
+    /// Opens the index in `dir`, creating it when absent.
+    pub fn open(dir: &Path, boosts: Boosts) -> Result<Self, Bm25Error> {
+        std::fs::create_dir_all(dir)?;
+        let (schema, fields) = schema();
+        let directory = tantivy::directory::MmapDirectory::open(dir)?;
+        let index = Index::open_or_create(directory, schema)?;
+        index.tokenizers().register(TOKENIZER, CodeTokenizer);
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let writer = index.writer(WRITER_BYTES)?;
+        Ok(Self {
+            index,
+            reader,
+            writer,
+            fields,
+            boosts,
+        })
+    }
+
+    /// Removes every document of `file` (applied at the next commit).
+    pub fn remove_file(&mut self, file: &str) {
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.file, file));
+    }
+
+    /// Adds one item (applied at the next commit).
+    pub fn add(&mut self, d: &Bm25Doc<'_>) -> Result<(), Bm25Error> {
+        let f = self.fields;
+        let mut doc = TantivyDocument::new();
+        doc.add_u64(f.id, d.id);
+        doc.add_text(f.file, d.file);
+        for dir in ancestors(d.file) {
+            doc.add_text(f.dirs, &dir);
+        }
+        doc.add_text(f.kind, d.kind.as_str());
+        doc.add_text(f.lang, d.language);
+        doc.add_text(f.name, d.name);
+        doc.add_text(f.path, d.canon_path);
+        doc.add_text(f.path, d.file);
+        doc.add_text(f.signature, d.signature);
+        doc.add_text(f.doc, d.doc);
+        doc.add_text(f.body, d.body);
+        doc.add_text(f.text, d.body);
+        self.writer.add_document(doc)?;
+        Ok(())
+    }
+
+    /// Makes every change since the last commit durable and visible.
+    pub fn commit(&mut self) -> Result<(), Bm25Error> {
+        self.writer.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Number of documents visible to searches.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Bytes the index occupies on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.reader
+            .searcher()
+            .space_usage()
+            .map(|u| u.total().get_bytes())
+            .unwrap_or(0)
+    }
+
+    /// The best `limit` items for `query` as (id, score, source text), best first.
+    pub fn search(
+        &self,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32, String)>, Bm25Error> {
+        let f = self.fields;
+        let mut seen = HashSet::new();
+        let tokens: Vec<String> = code_tokens(query)
+            .into_iter()
+            .filter(|t| seen.insert(t.clone()))
+            .collect();
+        if tokens.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let b = self.boosts;
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for token in &tokens {
+            for (field, boost) in [
+                (f.name, b.name),
+                (f.path, b.path),
+                (f.signature, b.signature),
+                (f.doc, b.doc),
+                (f.body, b.body),
+            ] {
+                if boost <= 0.0 {
+                    continue;
+                }
+                let term = TermQuery::new(
+                    Term::from_field_text(field, token),
+                    IndexRecordOption::WithFreqs,
+                );
+                should.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(term), boost)),
+                ));
+            }
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
+        if !filters.kinds.is_empty() {
+            let terms = filters
+                .kinds
+                .iter()
+                .map(|k| Term::from_field_text(f.kind, k.as_str()));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        if !filters.languages.is_empty() {
+            let terms = filters
+                .languages
+                .iter()
+                .map(|l| Term::from_field_text(f.lang, l));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        if !filters.path_prefixes.is_empty() {
+            let terms = filters
+                .path_prefixes
+                .iter()
+                .map(|p| Term::from_field_text(f.dirs, p));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            if let Some(id) = doc.get_first(f.id).and_then(|v| v.as_u64()) {
+                let text = doc
+                    .get_first(f.text)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                out.push((id, score, text));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The index handle (for tests and tooling).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc<'a>(id: u64, file: &'a str, name: &'a str, body: &'a str, kind: Kind) -> Bm25Doc<'a> {
+        Bm25Doc {
+            id,
+            file,
+            kind,
+            language: "rust",
+            name,
+            canon_path: name,
+            signature: "",
+            doc: "",
+            body,
+        }
+    }
+
+    #[test]
+    fn finds_by_identifier_parts_filters_and_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+        bm.add(&doc(
+            1,
+            "src/config.rs",
+            "load_config",
+            "fn load_config() { read_file() }",
+            Kind::Function,
+        ))
+        .unwrap();
+        bm.add(&doc(
+            2,
+            "src/net/http.rs",
+            "HttpClient",
+            "struct HttpClient { retries: u8 }",
+            Kind::Struct,
+        ))
+        .unwrap();
+        bm.add(&doc(
+            3,
+            "src/net/retry.rs",
+            "backoff",
+            "fn backoff(attempt: u32) -> Duration",
+            Kind::Function,
+        ))
+        .unwrap();
+        bm.commit().unwrap();
+        assert_eq!(bm.num_docs(), 3);
+
+        let ids =
+            |hits: Vec<(u64, f32, String)>| hits.into_iter().map(|(i, _, _)| i).collect::<Vec<_>>();
+        let hits = bm.search("config", &Filters::default(), 10).unwrap();
+        assert_eq!(hits[0].2, "fn load_config() { read_file() }");
+        assert_eq!(ids(hits), vec![1]);
+        assert_eq!(
+            ids(bm.search("http client", &Filters::default(), 10).unwrap()),
+            vec![2]
+        );
+        let net_only = Filters {
+            path_prefixes: vec![normalize_prefix("./src/net/")],
+            ..Filters::default()
+        };
+        let mut got = ids(bm.search("retries backoff config", &net_only, 10).unwrap());
+        got.sort_unstable();
+        assert_eq!(got, vec![2, 3]);
+        let structs = Filters {
+            kinds: vec![Kind::Struct],
+            ..Filters::default()
+        };
+        assert_eq!(
+            ids(bm.search("retries backoff", &structs, 10).unwrap()),
+            vec![2]
+        );
+
+        bm.remove_file("src/net/http.rs");
+        bm.commit().unwrap();
+        assert!(
+            bm.search("HttpClient", &Filters::default(), 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(bm.search("", &Filters::default(), 10).unwrap().is_empty());
+        drop(bm);
+        // Persisted: reopening sees the same documents.
+        let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+        assert_eq!(bm.num_docs(), 2);
+    }
+}

@@ -1,0 +1,142 @@
+use std::path::Path;
+
+use super::*;
+use crate::parse::Kind;
+
+fn cand(file: &str, lines: (u32, u32), bytes: (usize, usize), text: &str, score: f32) -> Candidate {
+    Candidate {
+        file: file.into(),
+        canon_path: format!("crate::{file}::{}", lines.0),
+        kind: Kind::Function,
+        language: "rust".into(),
+        byte_start: bytes.0,
+        byte_end: bytes.1,
+        line_start: lines.0,
+        line_end: lines.1,
+        text: text.into(),
+        score,
+        file_hash: "h".into(),
+    }
+}
+
+fn body(n: usize, word: &str) -> String {
+    (0..n)
+        .map(|i| format!("    let {word}_{i} = compute_{word}({i});\n"))
+        .collect()
+}
+
+#[test]
+fn defaults_fill_zero_fields() {
+    assert_eq!(
+        Budget::with_defaults(0, 0, 0),
+        Budget {
+            max_total: 4000,
+            per_file_max: 2000,
+            per_part_max: 1500
+        }
+    );
+    assert_eq!(
+        Budget::with_defaults(300, 0, 0),
+        Budget {
+            max_total: 300,
+            per_file_max: 150,
+            per_part_max: 150
+        }
+    );
+}
+
+#[test]
+fn renders_the_ploke_code_snippet_format() {
+    assert_eq!(
+        render(Path::new("/ws"), "src/lib.rs", 10, 24, "fn main() {}"),
+        "<code=\"/ws/src/lib.rs\" #10:24>\nfn main() {}\n</code>\n"
+    );
+}
+
+#[test]
+fn the_cumulative_total_is_never_exceeded() {
+    let root = Path::new("/ws");
+    for max_total in [50u32, 120, 400, 900, 2500] {
+        let candidates: Vec<Candidate> = (0..12)
+            .map(|i| {
+                let text = body(20 + i * 3, &format!("v{i}"));
+                cand(
+                    &format!("f{}.rs", i % 4),
+                    (1 + 1000 * i as u32, 1000 * i as u32 + 40),
+                    (10_000 * i, 10_000 * i + text.len()),
+                    &text,
+                    1.0 - i as f32 / 20.0,
+                )
+            })
+            .collect();
+        let budget = Budget::with_defaults(max_total, 0, 0);
+        let out = assemble(root, candidates, budget, &mut |_, _| None);
+        let sum: u32 = out.parts.iter().map(|p| p.tokens).sum();
+        assert_eq!(sum, out.total_tokens);
+        assert!(
+            out.total_tokens <= max_total,
+            "{} > {max_total}",
+            out.total_tokens
+        );
+        let mut per_file: HashMap<&str, u32> = HashMap::new();
+        for p in &out.parts {
+            assert!(p.tokens <= budget.per_part_max);
+            assert_eq!(p.tokens, tokens::count(&p.rendered));
+            *per_file.entry(p.candidate.file.as_str()).or_default() += p.tokens;
+        }
+        assert!(per_file.values().all(|t| *t <= budget.per_file_max));
+        // Every candidate is accounted for: included whole, or listed as cut.
+        assert!(out.parts.len() + out.cuts.iter().filter(|c| c.tokens_after == 0).count() >= 1);
+    }
+}
+
+#[test]
+fn truncation_keeps_whole_lines_and_updates_spans() {
+    let root = Path::new("/ws");
+    let text = body(200, "x");
+    let c = cand("a.rs", (1, 200), (0, text.len()), &text, 1.0);
+    let out = assemble(
+        root,
+        vec![c],
+        Budget::with_defaults(300, 300, 300),
+        &mut |_, _| None,
+    );
+    let part = &out.parts[0];
+    assert!(part.tokens <= 300);
+    assert!(part.candidate.line_end < 200);
+    assert!(text.starts_with(&part.candidate.text));
+    assert!(part.candidate.text.ends_with('\n'));
+    assert_eq!(part.candidate.byte_end, part.candidate.text.len());
+    assert_eq!(out.cuts[0].reason, Cut::PerPart);
+}
+
+#[test]
+fn contained_spans_are_duplicates_and_adjacent_spans_are_stitched() {
+    let root = Path::new("/ws");
+    let file = "fn a() {}\nfn b() {}\nfn c() {}\n";
+    let a = cand("x.rs", (1, 1), (0, 9), "fn a() {}", 0.9);
+    let b = cand("x.rs", (2, 2), (10, 19), "fn b() {}", 0.8);
+    let a_again = cand("x.rs", (1, 1), (0, 9), "fn a() {}", 0.5);
+    let other = cand("y.rs", (1, 1), (0, 9), "fn z() {}", 0.4);
+    let out = assemble(
+        root,
+        vec![a, b, a_again, other],
+        Budget::with_defaults(0, 0, 0),
+        &mut |f, _| (f == "x.rs").then(|| file.to_owned()),
+    );
+    let spans: Vec<(&str, usize, usize)> = out
+        .parts
+        .iter()
+        .map(|p| {
+            (
+                p.candidate.file.as_str(),
+                p.candidate.byte_start,
+                p.candidate.byte_end,
+            )
+        })
+        .collect();
+    assert_eq!(spans, vec![("x.rs", 0, 19), ("y.rs", 0, 9)]);
+    assert_eq!(out.parts[0].candidate.text, "fn a() {}\nfn b() {}");
+    let reasons: Vec<Cut> = out.cuts.iter().map(|c| c.reason).collect();
+    assert_eq!(reasons, vec![Cut::Stitched, Cut::Duplicate]);
+}

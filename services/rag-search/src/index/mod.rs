@@ -1,0 +1,545 @@
+//! One workspace's index: files with their content hashes, items with their spans, and the
+//! BM25 index; persisted under `<data_dir>/index/<workspace key>/` and updated per file, so that
+//! unchanged files cost a hash and nothing more.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::bm25::{Bm25, Bm25Doc, Bm25Error, Boosts, Filters};
+use crate::parse::{self, Kind, ParsedItem};
+use crate::scan::{self, ScannedFile};
+
+const META_FILE: &str = "meta.json";
+const META_VERSION: u32 = 1;
+
+/// An item as the index keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ItemRecord {
+    /// Stable id within the workspace index.
+    pub id: u64,
+    /// File path relative to the root.
+    pub file: String,
+    /// Language of the file.
+    pub language: String,
+    /// blake3 (hex) of the file when the item was parsed.
+    pub file_hash: String,
+    /// The parsed item.
+    pub item: ParsedItem,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct FileRecord {
+    hash: String,
+    language: String,
+    item_ids: Vec<u64>,
+}
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Meta {
+    version: u32,
+    next_id: u64,
+    last_indexed_at_ms: Option<u64>,
+    files: BTreeMap<String, FileRecord>,
+    items: Vec<ItemRecord>,
+}
+
+/// Why the index failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// BM25 failed.
+    #[error(transparent)]
+    Bm25(#[from] Bm25Error),
+    /// Reading or writing index files failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The metadata file is corrupt.
+    #[error("{path}: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Phases of an indexing run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Walking and hashing.
+    Scanning,
+    /// Parsing changed files.
+    Parsing,
+    /// Persisting.
+    Committing,
+    /// Finished.
+    Done,
+}
+
+/// Progress of an indexing run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Phase.
+    pub phase: Phase,
+    /// Files processed in this phase.
+    pub files_done: u64,
+    /// Files to process.
+    pub files_total: u64,
+    /// Items written so far.
+    pub items_done: u64,
+    /// Human-readable step.
+    pub message: String,
+}
+
+/// Result of an indexing run or a refresh.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Files parsed.
+    pub files_indexed: u64,
+    /// Files whose hash had not changed.
+    pub files_unchanged: u64,
+    /// Files skipped (binary, too large, unreadable).
+    pub files_skipped: u64,
+    /// Files removed from the index.
+    pub files_removed: u64,
+    /// Items added.
+    pub items_added: u64,
+    /// Items removed.
+    pub items_removed: u64,
+    /// Items in the index afterwards.
+    pub items_total: u64,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+/// A BM25 hit.
+#[derive(Debug, Clone)]
+pub struct Hit<'a> {
+    /// The item.
+    pub record: &'a ItemRecord,
+    /// BM25 score.
+    pub score: f32,
+    /// 1-based rank in the BM25 list.
+    pub rank: u32,
+    /// Source text of the item as indexed.
+    pub text: String,
+}
+
+/// What happened to one file.
+enum FileOutcome {
+    Unchanged,
+    Indexed { added: u64, removed: u64 },
+    Removed { removed: u64 },
+    Skipped { removed: u64 },
+}
+
+/// One workspace's index.
+#[derive(Debug)]
+pub struct WorkspaceIndex {
+    root: PathBuf,
+    dir: PathBuf,
+    bm25: Bm25,
+    files: BTreeMap<String, FileRecord>,
+    items: HashMap<u64, ItemRecord>,
+    next_id: u64,
+    last_indexed_at: Option<SystemTime>,
+}
+
+/// A directory name for `root` under the index dir: readable and unique.
+pub fn workspace_key(root: &Path) -> String {
+    let hash = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    format!("{name}-{}", &hash[..12])
+}
+
+impl WorkspaceIndex {
+    /// Opens (or creates) the index of `root` in `dir`.
+    pub fn open(root: &Path, dir: &Path, boosts: Boosts) -> Result<Self, IndexError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let bm25 = Bm25::open(&dir.join("bm25"), boosts)?;
+        let meta_path = dir.join(META_FILE);
+        let meta = match std::fs::read(&meta_path) {
+            Ok(bytes) => {
+                let meta: Meta =
+                    serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt {
+                        path: meta_path.clone(),
+                        message: e.to_string(),
+                    })?;
+                if meta.version == META_VERSION {
+                    meta
+                } else {
+                    Meta::default()
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Meta::default(),
+            Err(e) => return Err(io(&meta_path)(e)),
+        };
+        let mut index = Self {
+            root: root.to_owned(),
+            dir: dir.to_owned(),
+            bm25,
+            files: meta.files,
+            items: meta.items.into_iter().map(|i| (i.id, i)).collect(),
+            next_id: meta.next_id.max(1),
+            last_indexed_at: meta
+                .last_indexed_at_ms
+                .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
+        };
+        // A crash between the BM25 commit and the metadata write leaves them out of step:
+        // start over rather than serve items that do not exist.
+        if index.bm25.num_docs() != index.items.len() as u64 {
+            tracing::warn!(root = %root.display(), "index metadata out of step with bm25; rebuilding");
+            for file in index.files.keys().cloned().collect::<Vec<_>>() {
+                index.bm25.remove_file(&file);
+            }
+            index.bm25.commit()?;
+            index.files.clear();
+            index.items.clear();
+            index.last_indexed_at = None;
+        }
+        Ok(index)
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Files in the index.
+    pub fn file_count(&self) -> u64 {
+        self.files.len() as u64
+    }
+
+    /// Items in the index.
+    pub fn item_count(&self) -> u64 {
+        self.items.len() as u64
+    }
+
+    /// Items indexed for one file.
+    pub fn items_of_file(&self, rel: &str) -> u32 {
+        self.files
+            .get(rel)
+            .map_or(0, |f| u32::try_from(f.item_ids.len()).unwrap_or(u32::MAX))
+    }
+
+    /// When the last full run finished.
+    pub fn last_indexed_at(&self) -> Option<SystemTime> {
+        self.last_indexed_at
+    }
+
+    /// Bytes on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        let meta = std::fs::metadata(self.dir.join(META_FILE)).map_or(0, |m| m.len());
+        meta + self.bm25.disk_bytes()
+    }
+
+    /// One item by id.
+    pub fn item(&self, id: u64) -> Option<&ItemRecord> {
+        self.items.get(&id)
+    }
+
+    /// Indexes every file of the workspace; only changed files are parsed unless `force`.
+    pub fn index_all(
+        &mut self,
+        force: bool,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Summary, IndexError> {
+        let started = Instant::now();
+        progress(Progress {
+            phase: Phase::Scanning,
+            files_done: 0,
+            files_total: 0,
+            items_done: 0,
+            message: format!("scanning {}", self.root.display()),
+        });
+        let (files, skipped) = scan::scan(&self.root);
+        let total = files.len() as u64;
+        let mut summary = Summary {
+            files_skipped: skipped,
+            ..Summary::default()
+        };
+        let present: std::collections::HashSet<&str> =
+            files.iter().map(|f| f.rel.as_str()).collect();
+        let gone: Vec<String> = self
+            .files
+            .keys()
+            .filter(|k| !present.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for rel in gone {
+            summary.items_removed += self.drop_file(&rel);
+            summary.files_removed += 1;
+        }
+        let step = (total / 100).max(1);
+        for (i, file) in files.iter().enumerate() {
+            self.apply(file, force, &mut summary)?;
+            let done = i as u64 + 1;
+            if done.is_multiple_of(step) || done == total {
+                progress(Progress {
+                    phase: Phase::Parsing,
+                    files_done: done,
+                    files_total: total,
+                    items_done: self.items.len() as u64,
+                    message: file.rel.clone(),
+                });
+            }
+        }
+        progress(Progress {
+            phase: Phase::Committing,
+            files_done: total,
+            files_total: total,
+            items_done: self.items.len() as u64,
+            message: "committing".into(),
+        });
+        self.last_indexed_at = Some(SystemTime::now());
+        self.commit()?;
+        summary.items_total = self.items.len() as u64;
+        summary.duration = started.elapsed();
+        progress(Progress {
+            phase: Phase::Done,
+            files_done: total,
+            files_total: total,
+            items_done: summary.items_total,
+            message: format!(
+                "{} files indexed, {} unchanged, {} items",
+                summary.files_indexed, summary.files_unchanged, summary.items_total
+            ),
+        });
+        Ok(summary)
+    }
+
+    /// Re-reads the given files (relative paths); missing ones are removed.
+    pub fn refresh(&mut self, rels: &[String]) -> Result<Summary, IndexError> {
+        let started = Instant::now();
+        let mut summary = Summary::default();
+        for rel in rels {
+            let abs = self.root.join(rel);
+            let language = parse::language_of(&abs);
+            match (abs.is_file(), language) {
+                (true, Some(language)) if !scan::excluded(rel) => {
+                    let file = ScannedFile {
+                        rel: rel.clone(),
+                        abs,
+                        language,
+                    };
+                    self.apply(&file, false, &mut summary)?;
+                }
+                _ => {
+                    if self.files.contains_key(rel) {
+                        summary.items_removed += self.drop_file(rel);
+                        summary.files_removed += 1;
+                    } else {
+                        summary.files_skipped += 1;
+                    }
+                }
+            }
+        }
+        self.commit()?;
+        summary.items_total = self.items.len() as u64;
+        summary.duration = started.elapsed();
+        Ok(summary)
+    }
+
+    fn apply(
+        &mut self,
+        file: &ScannedFile,
+        force: bool,
+        summary: &mut Summary,
+    ) -> Result<(), IndexError> {
+        match self.update_file(file, force)? {
+            FileOutcome::Unchanged => summary.files_unchanged += 1,
+            FileOutcome::Indexed { added, removed } => {
+                summary.files_indexed += 1;
+                summary.items_added += added;
+                summary.items_removed += removed;
+            }
+            FileOutcome::Removed { removed } => {
+                summary.files_removed += 1;
+                summary.items_removed += removed;
+            }
+            FileOutcome::Skipped { removed } => {
+                summary.files_skipped += 1;
+                summary.items_removed += removed;
+            }
+        }
+        Ok(())
+    }
+
+    fn update_file(&mut self, file: &ScannedFile, force: bool) -> Result<FileOutcome, IndexError> {
+        let bytes = match std::fs::read(&file.abs) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let removed = self.drop_file(&file.rel);
+                return Ok(FileOutcome::Removed { removed });
+            }
+            Err(_) => {
+                let removed = self.drop_file(&file.rel);
+                return Ok(FileOutcome::Skipped { removed });
+            }
+        };
+        if bytes.len() as u64 > scan::MAX_FILE_BYTES {
+            let removed = self.drop_file(&file.rel);
+            return Ok(FileOutcome::Skipped { removed });
+        }
+        let hash = blake3::hash(&bytes).to_hex().to_string();
+        if !force && self.files.get(&file.rel).is_some_and(|f| f.hash == hash) {
+            return Ok(FileOutcome::Unchanged);
+        }
+        let Some(text) = scan::read_text(bytes) else {
+            let removed = self.drop_file(&file.rel);
+            return Ok(FileOutcome::Skipped { removed });
+        };
+        let removed = self.drop_file(&file.rel);
+        let parsed = if file.language == "rust" {
+            parse::parse_rust(&file.rel, &text)
+        } else {
+            parse::line_windows(&file.rel, &text)
+        };
+        let mut ids = Vec::with_capacity(parsed.len());
+        for item in parsed {
+            let id = self.next_id;
+            self.next_id += 1;
+            let body = text.get(item.byte_start..item.byte_end).unwrap_or("");
+            self.bm25.add(&Bm25Doc {
+                id,
+                file: &file.rel,
+                kind: item.kind,
+                language: file.language,
+                name: &item.name,
+                canon_path: &item.canon_path,
+                signature: &item.signature,
+                doc: &item.doc,
+                body,
+            })?;
+            ids.push(id);
+            self.items.insert(
+                id,
+                ItemRecord {
+                    id,
+                    file: file.rel.clone(),
+                    language: file.language.to_owned(),
+                    file_hash: hash.clone(),
+                    item,
+                },
+            );
+        }
+        let added = ids.len() as u64;
+        self.files.insert(
+            file.rel.clone(),
+            FileRecord {
+                hash,
+                language: file.language.to_owned(),
+                item_ids: ids,
+            },
+        );
+        Ok(FileOutcome::Indexed { added, removed })
+    }
+
+    /// Forgets a file and its items; returns how many items went.
+    fn drop_file(&mut self, rel: &str) -> u64 {
+        let Some(record) = self.files.remove(rel) else {
+            return 0;
+        };
+        self.bm25.remove_file(rel);
+        for id in &record.item_ids {
+            self.items.remove(id);
+        }
+        record.item_ids.len() as u64
+    }
+
+    /// Commits BM25, then writes the metadata (temp file + rename).
+    fn commit(&mut self) -> Result<(), IndexError> {
+        self.bm25.commit()?;
+        let mut items: Vec<ItemRecord> = self.items.values().cloned().collect();
+        items.sort_by_key(|i| i.id);
+        let meta = Meta {
+            version: META_VERSION,
+            next_id: self.next_id,
+            last_indexed_at_ms: self.last_indexed_at.and_then(|t| {
+                t.duration_since(SystemTime::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            }),
+            files: self.files.clone(),
+            items,
+        };
+        let path = self.dir.join(META_FILE);
+        let tmp = self.dir.join(format!("{META_FILE}.tmp"));
+        let bytes = serde_json::to_vec(&meta).map_err(|e| IndexError::Corrupt {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        Ok(())
+    }
+
+    /// BM25 hits for `query`, best first.
+    pub fn search_bm25(
+        &self,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+    ) -> Result<Vec<Hit<'_>>, IndexError> {
+        let raw = self.bm25.search(query, filters, limit)?;
+        let mut hits = Vec::with_capacity(raw.len());
+        for (id, score, text) in raw {
+            if let Some(record) = self.items.get(&id) {
+                hits.push(Hit {
+                    record,
+                    score,
+                    rank: u32::try_from(hits.len() + 1).unwrap_or(u32::MAX),
+                    text,
+                });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// Items with this exact canonical path.
+    pub fn lookup_canon(&self, canon: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        self.lookup(|r| r.item.canon_path == canon, kind)
+    }
+
+    /// Items with this bare name (or qualified name).
+    pub fn lookup_name(&self, name: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        self.lookup(|r| r.item.name == name || r.item.qualname == name, kind)
+    }
+
+    fn lookup(&self, pred: impl Fn(&ItemRecord) -> bool, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        let mut out: Vec<&ItemRecord> = self
+            .items
+            .values()
+            .filter(|r| pred(r) && kind.is_none_or(|k| r.item.kind == k))
+            .collect();
+        out.sort_by(|a, b| {
+            (&a.item.canon_path, &a.file, a.item.byte_start).cmp(&(
+                &b.item.canon_path,
+                &b.file,
+                b.item.byte_start,
+            ))
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,160 @@
+use super::*;
+
+struct Fixture {
+    ws: tempfile::TempDir,
+    data: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let f = Self {
+            ws: tempfile::tempdir().unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        };
+        f.write(
+            "src/lib.rs",
+            "pub mod config;\n\n/// Entry point.\npub fn start() {}\n",
+        );
+        f.write(
+            "src/config.rs",
+            "pub struct Config;\n\nimpl Config {\n    pub fn load_settings() -> Self { Config }\n}\n",
+        );
+        f.write("README.md", "# Demo\n\nHow to load settings.\n");
+        f
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.ws.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn open(&self) -> WorkspaceIndex {
+        WorkspaceIndex::open(self.ws.path(), self.data.path(), Boosts::default()).unwrap()
+    }
+}
+
+fn top(index: &WorkspaceIndex, q: &str) -> Vec<String> {
+    index
+        .search_bm25(q, &Filters::default(), 5)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.record.item.canon_path.clone())
+        .collect()
+}
+
+#[test]
+fn full_run_then_incremental_runs_parse_only_what_changed() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    let mut phases = Vec::new();
+    let s = index
+        .index_all(false, &mut |p| phases.push(p.phase))
+        .unwrap();
+    assert_eq!(
+        (
+            s.files_indexed,
+            s.files_unchanged,
+            s.files_removed,
+            s.items_total
+        ),
+        (3, 0, 0, 5)
+    );
+    assert_eq!(phases.first(), Some(&Phase::Scanning));
+    assert_eq!(phases.last(), Some(&Phase::Done));
+    assert_eq!(
+        top(&index, "load settings")[0],
+        "crate::config::Config::load_settings"
+    );
+
+    // Nothing changed: nothing parsed.
+    let s = index.index_all(false, &mut |_| {}).unwrap();
+    assert_eq!(
+        (s.files_indexed, s.files_unchanged, s.items_added),
+        (0, 3, 0)
+    );
+
+    // Edit one file: only it is parsed; the old item is gone, the new one found.
+    f.write(
+        "src/config.rs",
+        "pub struct Config;\n\nimpl Config {\n    pub fn read_environment() -> Self { Config }\n}\n",
+    );
+    let s = index.index_all(false, &mut |_| {}).unwrap();
+    assert_eq!((s.files_indexed, s.files_unchanged), (1, 2));
+    assert!(
+        !top(&index, "load_settings")
+            .iter()
+            .any(|p| p.contains("load_settings"))
+    );
+    assert_eq!(
+        top(&index, "read environment")[0],
+        "crate::config::Config::read_environment"
+    );
+
+    // force re-parses everything.
+    let s = index.index_all(true, &mut |_| {}).unwrap();
+    assert_eq!(s.files_indexed, 3);
+}
+
+#[test]
+fn refresh_handles_edits_deletions_and_renames() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    index.index_all(false, &mut |_| {}).unwrap();
+
+    std::fs::rename(
+        f.ws.path().join("src/config.rs"),
+        f.ws.path().join("src/settings.rs"),
+    )
+    .unwrap();
+    let s = index
+        .refresh(&["src/config.rs".into(), "src/settings.rs".into()])
+        .unwrap();
+    assert_eq!((s.files_removed, s.files_indexed), (1, 1));
+    assert_eq!(
+        index.lookup_name("load_settings", None)[0].item.canon_path,
+        "crate::settings::Config::load_settings"
+    );
+    assert_eq!(index.items_of_file("src/config.rs"), 0);
+
+    // An unchanged file costs a hash and nothing else.
+    let s = index.refresh(&["src/lib.rs".into()]).unwrap();
+    assert_eq!(
+        (s.files_unchanged, s.items_added, s.items_removed),
+        (1, 0, 0)
+    );
+
+    // Paths that never existed are skipped, not errors.
+    let s = index.refresh(&["nope.rs".into()]).unwrap();
+    assert_eq!(s.files_skipped, 1);
+}
+
+#[test]
+fn a_reopened_index_has_everything_without_reindexing() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    index.index_all(false, &mut |_| {}).unwrap();
+    let before = top(&index, "start entry point");
+    let items = index.item_count();
+    drop(index);
+
+    let mut index = f.open();
+    assert_eq!(index.item_count(), items);
+    assert!(index.last_indexed_at().is_some());
+    assert_eq!(top(&index, "start entry point"), before);
+    let s = index.index_all(false, &mut |_| {}).unwrap();
+    assert_eq!((s.files_indexed, s.files_unchanged), (0, 3));
+}
+
+#[test]
+fn lookup_by_canonical_path_name_and_kind() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    index.index_all(false, &mut |_| {}).unwrap();
+    let found = index.lookup_canon("crate::config::Config", None);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].item.kind, Kind::Struct);
+    assert_eq!(index.lookup_name("Config", Some(Kind::Impl)).len(), 0);
+    assert_eq!(index.lookup_name("impl Config", Some(Kind::Impl)).len(), 1);
+    assert!(index.lookup_canon("crate::missing", None).is_empty());
+}

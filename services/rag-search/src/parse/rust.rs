@@ -1,0 +1,326 @@
+//! Rust items through tree-sitter. Error-tolerant: items inside `ERROR` nodes are still
+//! collected, and the bodies of brace-delimited item-level macro invocations
+//! (`cfg_feature! { ... }`) are parsed as items too. Items inside function bodies are not items.
+
+use tree_sitter::{Node, Parser};
+
+use super::{Kind, ParsedItem, module_path};
+
+/// How deep macro bodies are re-parsed.
+const MAX_MACRO_DEPTH: usize = 3;
+
+#[derive(Debug, Clone)]
+enum Scope {
+    Module,
+    Impl {
+        self_ty: String,
+        trait_: Option<String>,
+    },
+    Trait {
+        name: String,
+    },
+}
+
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(src: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+        Self { starts }
+    }
+
+    /// 1-based line of a byte offset.
+    fn line_of(&self, byte: usize) -> u32 {
+        let idx = match self.starts.binary_search(&byte) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        };
+        u32::try_from(idx + 1).unwrap_or(u32::MAX)
+    }
+}
+
+struct Walker<'a> {
+    src: &'a str,
+    lines: Lines,
+    items: Vec<ParsedItem>,
+}
+
+/// Parses one Rust file (`rel` relative to the workspace root) into items.
+pub fn parse_rust(rel: &str, src: &str) -> Vec<ParsedItem> {
+    let mut walker = Walker {
+        src,
+        lines: Lines::new(src),
+        items: Vec::new(),
+    };
+    walker.parse_region(0, src.len(), &module_path(rel), &Scope::Module, 0);
+    walker
+        .items
+        .sort_by_key(|i| (i.byte_start, std::cmp::Reverse(i.byte_end)));
+    walker.items
+}
+
+fn new_parser() -> Option<Parser> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_rust::LANGUAGE.into())
+        .ok()?;
+    Some(parser)
+}
+
+fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `Foo<T>` → `Foo`, `&'a mut Bar<'a, T>` → `&'a mut Bar`.
+fn strip_generics(s: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    collapse_ws(&out)
+}
+
+impl Walker<'_> {
+    fn text(&self, node: Node<'_>, offset: usize) -> &str {
+        self.src
+            .get(node.start_byte() + offset..node.end_byte() + offset)
+            .unwrap_or("")
+    }
+
+    /// Parses `src[start..end]` and collects its items.
+    fn parse_region(
+        &mut self,
+        start: usize,
+        end: usize,
+        module: &[String],
+        scope: &Scope,
+        depth: usize,
+    ) {
+        let Some(mut parser) = new_parser() else {
+            return;
+        };
+        let Some(region) = self.src.get(start..end) else {
+            return;
+        };
+        let Some(tree) = parser.parse(region, None) else {
+            return;
+        };
+        self.walk(tree.root_node(), start, module, scope, depth);
+    }
+
+    fn walk(
+        &mut self,
+        container: Node<'_>,
+        offset: usize,
+        module: &[String],
+        scope: &Scope,
+        depth: usize,
+    ) {
+        let mut cursor = container.walk();
+        let children: Vec<Node<'_>> = container.named_children(&mut cursor).collect();
+        for node in children {
+            match node.kind() {
+                "function_item" => {
+                    let kind = match scope {
+                        Scope::Module => Kind::Function,
+                        Scope::Impl { .. } | Scope::Trait { .. } => Kind::Method,
+                    };
+                    self.push(node, offset, module, scope, kind);
+                }
+                "struct_item" => self.push(node, offset, module, scope, Kind::Struct),
+                "enum_item" => self.push(node, offset, module, scope, Kind::Enum),
+                "union_item" => self.push(node, offset, module, scope, Kind::Union),
+                "type_item" => self.push(node, offset, module, scope, Kind::TypeAlias),
+                "const_item" => self.push(node, offset, module, scope, Kind::Const),
+                "static_item" => self.push(node, offset, module, scope, Kind::Static),
+                "macro_definition" => self.push(node, offset, module, scope, Kind::Macro),
+                "trait_item" => {
+                    self.push(node, offset, module, scope, Kind::Trait);
+                    if let (Some(name), Some(body)) = (
+                        node.child_by_field_name("name"),
+                        node.child_by_field_name("body"),
+                    ) {
+                        let inner = Scope::Trait {
+                            name: self.text(name, offset).to_owned(),
+                        };
+                        self.walk(body, offset, module, &inner, depth);
+                    }
+                }
+                "impl_item" => {
+                    self.push(node, offset, module, scope, Kind::Impl);
+                    if let (Some(ty), Some(body)) = (
+                        node.child_by_field_name("type"),
+                        node.child_by_field_name("body"),
+                    ) {
+                        let inner = Scope::Impl {
+                            self_ty: strip_generics(self.text(ty, offset)),
+                            trait_: node
+                                .child_by_field_name("trait")
+                                .map(|t| collapse_ws(self.text(t, offset))),
+                        };
+                        self.walk(body, offset, module, &inner, depth);
+                    }
+                }
+                "mod_item" => {
+                    if let (Some(name), Some(body)) = (
+                        node.child_by_field_name("name"),
+                        node.child_by_field_name("body"),
+                    ) {
+                        self.push(node, offset, module, scope, Kind::Module);
+                        let mut inner = module.to_vec();
+                        inner.push(self.text(name, offset).to_owned());
+                        self.walk(body, offset, &inner, &Scope::Module, depth);
+                    }
+                }
+                "macro_invocation" if matches!(scope, Scope::Module) && depth < MAX_MACRO_DEPTH => {
+                    // `cfg_feature! { items }`: parse the braces' content as items.
+                    let mut c = node.walk();
+                    let tree = node
+                        .named_children(&mut c)
+                        .find(|n| n.kind() == "token_tree");
+                    if let Some(tt) = tree {
+                        let text = self.text(tt, offset);
+                        if text.starts_with('{') && text.ends_with('}') && text.len() >= 2 {
+                            let start = tt.start_byte() + offset + 1;
+                            let end = tt.end_byte() + offset - 1;
+                            self.parse_region(start, end, module, scope, depth + 1);
+                        }
+                    }
+                }
+                "ERROR" | "declaration_list" => self.walk(node, offset, module, scope, depth),
+                _ => {}
+            }
+        }
+    }
+
+    /// Doc comments and attributes directly above `node`: (first byte, doc text).
+    fn leading(&self, node: Node<'_>, offset: usize) -> (usize, String) {
+        let mut start = node.start_byte();
+        let mut docs = Vec::new();
+        let mut row = node.start_position().row;
+        let mut prev = node.prev_sibling();
+        while let Some(p) = prev {
+            let text = self.text(p, offset);
+            let is_doc =
+                p.kind() == "line_comment" && text.starts_with("///") && !text.starts_with("////")
+                    || p.kind() == "block_comment" && text.starts_with("/**");
+            let is_attr = p.kind() == "attribute_item";
+            if !(is_doc || is_attr) || p.end_position().row + 1 < row {
+                break;
+            }
+            if is_doc {
+                docs.push(
+                    text.trim_start_matches("///")
+                        .trim_start_matches("/**")
+                        .trim_end_matches("*/")
+                        .trim()
+                        .to_owned(),
+                );
+            }
+            start = p.start_byte();
+            row = p.start_position().row;
+            prev = p.prev_sibling();
+        }
+        docs.reverse();
+        (start + offset, docs.join("\n"))
+    }
+
+    fn signature(&self, node: Node<'_>, offset: usize) -> String {
+        let end = node
+            .child_by_field_name("body")
+            .map_or(node.end_byte(), |b| b.start_byte());
+        let raw = self
+            .src
+            .get(node.start_byte() + offset..end + offset)
+            .unwrap_or("");
+        let mut sig = collapse_ws(raw);
+        if sig.chars().count() > 300 {
+            sig = sig.chars().take(300).collect::<String>() + "…";
+        }
+        sig.trim_end_matches([';', '{', ' ']).to_owned()
+    }
+
+    fn push(
+        &mut self,
+        node: Node<'_>,
+        offset: usize,
+        module: &[String],
+        scope: &Scope,
+        kind: Kind,
+    ) {
+        let name = match kind {
+            Kind::Impl => {
+                let ty = node
+                    .child_by_field_name("type")
+                    .map(|t| strip_generics(self.text(t, offset)))
+                    .unwrap_or_default();
+                match node.child_by_field_name("trait") {
+                    Some(t) => format!("impl {} for {ty}", collapse_ws(self.text(t, offset))),
+                    None => format!("impl {ty}"),
+                }
+            }
+            _ => match node.child_by_field_name("name") {
+                Some(n) => self.text(n, offset).to_owned(),
+                None => return,
+            },
+        };
+        if name.is_empty() {
+            return;
+        }
+        let qualname = match (kind, scope) {
+            (Kind::Macro, _) => format!("{name}!"),
+            (_, Scope::Module) => name.clone(),
+            (
+                _,
+                Scope::Impl {
+                    self_ty,
+                    trait_: None,
+                },
+            ) => format!("{self_ty}::{name}"),
+            (
+                _,
+                Scope::Impl {
+                    self_ty,
+                    trait_: Some(t),
+                },
+            ) => format!("<{self_ty} as {t}>::{name}"),
+            (_, Scope::Trait { name: t }) => format!("{t}::{name}"),
+        };
+        let mut canon = String::from("crate");
+        for m in module {
+            canon.push_str("::");
+            canon.push_str(m);
+        }
+        canon.push_str("::");
+        canon.push_str(&qualname);
+        let (byte_start, doc) = self.leading(node, offset);
+        let byte_end = node.end_byte() + offset;
+        let line_end = self
+            .lines
+            .line_of(byte_end.saturating_sub(1).max(byte_start));
+        self.items.push(ParsedItem {
+            canon_path: canon,
+            name,
+            qualname,
+            kind,
+            byte_start,
+            byte_end,
+            line_start: self.lines.line_of(byte_start),
+            line_end,
+            signature: self.signature(node, offset),
+            doc,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+use super::*;
+
+fn outline(rel: &str, src: &str) -> Vec<String> {
+    parse_rust(rel, src)
+        .iter()
+        .map(|i| {
+            format!(
+                "{:<10} {:<45} L{}-{}",
+                i.kind.as_str(),
+                i.canon_path,
+                i.line_start,
+                i.line_end
+            )
+        })
+        .collect()
+}
+
+const FIXTURE: &str = r#"//! Module docs.
+use std::fmt;
+
+/// A configuration.
+#[derive(Debug)]
+pub struct Config {
+    pub name: String,
+}
+
+impl Config {
+    /// Loads it.
+    pub fn load(path: &str) -> Result<Self, Error> {
+        fn helper() {}
+        todo!()
+    }
+}
+
+impl<T: Clone> fmt::Display for Wrapper<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Ok(())
+    }
+}
+
+pub trait Store {
+    fn get(&self) -> u8;
+    fn get_or_zero(&self) -> u8 {
+        0
+    }
+}
+
+mod inner {
+    pub mod deeper {
+        pub const LIMIT: usize = 3;
+        pub static NAME: &str = "x";
+        pub type Alias = u32;
+        pub enum Mode { A, B }
+        pub union Bits { a: u32, b: f32 }
+    }
+}
+
+macro_rules! cfg_client {
+    ($($item:item)*) => { $($item)* }
+}
+
+cfg_client! {
+    pub fn only_with_client() {}
+
+    impl Config {
+        pub fn client_only(&self) {}
+    }
+}
+
+mod file_module;
+"#;
+
+#[test]
+fn items_of_every_kind_with_canonical_paths() {
+    insta::assert_snapshot!(outline("src/proto/h1.rs", FIXTURE).join("\n"));
+}
+
+#[test]
+fn spans_include_docs_and_attributes_and_bytes_match_lines() {
+    let items = parse_rust("src/lib.rs", FIXTURE);
+    let config = items
+        .iter()
+        .find(|i| i.canon_path == "crate::Config")
+        .unwrap();
+    assert_eq!(
+        &FIXTURE[config.byte_start..config.byte_end],
+        "/// A configuration.\n#[derive(Debug)]\npub struct Config {\n    pub name: String,\n}"
+    );
+    assert_eq!((config.line_start, config.line_end), (4, 8));
+    assert_eq!(config.doc, "A configuration.");
+    assert_eq!(config.signature, "pub struct Config");
+    let load = items
+        .iter()
+        .find(|i| i.canon_path == "crate::Config::load")
+        .unwrap();
+    assert_eq!(load.kind, Kind::Method);
+    assert_eq!(load.name, "load");
+    assert_eq!(load.qualname, "Config::load");
+    assert_eq!(
+        load.signature,
+        "pub fn load(path: &str) -> Result<Self, Error>"
+    );
+    // Items inside function bodies are not items.
+    assert!(!items.iter().any(|i| i.name == "helper"));
+    let fmt = items
+        .iter()
+        .find(|i| i.name == "fmt" && i.kind == Kind::Method)
+        .unwrap();
+    assert_eq!(fmt.qualname, "<Wrapper as fmt::Display>::fmt");
+}
+
+#[test]
+fn a_file_with_syntax_errors_still_yields_what_was_recovered() {
+    let src = "pub fn good_one() -> u8 { 1 }\n\nfn broken( {\n\npub struct StillHere { a: u8 }\n\nimpl StillHere {\n    pub fn method_after_error(&self) {}\n}\n";
+    let names: Vec<String> = parse_rust("src/lib.rs", src)
+        .into_iter()
+        .map(|i| i.canon_path)
+        .collect();
+    assert!(names.contains(&"crate::good_one".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"crate::StillHere::method_after_error".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn garbage_and_empty_input_give_no_items_and_no_panic() {
+    assert!(parse_rust("src/lib.rs", "").is_empty());
+    let _ = parse_rust("src/lib.rs", "}}}{{{ fn fn fn <<<>>> \u{0}\u{1}");
+    let _ = parse_rust(
+        "src/lib.rs",
+        "cfg_x! { cfg_y! { cfg_z! { cfg_w! { fn deep() {} } } } }",
+    );
+}

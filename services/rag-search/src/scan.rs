@@ -1,0 +1,110 @@
+//! Walking a workspace: the `ignore` crate's walker (.gitignore, .ignore and git excludes
+//! honoured; hidden files skipped), files over 1 MiB, binary files and non-UTF-8 files skipped,
+//! `.git/` and ploke's own `.ploke/` never entered.
+
+use std::path::{Path, PathBuf};
+
+/// Largest file indexed.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// One file worth indexing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedFile {
+    /// Path relative to the root, `/`-separated.
+    pub rel: String,
+    /// Absolute path.
+    pub abs: PathBuf,
+    /// Language from the extension.
+    pub language: &'static str,
+}
+
+/// `abs` relative to `root`, `/`-separated; `None` outside the root.
+pub fn relative(root: &Path, abs: &Path) -> Option<String> {
+    let rel = abs.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join("/"))
+    }
+}
+
+/// Whether ploke should never index this relative path (its own state, VCS internals).
+pub fn excluded(rel: &str) -> bool {
+    rel.split('/').any(|p| p == ".git" || p == ".ploke")
+}
+
+/// Every indexable file under `root`, sorted by path; `skipped` counts files left out.
+pub fn scan(root: &Path) -> (Vec<ScannedFile>, u64) {
+    let mut files = Vec::new();
+    let mut skipped = 0u64;
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git" && e.file_name() != ".ploke")
+        .build();
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let abs = entry.path().to_owned();
+        let Some(rel) = relative(root, &abs) else {
+            continue;
+        };
+        let Some(language) = crate::parse::language_of(&abs) else {
+            continue;
+        };
+        if excluded(&rel) || entry.metadata().map_or(true, |m| m.len() > MAX_FILE_BYTES) {
+            skipped += 1;
+            continue;
+        }
+        files.push(ScannedFile { rel, abs, language });
+    }
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    (files, skipped)
+}
+
+/// The file's text, or `None` when it is binary (a NUL byte) or not UTF-8.
+pub fn read_text(bytes: Vec<u8>) -> Option<String> {
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn honours_gitignore_size_binary_and_own_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |p: &str, data: &[u8]| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, data).unwrap();
+        };
+        write(".gitignore", b"target/\nsecret.rs\n");
+        write("src/lib.rs", b"fn a() {}");
+        write("src/secret.rs", b"fn s() {}");
+        write("target/debug/gen.rs", b"fn g() {}");
+        write(".ploke/index/x.json", b"{}");
+        write(".hidden/h.rs", b"fn h() {}");
+        write("README.md", b"# hi");
+        write("image.png", b"\x89PNG");
+        write("big.rs", &vec![b'a'; (MAX_FILE_BYTES + 1) as usize]);
+        let (files, skipped) = scan(root);
+        let rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, vec!["README.md", "src/lib.rs"]);
+        assert_eq!(skipped, 1);
+        assert_eq!(read_text(b"a\0b".to_vec()), None);
+        assert_eq!(read_text(vec![0xff, 0xfe]), None);
+        assert_eq!(read_text(b"ok".to_vec()), Some("ok".into()));
+    }
+}

@@ -1,0 +1,189 @@
+//! The code-aware tokenizer shared by indexing and queries: each identifier is kept whole
+//! (lowercased) and also split into its snake_case, CamelCase and letter/digit parts
+//! (`read_line` → `read_line read line`, `HTTPServer2` → `httpserver2 http server 2`).
+
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+/// Longest token kept, in bytes; longer runs (hashes, base64) are dropped.
+const MAX_TOKEN_BYTES: usize = 64;
+
+/// Splits an identifier into its parts (original case).
+fn split_identifier(ident: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    for chunk in ident.split('_').filter(|c| !c.is_empty()) {
+        let chars: Vec<(usize, char)> = chunk.char_indices().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (pos, c) = chars[i];
+            let (_, p) = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                || (p.is_alphabetic() && c.is_ascii_digit())
+                || (p.is_ascii_digit() && c.is_alphabetic());
+            if boundary {
+                parts.push(&chunk[start..pos]);
+                start = pos;
+            }
+        }
+        parts.push(&chunk[start..]);
+    }
+    parts
+}
+
+/// Every token of `text`, in order, lowercased.
+pub fn code_tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_token(text, |t, _, _| out.push(t.to_owned()));
+    out
+}
+
+/// Calls `f(token, byte_from, byte_to)` for every token of `text`.
+fn for_each_token(text: &str, mut f: impl FnMut(&str, usize, usize)) {
+    let mut start: Option<usize> = None;
+    let emit = |from: usize, to: usize, f: &mut dyn FnMut(&str, usize, usize)| {
+        let ident = &text[from..to];
+        if ident.len() > MAX_TOKEN_BYTES {
+            return;
+        }
+        let whole = ident.to_lowercase();
+        let parts = split_identifier(ident);
+        f(&whole, from, to);
+        for part in parts {
+            let lower = part.to_lowercase();
+            if lower != whole {
+                f(&lower, from, to);
+            }
+        }
+    };
+    for (i, c) in text.char_indices() {
+        let word = c.is_alphanumeric() || c == '_';
+        match (word, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                emit(s, i, &mut f);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        emit(s, text.len(), &mut f);
+    }
+}
+
+/// The tantivy tokenizer registered as `code`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CodeTokenizer;
+
+/// Tokens of one text, produced eagerly.
+#[derive(Debug)]
+pub struct CodeTokenStream {
+    tokens: Vec<Token>,
+    index: usize,
+}
+
+impl Tokenizer for CodeTokenizer {
+    type TokenStream<'a> = CodeTokenStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
+        let mut tokens = Vec::new();
+        for_each_token(text, |t, from, to| {
+            let position = tokens.len();
+            tokens.push(Token {
+                offset_from: from,
+                offset_to: to,
+                position,
+                text: t.to_owned(),
+                position_length: 1,
+            });
+        });
+        CodeTokenStream { tokens, index: 0 }
+    }
+}
+
+impl TokenStream for CodeTokenStream {
+    fn advance(&mut self) -> bool {
+        if self.index < self.tokens.len() {
+            self.index += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self
+            .index
+            .saturating_sub(1)
+            .min(self.tokens.len().saturating_sub(1))]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        let i = self
+            .index
+            .saturating_sub(1)
+            .min(self.tokens.len().saturating_sub(1));
+        &mut self.tokens[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_kept_whole_and_split() {
+        assert_eq!(code_tokens("read_line"), vec!["read_line", "read", "line"]);
+        assert_eq!(code_tokens("HashMap"), vec!["hashmap", "hash", "map"]);
+        assert_eq!(
+            code_tokens("HTTPServer2"),
+            vec!["httpserver2", "http", "server", "2"]
+        );
+        assert_eq!(
+            code_tokens("fn parse_h2_frame(x: &Vec<u8>)"),
+            vec![
+                "fn",
+                "parse_h2_frame",
+                "parse",
+                "h",
+                "2",
+                "frame",
+                "x",
+                "vec",
+                "u8",
+                "u",
+                "8"
+            ]
+        );
+        assert_eq!(code_tokens("Config::load"), vec!["config", "load"]);
+        assert_eq!(code_tokens("__private"), vec!["__private", "private"]);
+        assert_eq!(code_tokens("é_naïve"), vec!["é_naïve", "é", "naïve"]);
+        assert!(code_tokens("  ::<>{}  ").is_empty());
+    }
+
+    #[test]
+    fn overlong_runs_are_dropped() {
+        let hash = "a".repeat(65);
+        assert_eq!(code_tokens(&format!("{hash} ok")), vec!["ok"]);
+    }
+
+    #[test]
+    fn tantivy_stream_matches_code_tokens() {
+        let mut tok = CodeTokenizer;
+        let mut stream = tok.token_stream("parseConfig x");
+        let mut seen = Vec::new();
+        while stream.advance() {
+            seen.push((stream.token().text.clone(), stream.token().position));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                ("parseconfig".to_owned(), 0),
+                ("parse".to_owned(), 1),
+                ("config".to_owned(), 2),
+                ("x".to_owned(), 3)
+            ]
+        );
+    }
+}
