@@ -87,7 +87,7 @@ pub struct Bm25Doc<'a> {
 }
 
 /// Restrictions on BM25 hits.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filters {
     /// Keep items under one of these directories or files (normalised, no trailing `/`).
     pub path_prefixes: Vec<String>,

@@ -2,13 +2,37 @@
 
 use ploke_runtime::workspaces::WorkspaceError;
 
+use crate::index::IndexError;
+
 /// Why a rag-search operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RagError {
     /// The request's workspace could not be resolved.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
-    /// The capability has not been built yet.
-    #[error("{0} is not implemented yet")]
-    NotYet(&'static str),
+    /// The workspace has never been indexed.
+    #[error("workspace {0} is not indexed yet; call IndexWorkspace first")]
+    NotIndexed(String),
+    /// An indexing run is already in progress.
+    #[error("an indexing run is already in progress for {0}")]
+    IndexingInProgress(String),
+    /// Dense retrieval was asked for but is unavailable.
+    #[error("dense retrieval is unavailable: {0}")]
+    DenseUnavailable(String),
+    /// A path in the request is not a relative path inside the workspace.
+    #[error("`{path}` {reason}")]
+    BadPath {
+        /// Request field.
+        field: String,
+        /// The path.
+        path: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A background task failed (a bug).
+    #[error("internal: {0}")]
+    Internal(String),
 }

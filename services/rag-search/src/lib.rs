@@ -49,19 +49,42 @@ impl From<&PlokeConfig> for Config {
     }
 }
 
-/// Serves rag-search on `listener` until `shutdown` resolves.
+/// rag-search could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A persisted index could not be opened.
+    #[error(transparent)]
+    Index(#[from] index::IndexError),
+    /// The start-up task failed.
+    #[error("opening the indexes: {0}")]
+    Task(String),
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+/// Serves rag-search on `listener` until `shutdown` resolves. Health is NOT_SERVING until every
+/// workspace's persisted index is open.
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
-    let service = service::RagService::new(Workspaces::new(&config.workspaces));
+    let workspaces = Workspaces::new(&config.workspaces);
+    let data_dir = config.data_dir.clone();
+    let embed_model = config.embed_model.clone();
+    let service = tokio::task::spawn_blocking(move || {
+        service::RagService::open(workspaces, &data_dir, embed_model.as_deref())
+    })
+    .await
+    .map_err(|e| StartError::Task(e.to_string()))??;
     let max = config.limits.max_message_bytes;
     let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;
-    host.serve(tonic::service::Routes::new(server), listener, shutdown)
-        .await
+    Ok(host
+        .serve(tonic::service::Routes::new(server), listener, shutdown)
+        .await?)
 }

@@ -1,12 +1,20 @@
-//! rag-search's domain: resolves workspaces and runs index and retrieval operations. Indexing
-//! and retrieval are the capability of the rag-search issue; until it lands every operation
-//! resolves its workspace and reports `NotYet`.
+//! rag-search's domain: one [`WorkspaceIndex`] per configured workspace, opened at start-up
+//! from disk; indexing runs on blocking threads and reports progress; searches, context
+//! assembly, snippets, lookups and refreshes run against the persisted index.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use ploke_runtime::workspaces::Workspaces;
+use tokio::sync::mpsc;
 
+use crate::bm25::{Boosts, Filters};
+use crate::context::{self, Assembled, Budget, Candidate};
 use crate::error::RagError;
+use crate::index::{IndexError, ItemRecord, Progress, Summary, WorkspaceIndex, workspace_key};
+use crate::parse::Kind;
 
 /// Retrieval method, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,64 +40,499 @@ pub struct SearchQuery {
     pub strategy: Strategy,
     /// Hits wanted, 1..=1000.
     pub top_k: usize,
+    /// Restrictions.
+    pub filters: Filters,
+}
+
+/// Where an index run stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexState {
+    /// Never indexed.
+    NotIndexed,
+    /// Running.
+    Indexing(Progress),
+    /// Queryable.
+    Ready,
+    /// The last run failed.
+    Failed(String),
+}
+
+/// What IndexStatus reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// Resolved root.
+    pub root: PathBuf,
+    /// State.
+    pub state: IndexState,
+    /// Files indexed.
+    pub files: u64,
+    /// Items indexed.
+    pub items: u64,
+    /// When the last full run finished.
+    pub last_indexed_at: Option<SystemTime>,
+    /// Bytes on disk.
+    pub index_bytes: u64,
+    /// Why dense retrieval is unavailable.
+    pub dense_unavailable_reason: String,
+}
+
+/// One ranked hit with everything a response needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The item.
+    pub record: ItemRecord,
+    /// Source text as indexed.
+    pub text: String,
+    /// Fused (or BM25) score.
+    pub score: f32,
+    /// 1-based BM25 rank (0 = not found by BM25).
+    pub bm25_rank: u32,
+    /// 1-based dense rank (0 = not found by dense).
+    pub dense_rank: u32,
+}
+
+/// Search results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    /// Hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// Method used after defaults and fallbacks.
+    pub strategy: Strategy,
+    /// Whether dense retrieval contributed.
+    pub dense_used: bool,
+    /// Why it did not.
+    pub dense_unavailable_reason: String,
+}
+
+/// Outcome of reading one span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnippetStatus {
+    /// Read; hash as expected.
+    Ok,
+    /// The file's hash differs from the expected one.
+    Stale,
+    /// No such file.
+    Missing,
+    /// Outside the file, or not on UTF-8 boundaries.
+    OutOfRange,
+}
+
+/// One span to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanRequest {
+    /// Path relative to the root.
+    pub path: String,
+    /// First byte.
+    pub byte_start: u64,
+    /// End byte.
+    pub byte_end: u64,
+    /// Expected file hash (empty = any).
+    pub expected_hash: String,
+}
+
+/// One span read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snippet {
+    /// Path relative to the root.
+    pub path: String,
+    /// First byte.
+    pub byte_start: u64,
+    /// End byte.
+    pub byte_end: u64,
+    /// First line (1-based).
+    pub line_start: u32,
+    /// Last line (1-based).
+    pub line_end: u32,
+    /// Text.
+    pub text: String,
+    /// Current file hash.
+    pub file_hash: String,
+    /// Outcome.
+    pub status: SnippetStatus,
+}
+
+/// What a lookup asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupTarget {
+    /// Exact canonical path.
+    CanonPath(String),
+    /// Bare or qualified name.
+    Name(String),
+}
+
+struct Slot {
+    index: RwLock<WorkspaceIndex>,
+    state: Mutex<IndexState>,
 }
 
 /// The rag-search domain service.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RagService {
     workspaces: Workspaces,
+    slots: Arc<HashMap<PathBuf, Arc<Slot>>>,
+    dense_reason: String,
+}
+
+impl std::fmt::Debug for RagService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RagService")
+            .field("workspaces", &self.workspaces)
+            .finish()
+    }
+}
+
+fn lock_poisoned() -> RagError {
+    RagError::Internal("an index lock was poisoned by a panic".into())
+}
+
+/// Checks that `rel` is a relative path that stays inside the root.
+pub fn check_relative(field: &str, rel: &str) -> Result<String, RagError> {
+    let bad = |reason| RagError::BadPath {
+        field: field.to_owned(),
+        path: rel.to_owned(),
+        reason,
+    };
+    if rel.trim().is_empty() {
+        return Err(bad("is empty"));
+    }
+    let path = Path::new(rel);
+    let mut parts = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(bad("must not contain `..`")),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(bad("must be relative to the workspace root"));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(bad("names no file"));
+    }
+    Ok(parts.join("/"))
 }
 
 impl RagService {
-    /// A service over `workspaces`.
-    pub fn new(workspaces: Workspaces) -> Self {
-        Self { workspaces }
+    /// Opens the persisted index of every workspace under `data_dir/index`.
+    pub fn open(
+        workspaces: Workspaces,
+        data_dir: &Path,
+        embed_model: Option<&Path>,
+    ) -> Result<Self, IndexError> {
+        let mut slots = HashMap::new();
+        for root in workspaces.roots() {
+            let dir = data_dir.join("index").join(workspace_key(root));
+            let index = WorkspaceIndex::open(root, &dir, Boosts::default())?;
+            let state = if index.last_indexed_at().is_some() {
+                IndexState::Ready
+            } else {
+                IndexState::NotIndexed
+            };
+            tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
+            slots.insert(
+                root.clone(),
+                Arc::new(Slot {
+                    index: RwLock::new(index),
+                    state: Mutex::new(state),
+                }),
+            );
+        }
+        let dense_reason = match embed_model {
+            None => "no embedding model is configured (--embed-model)".to_owned(),
+            Some(dir) => format!(
+                "dense retrieval is not built yet; the model at {} is not used",
+                dir.display()
+            ),
+        };
+        Ok(Self {
+            workspaces,
+            slots: Arc::new(slots),
+            dense_reason,
+        })
     }
 
-    /// The workspace a request means.
-    pub fn workspace(&self, requested: &str) -> Result<PathBuf, RagError> {
-        Ok(self.workspaces.resolve(requested)?)
+    fn slot(&self, requested: &str) -> Result<(PathBuf, Arc<Slot>), RagError> {
+        let root = self.workspaces.resolve(requested)?;
+        let slot =
+            self.slots.get(&root).cloned().ok_or_else(|| {
+                RagError::Internal(format!("no index slot for {}", root.display()))
+            })?;
+        Ok((root, slot))
     }
 
-    /// Index a workspace.
-    pub fn index(&self, workspace_root: &str) -> Result<(), RagError> {
-        self.workspace(workspace_root)?;
-        Err(RagError::NotYet("workspace indexing"))
+    fn ready_slot(&self, requested: &str) -> Result<(PathBuf, Arc<Slot>), RagError> {
+        let (root, slot) = self.slot(requested)?;
+        let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
+        match state {
+            IndexState::NotIndexed => Err(RagError::NotIndexed(root.display().to_string())),
+            IndexState::Indexing(_) | IndexState::Ready | IndexState::Failed(_) => Ok((root, slot)),
+        }
     }
 
-    /// Status of a workspace index.
-    pub fn status(&self, workspace_root: &str) -> Result<(), RagError> {
-        self.workspace(workspace_root)?;
-        Err(RagError::NotYet("index status"))
+    /// Indexes a workspace, sending progress to `progress` (dropped when the receiver lags).
+    pub async fn index(
+        &self,
+        workspace_root: &str,
+        force: bool,
+        progress: mpsc::Sender<Progress>,
+    ) -> Result<Summary, RagError> {
+        let (root, slot) = self.slot(workspace_root)?;
+        {
+            let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
+            if matches!(*state, IndexState::Indexing(_)) {
+                return Err(RagError::IndexingInProgress(root.display().to_string()));
+            }
+            *state = IndexState::Indexing(Progress {
+                phase: crate::index::Phase::Scanning,
+                files_done: 0,
+                files_total: 0,
+                items_done: 0,
+                message: String::new(),
+            });
+        }
+        let task_slot = slot.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut index = task_slot.index.write().map_err(|_| lock_poisoned())?;
+            let result = index.index_all(force, &mut |p| {
+                if let Ok(mut s) = task_slot.state.lock() {
+                    *s = IndexState::Indexing(p.clone());
+                }
+                let _ = progress.try_send(p);
+            });
+            Ok::<_, RagError>(result?)
+        })
+        .await
+        .map_err(|e| RagError::Internal(format!("indexing task: {e}")))
+        .and_then(|r| r);
+        let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
+        *state = match &outcome {
+            Ok(_) => IndexState::Ready,
+            Err(e) => IndexState::Failed(e.to_string()),
+        };
+        if let Ok(summary) = &outcome {
+            tracing::info!(
+                root = %root.display(),
+                files_indexed = summary.files_indexed,
+                files_unchanged = summary.files_unchanged,
+                items = summary.items_total,
+                ms = summary.duration.as_millis() as u64,
+                "workspace indexed"
+            );
+        }
+        outcome
+    }
+
+    /// What the index of a workspace holds.
+    pub fn status(&self, workspace_root: &str) -> Result<Status, RagError> {
+        let (root, slot) = self.slot(workspace_root)?;
+        let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
+        // While a run holds the write lock, report counts from the state alone.
+        let (files, items, last, bytes) = match slot.index.try_read() {
+            Ok(index) => (
+                index.file_count(),
+                index.item_count(),
+                index.last_indexed_at(),
+                index.disk_bytes(),
+            ),
+            Err(_) => (0, 0, None, 0),
+        };
+        Ok(Status {
+            root,
+            state,
+            files,
+            items,
+            last_indexed_at: last,
+            index_bytes: bytes,
+            dense_unavailable_reason: self.dense_reason.clone(),
+        })
     }
 
     /// Ranked search.
-    pub fn search(&self, query: &SearchQuery) -> Result<(), RagError> {
-        self.workspace(&query.workspace_root)?;
-        Err(RagError::NotYet("hybrid search"))
+    pub async fn search(&self, query: SearchQuery) -> Result<SearchOutcome, RagError> {
+        if query.strategy == Strategy::Dense {
+            return Err(RagError::DenseUnavailable(self.dense_reason.clone()));
+        }
+        let (_, slot) = self.ready_slot(&query.workspace_root)?;
+        let reason = self.dense_reason.clone();
+        tokio::task::spawn_blocking(move || {
+            let index = slot.index.read().map_err(|_| lock_poisoned())?;
+            let hits = index.search_bm25(&query.query, &query.filters, query.top_k)?;
+            Ok(SearchOutcome {
+                hits: hits
+                    .into_iter()
+                    .map(|h| SearchHit {
+                        record: h.record.clone(),
+                        text: h.text,
+                        score: h.score,
+                        bm25_rank: h.rank,
+                        dense_rank: 0,
+                    })
+                    .collect(),
+                strategy: Strategy::Bm25,
+                dense_used: false,
+                dense_unavailable_reason: reason,
+            })
+        })
+        .await
+        .map_err(|e| RagError::Internal(format!("search task: {e}")))?
     }
 
-    /// Context assembly.
-    pub fn context(&self, query: &SearchQuery) -> Result<(), RagError> {
-        self.workspace(&query.workspace_root)?;
-        Err(RagError::NotYet("context assembly"))
+    /// Retrieval plus context assembly.
+    pub async fn context(
+        &self,
+        query: SearchQuery,
+        budget: Budget,
+    ) -> Result<(Assembled, SearchOutcome), RagError> {
+        let (root, _) = self.ready_slot(&query.workspace_root)?;
+        let outcome = self.search(query).await?;
+        let candidates: Vec<Candidate> = outcome
+            .hits
+            .iter()
+            .map(|h| Candidate {
+                file: h.record.file.clone(),
+                canon_path: h.record.item.canon_path.clone(),
+                kind: h.record.item.kind,
+                language: h.record.language.clone(),
+                byte_start: h.record.item.byte_start,
+                byte_end: h.record.item.byte_end,
+                line_start: h.record.item.line_start,
+                line_end: h.record.item.line_end,
+                text: h.text.clone(),
+                score: h.score,
+                file_hash: h.record.file_hash.clone(),
+            })
+            .collect();
+        let assembled = tokio::task::spawn_blocking(move || {
+            context::assemble(&root, candidates, budget, &mut |file, hash| {
+                let bytes = std::fs::read(root.join(file)).ok()?;
+                (blake3::hash(&bytes).to_hex().as_str() == hash)
+                    .then(|| String::from_utf8(bytes).ok())
+                    .flatten()
+            })
+        })
+        .await
+        .map_err(|e| RagError::Internal(format!("assembly task: {e}")))?;
+        Ok((assembled, outcome))
     }
 
-    /// Exact snippets.
-    pub fn snippets(&self, workspace_root: &str) -> Result<(), RagError> {
-        self.workspace(workspace_root)?;
-        Err(RagError::NotYet("snippet reading"))
+    /// Exact bytes of spans from the files as they are now.
+    pub async fn snippets(
+        &self,
+        workspace_root: &str,
+        spans: Vec<SpanRequest>,
+    ) -> Result<Vec<Snippet>, RagError> {
+        let (root, _) = self.slot(workspace_root)?;
+        let mut checked = Vec::with_capacity(spans.len());
+        for (i, s) in spans.into_iter().enumerate() {
+            let path = check_relative(&format!("spans[{i}].span.path"), &s.path)?;
+            checked.push(SpanRequest { path, ..s });
+        }
+        tokio::task::spawn_blocking(move || {
+            let mut files: HashMap<String, Option<(Vec<u8>, String)>> = HashMap::new();
+            checked
+                .into_iter()
+                .map(|s| {
+                    let entry = files.entry(s.path.clone()).or_insert_with(|| {
+                        std::fs::read(root.join(&s.path)).ok().map(|b| {
+                            let h = blake3::hash(&b).to_hex().to_string();
+                            (b, h)
+                        })
+                    });
+                    read_span(&s, entry.as_ref())
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| RagError::Internal(format!("snippet task: {e}")))
     }
 
-    /// Item lookup.
-    pub fn lookup(&self, workspace_root: &str) -> Result<(), RagError> {
-        self.workspace(workspace_root)?;
-        Err(RagError::NotYet("item lookup"))
+    /// Items by canonical path or name.
+    pub fn lookup(
+        &self,
+        workspace_root: &str,
+        target: &LookupTarget,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> Result<Vec<ItemRecord>, RagError> {
+        let (_, slot) = self.ready_slot(workspace_root)?;
+        let index = slot.index.read().map_err(|_| lock_poisoned())?;
+        let found = match target {
+            LookupTarget::CanonPath(p) => index.lookup_canon(p, kind),
+            LookupTarget::Name(n) => index.lookup_name(n, kind),
+        };
+        Ok(found.into_iter().take(limit).cloned().collect())
     }
 
-    /// Incremental refresh.
-    pub fn refresh(&self, workspace_root: &str) -> Result<(), RagError> {
-        self.workspace(workspace_root)?;
-        Err(RagError::NotYet("incremental refresh"))
+    /// Re-reads files; only changed ones are re-parsed.
+    pub async fn refresh(
+        &self,
+        workspace_root: &str,
+        paths: Vec<String>,
+    ) -> Result<Summary, RagError> {
+        let (_, slot) = self.slot(workspace_root)?;
+        let mut rels = Vec::with_capacity(paths.len());
+        for (i, p) in paths.iter().enumerate() {
+            rels.push(check_relative(&format!("paths[{i}]"), p)?);
+        }
+        tokio::task::spawn_blocking(move || {
+            let mut index = slot.index.write().map_err(|_| lock_poisoned())?;
+            Ok::<_, RagError>(index.refresh(&rels)?)
+        })
+        .await
+        .map_err(|e| RagError::Internal(format!("refresh task: {e}")))?
     }
+
+    /// Files indexed and items of one file (for get_file_metadata).
+    pub fn items_of_file(&self, workspace_root: &str, rel: &str) -> Result<u32, RagError> {
+        let (_, slot) = self.slot(workspace_root)?;
+        let index = slot.index.read().map_err(|_| lock_poisoned())?;
+        Ok(index.items_of_file(rel))
+    }
+}
+
+fn line_of(bytes: &[u8], offset: usize) -> u32 {
+    let newlines = bytes[..offset.min(bytes.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count();
+    u32::try_from(newlines + 1).unwrap_or(u32::MAX)
+}
+
+fn read_span(s: &SpanRequest, file: Option<&(Vec<u8>, String)>) -> Snippet {
+    let mut out = Snippet {
+        path: s.path.clone(),
+        byte_start: s.byte_start,
+        byte_end: s.byte_end,
+        line_start: 0,
+        line_end: 0,
+        text: String::new(),
+        file_hash: String::new(),
+        status: SnippetStatus::Missing,
+    };
+    let Some((bytes, hash)) = file else {
+        return out;
+    };
+    out.file_hash = hash.clone();
+    let (Ok(start), Ok(end)) = (usize::try_from(s.byte_start), usize::try_from(s.byte_end)) else {
+        out.status = SnippetStatus::OutOfRange;
+        return out;
+    };
+    let text = bytes
+        .get(start..end)
+        .and_then(|b| std::str::from_utf8(b).ok());
+    match text {
+        None => out.status = SnippetStatus::OutOfRange,
+        Some(t) => {
+            out.text = t.to_owned();
+            out.line_start = line_of(bytes, start);
+            out.line_end = line_of(bytes, end.saturating_sub(1).max(start));
+            out.status = if s.expected_hash.is_empty() || s.expected_hash == *hash {
+                SnippetStatus::Ok
+            } else {
+                SnippetStatus::Stale
+            };
+        }
+    }
+    out
 }

@@ -12,7 +12,7 @@ use tonic::transport::Channel;
 struct Server {
     client: RagSearchClient<Channel>,
     shutdown: Shutdown,
-    task: tokio::task::JoinHandle<Result<(), ploke_runtime::server::ServeError>>,
+    task: tokio::task::JoinHandle<Result<(), ploke_rag_search::StartError>>,
     workspace: tempfile::TempDir,
 }
 
@@ -139,7 +139,7 @@ async fn other_bad_arguments() {
 }
 
 #[tokio::test]
-async fn valid_requests_for_the_served_workspace_name_the_missing_capability() {
+async fn an_unindexed_workspace_says_so() {
     let mut s = start().await;
     let root = s.workspace.path().to_string_lossy().into_owned();
     let status = s
@@ -148,25 +148,25 @@ async fn valid_requests_for_the_served_workspace_name_the_missing_capability() {
             workspace_root: root,
         })
         .await
-        .unwrap_err();
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.state, IndexState::NotIndexed as i32);
+    assert!(!status.dense_available);
     assert_eq!(
-        (status.code(), status.message()),
-        (
-            Code::Unimplemented,
-            "IndexStatus is not implemented yet: it needs the index status capability"
-        )
+        status.dense_unavailable_reason,
+        "no embedding model is configured (--embed-model)"
     );
-    let status = s
+    let err = s
         .client
         .search(search("config loading", 0))
         .await
         .unwrap_err();
-    assert_eq!(
-        (status.code(), status.message()),
-        (
-            Code::Unimplemented,
-            "Search is not implemented yet: it needs the hybrid search capability"
-        )
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(
+        err.message()
+            .ends_with("is not indexed yet; call IndexWorkspace first"),
+        "{}",
+        err.message()
     );
     s.stop().await;
 }

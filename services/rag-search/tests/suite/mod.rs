@@ -1,2 +1,3 @@
 mod adapter;
 mod binary;
+mod retrieval;
