@@ -38,11 +38,14 @@ pub struct Boosts {
 
 impl Default for Boosts {
     fn default() -> Self {
+        // Tuned on ../shared/eval (docs/RETRIEVAL.md): the source text plus the canonical path
+        // (which carries the impl's type and trait names a method body lacks) beat every
+        // other mix tried; extra weight on names, signatures or docs lowered recall.
         Self {
-            name: 3.0,
-            path: 1.5,
-            signature: 1.5,
-            doc: 1.0,
+            name: 0.0,
+            path: 1.0,
+            signature: 0.0,
+            doc: 0.0,
             body: 1.0,
         }
     }
@@ -323,6 +326,24 @@ impl Bm25 {
                     .unwrap_or_default()
                     .to_owned();
                 out.push((id, score, text));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Source texts of items by id.
+    pub fn texts(&self, ids: &[u64]) -> Result<std::collections::HashMap<u64, String>, Bm25Error> {
+        let f = self.fields;
+        let searcher = self.reader.searcher();
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        for id in ids {
+            let query = TermQuery::new(Term::from_field_u64(f.id, *id), IndexRecordOption::Basic);
+            let top = searcher.search(&query, &TopDocs::with_limit(1).order_by_score())?;
+            if let Some((_, address)) = top.first() {
+                let doc: TantivyDocument = searcher.doc(*address)?;
+                if let Some(text) = doc.get_first(f.text).and_then(|v| v.as_str()) {
+                    out.insert(*id, text.to_owned());
+                }
             }
         }
         Ok(out)

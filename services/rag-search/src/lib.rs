@@ -3,7 +3,9 @@
 
 pub mod bm25;
 pub mod context;
+pub mod embed;
 mod error;
+pub mod fusion;
 mod grpc;
 pub mod index;
 pub mod parse;
@@ -11,6 +13,7 @@ pub mod scan;
 pub mod service;
 pub mod tokenize;
 pub mod tokens;
+pub mod vectors;
 
 use std::path::PathBuf;
 
@@ -36,6 +39,8 @@ pub struct Config {
     pub embed_model: Option<PathBuf>,
     /// Server limits.
     pub limits: LimitsConfig,
+    /// BM25 boosts and hybrid fusion.
+    pub retrieval: service::Retrieval,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -45,6 +50,14 @@ impl From<&PlokeConfig> for Config {
             data_dir: c.data_dir.clone(),
             embed_model: c.rag_search.embed_model.clone(),
             limits: c.limits,
+            retrieval: service::Retrieval {
+                boosts: bm25::Boosts::default(),
+                rrf: fusion::Rrf {
+                    k: c.rag_search.rrf_k,
+                    bm25_weight: c.rag_search.bm25_weight,
+                    dense_weight: c.rag_search.dense_weight,
+                },
+            },
         }
     }
 }
@@ -52,6 +65,9 @@ impl From<&PlokeConfig> for Config {
 /// rag-search could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The embedding model could not be loaded.
+    #[error(transparent)]
+    Embed(#[from] embed::EmbedError),
     /// A persisted index could not be opened.
     #[error(transparent)]
     Index(#[from] index::IndexError),
@@ -74,8 +90,19 @@ pub async fn serve(
     let workspaces = Workspaces::new(&config.workspaces);
     let data_dir = config.data_dir.clone();
     let embed_model = config.embed_model.clone();
+    let retrieval = config.retrieval;
     let service = tokio::task::spawn_blocking(move || {
-        service::RagService::open(workspaces, &data_dir, embed_model.as_deref())
+        let embedder = match &embed_model {
+            Some(dir) => {
+                let e = embed::Embedder::load(dir)?;
+                tracing::info!(model = e.name(), dims = e.dims(), "embedding model loaded");
+                Some(std::sync::Arc::new(e))
+            }
+            None => None,
+        };
+        Ok::<_, StartError>(service::RagService::open(
+            workspaces, &data_dir, embedder, retrieval,
+        )?)
     })
     .await
     .map_err(|e| StartError::Task(e.to_string()))??;

@@ -12,8 +12,12 @@ use tokio::sync::mpsc;
 
 use crate::bm25::{Boosts, Filters};
 use crate::context::{self, Assembled, Budget, Candidate};
+use crate::embed::Embedder;
 use crate::error::RagError;
-use crate::index::{IndexError, ItemRecord, Progress, Summary, WorkspaceIndex, workspace_key};
+use crate::fusion::{self, Rrf};
+use crate::index::{
+    DenseSpec, Hit, IndexError, ItemRecord, Progress, Summary, WorkspaceIndex, workspace_key,
+};
 use crate::parse::Kind;
 
 /// Retrieval method, validated.
@@ -72,7 +76,11 @@ pub struct Status {
     pub last_indexed_at: Option<SystemTime>,
     /// Bytes on disk.
     pub index_bytes: u64,
-    /// Why dense retrieval is unavailable.
+    /// Items with a vector.
+    pub embedded_items: u64,
+    /// Embedding model name, if any.
+    pub embed_model: String,
+    /// Why dense retrieval is unavailable (empty when it is available).
     pub dense_unavailable_reason: String,
 }
 
@@ -170,8 +178,23 @@ struct Slot {
 pub struct RagService {
     workspaces: Workspaces,
     slots: Arc<HashMap<PathBuf, Arc<Slot>>>,
-    dense_reason: String,
+    embedder: Option<Arc<Embedder>>,
+    rrf: Rrf,
 }
+
+/// How rag-search retrieves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Retrieval {
+    /// BM25 field boosts.
+    pub boosts: Boosts,
+    /// Hybrid fusion.
+    pub rrf: Rrf,
+}
+
+/// Candidates each list contributes to hybrid fusion, at least.
+const FUSION_DEPTH: usize = 100;
+
+const NO_MODEL: &str = "no embedding model is configured (--embed-model)";
 
 impl std::fmt::Debug for RagService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -218,12 +241,17 @@ impl RagService {
     pub fn open(
         workspaces: Workspaces,
         data_dir: &Path,
-        embed_model: Option<&Path>,
+        embedder: Option<Arc<Embedder>>,
+        retrieval: Retrieval,
     ) -> Result<Self, IndexError> {
         let mut slots = HashMap::new();
         for root in workspaces.roots() {
             let dir = data_dir.join("index").join(workspace_key(root));
-            let index = WorkspaceIndex::open(root, &dir, Boosts::default())?;
+            let dense = embedder.as_deref().map(|e| DenseSpec {
+                model: e.name(),
+                dims: e.dims(),
+            });
+            let index = WorkspaceIndex::open(root, &dir, retrieval.boosts, dense)?;
             let state = if index.last_indexed_at().is_some() {
                 IndexState::Ready
             } else {
@@ -238,18 +266,20 @@ impl RagService {
                 }),
             );
         }
-        let dense_reason = match embed_model {
-            None => "no embedding model is configured (--embed-model)".to_owned(),
-            Some(dir) => format!(
-                "dense retrieval is not built yet; the model at {} is not used",
-                dir.display()
-            ),
-        };
         Ok(Self {
             workspaces,
             slots: Arc::new(slots),
-            dense_reason,
+            embedder,
+            rrf: retrieval.rrf,
         })
+    }
+
+    fn dense_reason(&self) -> String {
+        if self.embedder.is_some() {
+            String::new()
+        } else {
+            NO_MODEL.to_owned()
+        }
     }
 
     fn slot(&self, requested: &str) -> Result<(PathBuf, Arc<Slot>), RagError> {
@@ -288,13 +318,15 @@ impl RagService {
                 files_done: 0,
                 files_total: 0,
                 items_done: 0,
+                embedded_done: 0,
                 message: String::new(),
             });
         }
         let task_slot = slot.clone();
+        let embedder = self.embedder.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let mut index = task_slot.index.write().map_err(|_| lock_poisoned())?;
-            let result = index.index_all(force, &mut |p| {
+            let result = index.index_all(force, embedder.as_deref(), &mut |p| {
                 if let Ok(mut s) = task_slot.state.lock() {
                     *s = IndexState::Indexing(p.clone());
                 }
@@ -328,14 +360,15 @@ impl RagService {
         let (root, slot) = self.slot(workspace_root)?;
         let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
         // While a run holds the write lock, report counts from the state alone.
-        let (files, items, last, bytes) = match slot.index.try_read() {
+        let (files, items, last, bytes, embedded) = match slot.index.try_read() {
             Ok(index) => (
                 index.file_count(),
                 index.item_count(),
                 index.last_indexed_at(),
                 index.disk_bytes(),
+                index.embedded_count(),
             ),
-            Err(_) => (0, 0, None, 0),
+            Err(_) => (0, 0, None, 0, 0),
         };
         Ok(Status {
             root,
@@ -344,33 +377,84 @@ impl RagService {
             items,
             last_indexed_at: last,
             index_bytes: bytes,
-            dense_unavailable_reason: self.dense_reason.clone(),
+            embedded_items: embedded,
+            embed_model: self
+                .embedder
+                .as_ref()
+                .map(|e| e.name().to_owned())
+                .unwrap_or_default(),
+            dense_unavailable_reason: self.dense_reason(),
         })
     }
 
-    /// Ranked search.
+    /// Ranked search: BM25, dense, or both fused with RRF.
     pub async fn search(&self, query: SearchQuery) -> Result<SearchOutcome, RagError> {
-        if query.strategy == Strategy::Dense {
-            return Err(RagError::DenseUnavailable(self.dense_reason.clone()));
-        }
+        let strategy = match (query.strategy, &self.embedder) {
+            (Strategy::Dense, None) => return Err(RagError::DenseUnavailable(NO_MODEL.into())),
+            (Strategy::Default | Strategy::Hybrid, Some(_)) => Strategy::Hybrid,
+            (Strategy::Default | Strategy::Hybrid | Strategy::Bm25, None) => Strategy::Bm25,
+            (s @ (Strategy::Bm25 | Strategy::Dense), Some(_)) => s,
+        };
         let (_, slot) = self.ready_slot(&query.workspace_root)?;
-        let reason = self.dense_reason.clone();
+        let embedder = self.embedder.clone();
+        let rrf = self.rrf;
+        let reason = self.dense_reason();
         tokio::task::spawn_blocking(move || {
+            let query_vector = match (&embedder, strategy) {
+                (Some(e), Strategy::Dense | Strategy::Hybrid) => e
+                    .embed_batch(&[query.query.as_str()])
+                    .map_err(IndexError::from)?
+                    .pop(),
+                _ => None,
+            };
             let index = slot.index.read().map_err(|_| lock_poisoned())?;
-            let hits = index.search_bm25(&query.query, &query.filters, query.top_k)?;
-            Ok(SearchOutcome {
-                hits: hits
+            let to_hit = |h: Hit<'_>, bm25_rank: u32, dense_rank: u32, score: f32| SearchHit {
+                record: h.record.clone(),
+                text: h.text,
+                score,
+                bm25_rank,
+                dense_rank,
+            };
+            let hits = match (strategy, query_vector) {
+                (Strategy::Dense, Some(v)) => index
+                    .search_dense(&v, &query.filters, query.top_k)?
                     .into_iter()
-                    .map(|h| SearchHit {
-                        record: h.record.clone(),
-                        text: h.text,
-                        score: h.score,
-                        bm25_rank: h.rank,
-                        dense_rank: 0,
+                    .map(|h| {
+                        let (rank, score) = (h.rank, h.score);
+                        to_hit(h, 0, rank, score)
                     })
                     .collect(),
-                strategy: Strategy::Bm25,
-                dense_used: false,
+                (Strategy::Hybrid, Some(v)) => {
+                    let depth = query.top_k.max(FUSION_DEPTH);
+                    let bm25 = index.search_bm25(&query.query, &query.filters, depth)?;
+                    let dense = index.search_dense(&v, &query.filters, depth)?;
+                    let bm25_ids: Vec<u64> = bm25.iter().map(|h| h.record.id).collect();
+                    let dense_ids: Vec<u64> = dense.iter().map(|h| h.record.id).collect();
+                    let mut pool: HashMap<u64, Hit<'_>> = HashMap::new();
+                    for h in bm25.into_iter().chain(dense) {
+                        pool.entry(h.record.id).or_insert(h);
+                    }
+                    fusion::fuse(&bm25_ids, &dense_ids, rrf, query.top_k)
+                        .into_iter()
+                        .filter_map(|f| {
+                            pool.remove(&f.id)
+                                .map(|h| to_hit(h, f.bm25_rank, f.dense_rank, f.score))
+                        })
+                        .collect()
+                }
+                _ => index
+                    .search_bm25(&query.query, &query.filters, query.top_k)?
+                    .into_iter()
+                    .map(|h| {
+                        let (rank, score) = (h.rank, h.score);
+                        to_hit(h, rank, 0, score)
+                    })
+                    .collect(),
+            };
+            Ok(SearchOutcome {
+                hits,
+                strategy,
+                dense_used: matches!(strategy, Strategy::Dense | Strategy::Hybrid),
                 dense_unavailable_reason: reason,
             })
         })
@@ -475,9 +559,10 @@ impl RagService {
         for (i, p) in paths.iter().enumerate() {
             rels.push(check_relative(&format!("paths[{i}]"), p)?);
         }
+        let embedder = self.embedder.clone();
         tokio::task::spawn_blocking(move || {
             let mut index = slot.index.write().map_err(|_| lock_poisoned())?;
-            Ok::<_, RagError>(index.refresh(&rels)?)
+            Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
         })
         .await
         .map_err(|e| RagError::Internal(format!("refresh task: {e}")))?

@@ -204,13 +204,19 @@ impl Default for UpstreamsConfig {
 }
 
 /// `[rag_search]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RagSearchConfig {
     /// Listen address.
     pub listen: SocketAddr,
     /// Local embedding model directory (config.json, tokenizer.json, model.safetensors).
     pub embed_model: Option<PathBuf>,
+    /// The `k` of reciprocal rank fusion.
+    pub rrf_k: f32,
+    /// Weight of BM25 ranks in hybrid fusion.
+    pub bm25_weight: f32,
+    /// Weight of dense ranks in hybrid fusion.
+    pub dense_weight: f32,
 }
 
 impl Default for RagSearchConfig {
@@ -218,6 +224,9 @@ impl Default for RagSearchConfig {
         Self {
             listen: ServiceKind::RagSearch.default_listen(),
             embed_model: None,
+            rrf_k: 60.0,
+            bm25_weight: 1.0,
+            dense_weight: 1.0,
         }
     }
 }

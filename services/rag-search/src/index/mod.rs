@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Doc, Bm25Error, Boosts, Filters};
+use crate::embed::{self, EmbedError, Embedder};
 use crate::parse::{self, Kind, ParsedItem};
 use crate::scan::{self, ScannedFile};
+use crate::vectors::{TextHash, VectorError, Vectors};
 
 const META_FILE: &str = "meta.json";
 const META_VERSION: u32 = 1;
@@ -26,6 +28,9 @@ pub struct ItemRecord {
     pub file_hash: String,
     /// The parsed item.
     pub item: ParsedItem,
+    /// blake3 (hex) of the text the item is embedded from.
+    #[serde(default)]
+    pub embed_hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -58,6 +63,12 @@ pub enum IndexError {
         /// Why.
         source: std::io::Error,
     },
+    /// The vector index failed.
+    #[error(transparent)]
+    Vectors(#[from] VectorError),
+    /// The embedding model failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
     /// The metadata file is corrupt.
     #[error("{path}: {message}")]
     Corrupt {
@@ -82,6 +93,8 @@ pub enum Phase {
     Scanning,
     /// Parsing changed files.
     Parsing,
+    /// Embedding new items.
+    Embedding,
     /// Persisting.
     Committing,
     /// Finished.
@@ -99,6 +112,8 @@ pub struct Progress {
     pub files_total: u64,
     /// Items written so far.
     pub items_done: u64,
+    /// Items with a vector so far.
+    pub embedded_done: u64,
     /// Human-readable step.
     pub message: String,
 }
@@ -120,6 +135,10 @@ pub struct Summary {
     pub items_removed: u64,
     /// Items in the index afterwards.
     pub items_total: u64,
+    /// Items embedded by the model in this run.
+    pub items_embedded: u64,
+    /// Item vectors taken from the content-hash cache.
+    pub embeddings_reused: u64,
     /// Wall time.
     pub duration: Duration,
 }
@@ -155,6 +174,16 @@ pub struct WorkspaceIndex {
     items: HashMap<u64, ItemRecord>,
     next_id: u64,
     last_indexed_at: Option<SystemTime>,
+    vectors: Option<Vectors>,
+}
+
+/// The model a workspace's vectors come from.
+#[derive(Debug, Clone, Copy)]
+pub struct DenseSpec<'a> {
+    /// Model name.
+    pub model: &'a str,
+    /// Vector length.
+    pub dims: usize,
 }
 
 /// A directory name for `root` under the index dir: readable and unique.
@@ -171,10 +200,19 @@ pub fn workspace_key(root: &Path) -> String {
 }
 
 impl WorkspaceIndex {
-    /// Opens (or creates) the index of `root` in `dir`.
-    pub fn open(root: &Path, dir: &Path, boosts: Boosts) -> Result<Self, IndexError> {
+    /// Opens (or creates) the index of `root` in `dir`; with `dense`, also its vectors.
+    pub fn open(
+        root: &Path,
+        dir: &Path,
+        boosts: Boosts,
+        dense: Option<DenseSpec<'_>>,
+    ) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let bm25 = Bm25::open(&dir.join("bm25"), boosts)?;
+        let vectors = match dense {
+            Some(spec) => Some(Vectors::open(&dir.join("dense"), spec.model, spec.dims)?),
+            None => None,
+        };
         let meta_path = dir.join(META_FILE);
         let meta = match std::fs::read(&meta_path) {
             Ok(bytes) => {
@@ -202,6 +240,7 @@ impl WorkspaceIndex {
             last_indexed_at: meta
                 .last_indexed_at_ms
                 .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
+            vectors,
         };
         // A crash between the BM25 commit and the metadata write leaves them out of step:
         // start over rather than serve items that do not exist.
@@ -214,6 +253,15 @@ impl WorkspaceIndex {
             index.files.clear();
             index.items.clear();
             index.last_indexed_at = None;
+        }
+        // Vectors of items that no longer exist (a crash between saves) are dropped.
+        if let Some(v) = index.vectors.as_mut() {
+            let stale: Vec<u64> = (1..index.next_id)
+                .filter(|id| v.contains(*id) && !index.items.contains_key(id))
+                .collect();
+            for id in stale {
+                v.remove(id)?;
+            }
         }
         Ok(index)
     }
@@ -231,6 +279,16 @@ impl WorkspaceIndex {
     /// Items in the index.
     pub fn item_count(&self) -> u64 {
         self.items.len() as u64
+    }
+
+    /// Items that have a vector.
+    pub fn embedded_count(&self) -> u64 {
+        self.vectors.as_ref().map_or(0, |v| v.len() as u64)
+    }
+
+    /// Whether this index keeps vectors.
+    pub fn has_vectors(&self) -> bool {
+        self.vectors.is_some()
     }
 
     /// Items indexed for one file.
@@ -260,6 +318,7 @@ impl WorkspaceIndex {
     pub fn index_all(
         &mut self,
         force: bool,
+        embedder: Option<&Embedder>,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Summary, IndexError> {
         let started = Instant::now();
@@ -268,6 +327,7 @@ impl WorkspaceIndex {
             files_done: 0,
             files_total: 0,
             items_done: 0,
+            embedded_done: self.embedded_count(),
             message: format!("scanning {}", self.root.display()),
         });
         let (files, skipped) = scan::scan(&self.root);
@@ -298,15 +358,18 @@ impl WorkspaceIndex {
                     files_done: done,
                     files_total: total,
                     items_done: self.items.len() as u64,
+                    embedded_done: self.embedded_count(),
                     message: file.rel.clone(),
                 });
             }
         }
+        self.embed_missing(embedder, &mut summary, progress)?;
         progress(Progress {
             phase: Phase::Committing,
             files_done: total,
             files_total: total,
             items_done: self.items.len() as u64,
+            embedded_done: self.embedded_count(),
             message: "committing".into(),
         });
         self.last_indexed_at = Some(SystemTime::now());
@@ -318,6 +381,7 @@ impl WorkspaceIndex {
             files_done: total,
             files_total: total,
             items_done: summary.items_total,
+            embedded_done: self.embedded_count(),
             message: format!(
                 "{} files indexed, {} unchanged, {} items",
                 summary.files_indexed, summary.files_unchanged, summary.items_total
@@ -327,7 +391,11 @@ impl WorkspaceIndex {
     }
 
     /// Re-reads the given files (relative paths); missing ones are removed.
-    pub fn refresh(&mut self, rels: &[String]) -> Result<Summary, IndexError> {
+    pub fn refresh(
+        &mut self,
+        rels: &[String],
+        embedder: Option<&Embedder>,
+    ) -> Result<Summary, IndexError> {
         let started = Instant::now();
         let mut summary = Summary::default();
         for rel in rels {
@@ -352,6 +420,7 @@ impl WorkspaceIndex {
                 }
             }
         }
+        self.embed_missing(embedder, &mut summary, &mut |_| {})?;
         self.commit()?;
         summary.items_total = self.items.len() as u64;
         summary.duration = started.elapsed();
@@ -430,6 +499,8 @@ impl WorkspaceIndex {
                 body,
             })?;
             ids.push(id);
+            let embed_text = embed::item_text(&item.canon_path, &item.signature, &item.doc, body);
+            let embed_hash = blake3::hash(embed_text.as_bytes()).to_hex().to_string();
             self.items.insert(
                 id,
                 ItemRecord {
@@ -438,6 +509,7 @@ impl WorkspaceIndex {
                     language: file.language.to_owned(),
                     file_hash: hash.clone(),
                     item,
+                    embed_hash,
                 },
             );
         }
@@ -461,13 +533,27 @@ impl WorkspaceIndex {
         self.bm25.remove_file(rel);
         for id in &record.item_ids {
             self.items.remove(id);
+            if let Some(v) = self.vectors.as_mut() {
+                // Removing a key usearch holds cannot fail for a valid id; log if it does.
+                if let Err(e) = v.remove(*id) {
+                    tracing::warn!(id, error = %e, "removing a vector failed");
+                }
+            }
         }
         record.item_ids.len() as u64
     }
 
-    /// Commits BM25, then writes the metadata (temp file + rename).
+    /// Commits BM25 and the vectors, then writes the metadata (temp file + rename).
     fn commit(&mut self) -> Result<(), IndexError> {
         self.bm25.commit()?;
+        if let Some(v) = self.vectors.as_mut() {
+            let live: std::collections::HashSet<TextHash> = self
+                .items
+                .values()
+                .map(|r| hex_hash(&r.embed_hash))
+                .collect();
+            v.save(&live)?;
+        }
         let mut items: Vec<ItemRecord> = self.items.values().cloned().collect();
         items.sort_by_key(|i| i.id);
         let meta = Meta {
@@ -541,5 +627,14 @@ impl WorkspaceIndex {
     }
 }
 
+pub(crate) fn hex_hash(hex: &str) -> TextHash {
+    let mut out = [0u8; 32];
+    if let Ok(h) = blake3::Hash::from_hex(hex) {
+        out = *h.as_bytes();
+    }
+    out
+}
+
+mod dense;
 #[cfg(test)]
 mod tests;

@@ -30,7 +30,7 @@ impl Fixture {
     }
 
     fn open(&self) -> WorkspaceIndex {
-        WorkspaceIndex::open(self.ws.path(), self.data.path(), Boosts::default()).unwrap()
+        WorkspaceIndex::open(self.ws.path(), self.data.path(), Boosts::default(), None).unwrap()
     }
 }
 
@@ -49,7 +49,7 @@ fn full_run_then_incremental_runs_parse_only_what_changed() {
     let mut index = f.open();
     let mut phases = Vec::new();
     let s = index
-        .index_all(false, &mut |p| phases.push(p.phase))
+        .index_all(false, None, &mut |p| phases.push(p.phase))
         .unwrap();
     assert_eq!(
         (
@@ -68,7 +68,7 @@ fn full_run_then_incremental_runs_parse_only_what_changed() {
     );
 
     // Nothing changed: nothing parsed.
-    let s = index.index_all(false, &mut |_| {}).unwrap();
+    let s = index.index_all(false, None, &mut |_| {}).unwrap();
     assert_eq!(
         (s.files_indexed, s.files_unchanged, s.items_added),
         (0, 3, 0)
@@ -79,7 +79,7 @@ fn full_run_then_incremental_runs_parse_only_what_changed() {
         "src/config.rs",
         "pub struct Config;\n\nimpl Config {\n    pub fn read_environment() -> Self { Config }\n}\n",
     );
-    let s = index.index_all(false, &mut |_| {}).unwrap();
+    let s = index.index_all(false, None, &mut |_| {}).unwrap();
     assert_eq!((s.files_indexed, s.files_unchanged), (1, 2));
     assert!(
         !top(&index, "load_settings")
@@ -92,7 +92,7 @@ fn full_run_then_incremental_runs_parse_only_what_changed() {
     );
 
     // force re-parses everything.
-    let s = index.index_all(true, &mut |_| {}).unwrap();
+    let s = index.index_all(true, None, &mut |_| {}).unwrap();
     assert_eq!(s.files_indexed, 3);
 }
 
@@ -100,7 +100,7 @@ fn full_run_then_incremental_runs_parse_only_what_changed() {
 fn refresh_handles_edits_deletions_and_renames() {
     let f = Fixture::new();
     let mut index = f.open();
-    index.index_all(false, &mut |_| {}).unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
 
     std::fs::rename(
         f.ws.path().join("src/config.rs"),
@@ -108,7 +108,7 @@ fn refresh_handles_edits_deletions_and_renames() {
     )
     .unwrap();
     let s = index
-        .refresh(&["src/config.rs".into(), "src/settings.rs".into()])
+        .refresh(&["src/config.rs".into(), "src/settings.rs".into()], None)
         .unwrap();
     assert_eq!((s.files_removed, s.files_indexed), (1, 1));
     assert_eq!(
@@ -118,14 +118,14 @@ fn refresh_handles_edits_deletions_and_renames() {
     assert_eq!(index.items_of_file("src/config.rs"), 0);
 
     // An unchanged file costs a hash and nothing else.
-    let s = index.refresh(&["src/lib.rs".into()]).unwrap();
+    let s = index.refresh(&["src/lib.rs".into()], None).unwrap();
     assert_eq!(
         (s.files_unchanged, s.items_added, s.items_removed),
         (1, 0, 0)
     );
 
     // Paths that never existed are skipped, not errors.
-    let s = index.refresh(&["nope.rs".into()]).unwrap();
+    let s = index.refresh(&["nope.rs".into()], None).unwrap();
     assert_eq!(s.files_skipped, 1);
 }
 
@@ -133,7 +133,7 @@ fn refresh_handles_edits_deletions_and_renames() {
 fn a_reopened_index_has_everything_without_reindexing() {
     let f = Fixture::new();
     let mut index = f.open();
-    index.index_all(false, &mut |_| {}).unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
     let before = top(&index, "start entry point");
     let items = index.item_count();
     drop(index);
@@ -142,7 +142,7 @@ fn a_reopened_index_has_everything_without_reindexing() {
     assert_eq!(index.item_count(), items);
     assert!(index.last_indexed_at().is_some());
     assert_eq!(top(&index, "start entry point"), before);
-    let s = index.index_all(false, &mut |_| {}).unwrap();
+    let s = index.index_all(false, None, &mut |_| {}).unwrap();
     assert_eq!((s.files_indexed, s.files_unchanged), (0, 3));
 }
 
@@ -150,11 +150,78 @@ fn a_reopened_index_has_everything_without_reindexing() {
 fn lookup_by_canonical_path_name_and_kind() {
     let f = Fixture::new();
     let mut index = f.open();
-    index.index_all(false, &mut |_| {}).unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
     let found = index.lookup_canon("crate::config::Config", None);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].item.kind, Kind::Struct);
     assert_eq!(index.lookup_name("Config", Some(Kind::Impl)).len(), 0);
     assert_eq!(index.lookup_name("impl Config", Some(Kind::Impl)).len(), 1);
     assert!(index.lookup_canon("crate::missing", None).is_empty());
+}
+
+#[test]
+fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
+    let model = crate::embed::tests::model();
+    let spec = || DenseSpec {
+        model: model.name(),
+        dims: model.dims(),
+    };
+    let f = Fixture::new();
+    let mut index =
+        WorkspaceIndex::open(f.ws.path(), f.data.path(), Boosts::default(), Some(spec())).unwrap();
+    let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
+    assert_eq!((s.items_embedded, s.embeddings_reused), (5, 0));
+    assert_eq!(index.embedded_count(), 5);
+
+    // Change one method of a file with three items: the method and its impl (whose head
+    // changed) are embedded again; the struct's vector is reused from the cache.
+    f.write(
+        "src/config.rs",
+        "pub struct Config;\n\nimpl Config {\n    pub fn read_environment() -> Self { Config }\n}\n",
+    );
+    let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
+    assert_eq!(s.files_indexed, 1);
+    assert_eq!(s.items_embedded, 2);
+    assert_eq!(s.embeddings_reused, 1);
+
+    // Dense search finds by meaning, not words.
+    let q = model
+        .embed_batch(&["get configuration values from environment variables"])
+        .unwrap()
+        .remove(0);
+    let hits = index.search_dense(&q, &Filters::default(), 3).unwrap();
+    let mut top2: Vec<&str> = hits[..2]
+        .iter()
+        .map(|h| h.record.item.canon_path.as_str())
+        .collect();
+    top2.sort_unstable();
+    assert_eq!(
+        top2,
+        vec![
+            "crate::config::Config::read_environment",
+            "crate::config::impl Config"
+        ]
+    );
+    assert_eq!((hits[0].rank, hits[1].rank), (1, 2));
+    // Filters apply to dense hits too.
+    let methods = Filters {
+        kinds: vec![Kind::Method],
+        ..Filters::default()
+    };
+    let hits = index.search_dense(&q, &methods, 3).unwrap();
+    assert_eq!(
+        hits[0].record.item.canon_path,
+        "crate::config::Config::read_environment"
+    );
+    drop(index);
+
+    // Restart: every vector is there, nothing is embedded again.
+    let mut index =
+        WorkspaceIndex::open(f.ws.path(), f.data.path(), Boosts::default(), Some(spec())).unwrap();
+    assert_eq!(index.embedded_count(), 5);
+    let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
+    assert_eq!(
+        (s.files_indexed, s.items_embedded, s.embeddings_reused),
+        (0, 0, 0)
+    );
 }

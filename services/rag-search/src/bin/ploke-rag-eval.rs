@@ -1,0 +1,194 @@
+//! `ploke-rag-eval`: the retrieval evaluation of `../shared/eval` through rag-search's real gRPC
+//! API. Starts rag-search in-process on 127.0.0.1:0 over the crate sources, indexes each crate
+//! with IndexWorkspace, asks every query with Search (top 10, restricted to the corpus files of
+//! its crate) and writes one run file per strategy for the dataset's `score.py`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead as _, Write as _};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
+use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchFilters, SearchRequest, Strategy};
+use ploke_runtime::config::PlokeConfig;
+use ploke_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+use tokio_stream::StreamExt as _;
+
+/// Runs the retrieval evaluation and writes run files.
+#[derive(Debug, Parser)]
+struct Args {
+    /// The dataset folder (queries.jsonl, items/).
+    #[arg(long, default_value = "../shared/eval")]
+    eval: PathBuf,
+    /// `paths.json` written by the dataset's get_sources.py (crate → source root).
+    #[arg(long)]
+    sources: PathBuf,
+    /// Where the index is kept between runs.
+    #[arg(long, default_value = "target/eval/index")]
+    data_dir: PathBuf,
+    /// Where run files go (`<out>/<strategy>.jsonl`).
+    #[arg(long, default_value = "target/eval/runs")]
+    out: PathBuf,
+    /// Strategies to run: bm25, dense, hybrid.
+    #[arg(long, value_delimiter = ',', default_value = "bm25")]
+    strategies: Vec<String>,
+    /// Local embedding model directory, for dense and hybrid.
+    #[arg(long)]
+    embed_model: Option<PathBuf>,
+    /// BM25 field boosts `name,path,signature,doc,body` (tuning; default: the service's).
+    #[arg(long, value_delimiter = ',')]
+    boosts: Option<Vec<f32>>,
+}
+
+fn read_jsonl(path: &std::path::Path) -> anyhow::Result<Vec<Value>> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut out = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line?;
+        if !line.trim().is_empty() {
+            out.push(serde_json::from_str(&line)?);
+        }
+    }
+    Ok(out)
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> anyhow::Result<&'a str> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .with_context(|| format!("missing string `{key}`"))
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let paths: BTreeMap<String, PathBuf> = serde_json::from_reader(
+        std::fs::File::open(&args.sources)
+            .with_context(|| format!("opening {}", args.sources.display()))?,
+    )?;
+    let queries = read_jsonl(&args.eval.join("queries.jsonl"))?;
+
+    // The corpus files of each crate: the distinct files of items/<crate>.jsonl.
+    let mut corpus: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for krate in paths.keys() {
+        let items = read_jsonl(&args.eval.join("items").join(format!("{krate}.jsonl")))?;
+        let files = items
+            .iter()
+            .map(|i| str_of(i, "file").map(str::to_owned))
+            .collect::<anyhow::Result<BTreeSet<String>>>()?;
+        corpus.insert(krate.clone(), files);
+    }
+
+    let roots: BTreeMap<String, PathBuf> = paths
+        .iter()
+        .map(|(k, p)| Ok((k.clone(), std::fs::canonicalize(p)?)))
+        .collect::<std::io::Result<_>>()?;
+    let mut config = PlokeConfig {
+        workspaces: roots.values().cloned().collect(),
+        data_dir: args.data_dir.clone(),
+        ..PlokeConfig::default()
+    };
+    config.rag_search.embed_model = args.embed_model.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let shutdown = Shutdown::new();
+    let mut rag_config = ploke_rag_search::Config::from(&config);
+    if let Some(b) = &args.boosts {
+        if b.len() != 5 {
+            bail!("--boosts takes 5 numbers: name,path,signature,doc,body");
+        }
+        rag_config.retrieval.boosts = ploke_rag_search::bm25::Boosts {
+            name: b[0],
+            path: b[1],
+            signature: b[2],
+            doc: b[3],
+            body: b[4],
+        };
+    }
+    let server = tokio::spawn(ploke_rag_search::serve(
+        rag_config,
+        listener,
+        shutdown.wait(),
+    ));
+    let mut client = RagSearchClient::connect(url).await?;
+
+    for (krate, root) in &roots {
+        let started = Instant::now();
+        let mut stream = client
+            .index_workspace(IndexWorkspaceRequest {
+                workspace_root: root.display().to_string(),
+                force: false,
+            })
+            .await?
+            .into_inner();
+        let mut last = None;
+        while let Some(p) = stream.next().await {
+            last = Some(p?);
+        }
+        let summary = last
+            .and_then(|p| p.summary)
+            .context("indexing ended without a summary")?;
+        eprintln!(
+            "indexed {krate}: {} files ({} unchanged), {} items in {:.1} s",
+            summary.files_indexed,
+            summary.files_unchanged,
+            summary.items_total,
+            started.elapsed().as_secs_f64()
+        );
+    }
+
+    std::fs::create_dir_all(&args.out)?;
+    for name in &args.strategies {
+        let strategy = match name.as_str() {
+            "bm25" => Strategy::Bm25,
+            "dense" => Strategy::Dense,
+            "hybrid" => Strategy::Hybrid,
+            other => bail!("unknown strategy `{other}`"),
+        };
+        let path = args.out.join(format!("{name}.jsonl"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let started = Instant::now();
+        for q in &queries {
+            let krate = str_of(q, "repo")?;
+            let (Some(root), Some(files)) = (roots.get(krate), corpus.get(krate)) else {
+                continue;
+            };
+            let response = client
+                .search(SearchRequest {
+                    workspace_root: root.display().to_string(),
+                    query: str_of(q, "query")?.to_owned(),
+                    strategy: strategy as i32,
+                    top_k: 10,
+                    filters: Some(SearchFilters {
+                        path_prefixes: files.iter().cloned().collect(),
+                        ..Default::default()
+                    }),
+                })
+                .await?
+                .into_inner();
+            let ranked: Vec<Value> = response
+                .hits
+                .iter()
+                .filter_map(|h| h.part.as_ref())
+                .filter_map(|p| {
+                    let s = p.span.as_ref()?;
+                    Some(json!({"file": p.file_path, "start_line": s.line_start, "end_line": s.line_end}))
+                })
+                .collect();
+            writeln!(out, "{}", json!({"id": str_of(q, "id")?, "ranked": ranked}))?;
+        }
+        out.flush()?;
+        eprintln!(
+            "{name}: {} queries in {:.1} s -> {}",
+            queries.len(),
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+    }
+    drop(client);
+    shutdown.trigger();
+    server.await??;
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! The dense side of the index: item vectors in a usearch HNSW index (cosine), plus a cache of
+//! embeddings by content hash so that an item whose embedded text did not change is never
+//! embedded again (a file edit that moves items, a rename, a re-index after a restart).
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+/// Vector storage failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    /// usearch failed.
+    #[error("vector index: {0}")]
+    Usearch(String),
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+fn usearch_err(e: impl std::fmt::Display) -> VectorError {
+    VectorError::Usearch(e.to_string())
+}
+
+/// Content hash of an embedded text.
+pub type TextHash = [u8; 32];
+
+/// Hash of the text an item is embedded from.
+pub fn text_hash(text: &str) -> TextHash {
+    *blake3::hash(text.as_bytes()).as_bytes()
+}
+
+/// Item vectors and the embedding cache of one workspace.
+pub struct Vectors {
+    index: Index,
+    dims: usize,
+    dir: PathBuf,
+    cache: HashMap<TextHash, Vec<f32>>,
+}
+
+impl std::fmt::Debug for Vectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vectors")
+            .field("dims", &self.dims)
+            .field("len", &self.index.size())
+            .field("cached", &self.cache.len())
+            .finish()
+    }
+}
+
+fn new_index(dims: usize) -> Result<Index, VectorError> {
+    Index::new(&IndexOptions {
+        dimensions: dims,
+        metric: MetricKind::Cos,
+        quantization: ScalarKind::F32,
+        connectivity: 0,
+        expansion_add: 0,
+        expansion_search: 0,
+        multi: false,
+    })
+    .map_err(usearch_err)
+}
+
+impl Vectors {
+    /// Opens the vectors in `dir` for a model of `model` with `dims` dimensions; a different
+    /// model starts from empty.
+    pub fn open(dir: &Path, model: &str, dims: usize) -> Result<Self, VectorError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| VectorError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let stamp_path = dir.join("model.txt");
+        let stamp = format!("{model}\n{dims}\n");
+        let same_model = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
+        let index = new_index(dims)?;
+        let index_path = dir.join("index.usearch");
+        let mut cache = HashMap::new();
+        if same_model {
+            if index_path.is_file() {
+                index
+                    .load(&index_path.to_string_lossy())
+                    .map_err(usearch_err)?;
+            }
+            cache = read_cache(&dir.join("cache.bin"), dims).unwrap_or_default();
+        } else {
+            std::fs::write(&stamp_path, stamp).map_err(io(&stamp_path))?;
+        }
+        Ok(Self {
+            index,
+            dims,
+            dir: dir.to_owned(),
+            cache,
+        })
+    }
+
+    /// Vector length.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Items with a vector.
+    pub fn len(&self) -> usize {
+        self.index.size()
+    }
+
+    /// Whether no item has a vector.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether item `id` has a vector.
+    pub fn contains(&self, id: u64) -> bool {
+        self.index.contains(id)
+    }
+
+    /// The cached embedding of a text, if any.
+    pub fn cached(&self, hash: &TextHash) -> Option<&Vec<f32>> {
+        self.cache.get(hash)
+    }
+
+    /// Stores item `id`'s vector (and caches it under `hash`).
+    pub fn add(&mut self, id: u64, hash: TextHash, vector: Vec<f32>) -> Result<(), VectorError> {
+        if self.index.contains(id) {
+            self.index.remove(id).map_err(usearch_err)?;
+        }
+        if self.index.size() + 1 > self.index.capacity() {
+            let grow = (self.index.capacity() * 2).max(1024);
+            self.index.reserve(grow).map_err(usearch_err)?;
+        }
+        self.index.add(id, &vector).map_err(usearch_err)?;
+        self.cache.insert(hash, vector);
+        Ok(())
+    }
+
+    /// Forgets item `id`'s vector (its cache entry stays for reuse).
+    pub fn remove(&mut self, id: u64) -> Result<(), VectorError> {
+        if self.index.contains(id) {
+            self.index.remove(id).map_err(usearch_err)?;
+        }
+        Ok(())
+    }
+
+    /// The `k` nearest items accepted by `keep`, as (id, cosine similarity), best first.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<Vec<(u64, f32)>, VectorError> {
+        if self.index.size() == 0 || k == 0 {
+            return Ok(Vec::new());
+        }
+        let matches = self
+            .index
+            .filtered_search(query, k, keep)
+            .map_err(usearch_err)?;
+        Ok(matches
+            .keys
+            .into_iter()
+            .zip(matches.distances)
+            .map(|(id, d)| (id, 1.0 - d))
+            .collect())
+    }
+
+    /// Writes the index and the cache, keeping only cache entries in `live`.
+    pub fn save(&mut self, live: &HashSet<TextHash>) -> Result<(), VectorError> {
+        self.cache.retain(|h, _| live.contains(h));
+        let index_path = self.dir.join("index.usearch");
+        self.index
+            .save(&index_path.to_string_lossy())
+            .map_err(usearch_err)?;
+        write_cache(&self.dir.join("cache.bin"), &self.cache)
+    }
+}
+
+fn read_cache(path: &Path, dims: usize) -> Option<HashMap<TextHash, Vec<f32>>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let record = 32 + dims * 4;
+    if bytes.len() % record != 0 {
+        return None;
+    }
+    let mut out = HashMap::with_capacity(bytes.len() / record);
+    for chunk in bytes.chunks_exact(record) {
+        let mut hash = [0u8; 32];
+        hash.copy_from_slice(&chunk[..32]);
+        let vector = chunk[32..]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        out.insert(hash, vector);
+    }
+    Some(out)
+}
+
+fn write_cache(path: &Path, cache: &HashMap<TextHash, Vec<f32>>) -> Result<(), VectorError> {
+    let tmp = path.with_extension("bin.tmp");
+    let io = |p: &Path| {
+        let p = p.to_owned();
+        move |source| VectorError::Io { path: p, source }
+    };
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io(&tmp))?);
+    for (hash, vector) in cache {
+        out.write_all(hash).map_err(io(&tmp))?;
+        for x in vector {
+            out.write_all(&x.to_le_bytes()).map_err(io(&tmp))?;
+        }
+    }
+    out.flush().map_err(io(&tmp))?;
+    drop(out);
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn search_filter_persist_and_model_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = Vectors::open(dir.path(), "m", 3).unwrap();
+        v.add(1, text_hash("a"), unit(&[1.0, 0.0, 0.0])).unwrap();
+        v.add(2, text_hash("b"), unit(&[0.0, 1.0, 0.0])).unwrap();
+        v.add(3, text_hash("c"), unit(&[0.9, 0.1, 0.0])).unwrap();
+        let q = unit(&[1.0, 0.05, 0.0]);
+        let ids: Vec<u64> = v
+            .search(&q, 2, |_| true)
+            .unwrap()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(ids, vec![1, 3]);
+        let ids: Vec<u64> = v
+            .search(&q, 2, |k| k != 1)
+            .unwrap()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(ids, vec![3, 2]);
+        v.remove(3).unwrap();
+        let live: HashSet<TextHash> = [text_hash("a"), text_hash("b"), text_hash("c")].into();
+        v.save(&live).unwrap();
+        drop(v);
+
+        let v = Vectors::open(dir.path(), "m", 3).unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(v.contains(1) && !v.contains(3));
+        assert!(
+            v.cached(&text_hash("c")).is_some(),
+            "cache keeps removed items' vectors"
+        );
+        drop(v);
+
+        let v = Vectors::open(dir.path(), "other-model", 3).unwrap();
+        assert!(v.is_empty());
+        assert!(v.cached(&text_hash("a")).is_none());
+    }
+}
