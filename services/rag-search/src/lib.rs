@@ -14,6 +14,7 @@ pub mod service;
 pub mod tokenize;
 pub mod tokens;
 pub mod vectors;
+pub mod watch;
 
 use std::path::PathBuf;
 
@@ -41,6 +42,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// BM25 boosts and hybrid fusion.
     pub retrieval: service::Retrieval,
+    /// Watch workspaces and refresh changed files.
+    pub watch: bool,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -58,6 +61,7 @@ impl From<&PlokeConfig> for Config {
                     dense_weight: c.rag_search.dense_weight,
                 },
             },
+            watch: c.rag_search.watch,
         }
     }
 }
@@ -106,6 +110,17 @@ pub async fn serve(
     })
     .await
     .map_err(|e| StartError::Task(e.to_string()))??;
+    let _watcher = if config.watch {
+        match watch::spawn(service.clone(), service.roots(), watch::DEBOUNCE) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(error = %e, "file watcher unavailable; use RefreshFiles");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let max = config.limits.max_message_bytes;
     let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service))
         .max_decoding_message_size(max)

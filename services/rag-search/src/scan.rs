@@ -37,6 +37,40 @@ pub fn excluded(rel: &str) -> bool {
     rel.split('/').any(|p| p == ".git" || p == ".ploke")
 }
 
+/// Whether the walker would index `rel`: not hidden, not ploke's or git's own, not ignored by
+/// a `.gitignore` / `.ignore` on its way from the root (nor `.git/info/exclude`), and of a
+/// known language. Used for single files (refreshes, the watcher) so that they follow the same
+/// rules as a full walk.
+pub fn is_indexable(root: &Path, rel: &str) -> bool {
+    if excluded(rel) || rel.split('/').any(|p| p.starts_with('.')) {
+        return false;
+    }
+    if crate::parse::language_of(Path::new(rel)).is_none() {
+        return false;
+    }
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    let _ = builder.add(root.join(".git/info/exclude"));
+    let mut dir = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for i in 0..parts.len() {
+        for name in [".gitignore", ".ignore"] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                let _ = builder.add(candidate);
+            }
+        }
+        if i + 1 < parts.len() {
+            dir.push(parts[i]);
+        }
+    }
+    match builder.build() {
+        Ok(matcher) => !matcher
+            .matched_path_or_any_parents(root.join(rel), false)
+            .is_ignore(),
+        Err(_) => true,
+    }
+}
+
 /// Every indexable file under `root`, sorted by path; `skipped` counts files left out.
 pub fn scan(root: &Path) -> (Vec<ScannedFile>, u64) {
     let mut files = Vec::new();
@@ -106,5 +140,15 @@ mod tests {
         assert_eq!(read_text(b"a\0b".to_vec()), None);
         assert_eq!(read_text(vec![0xff, 0xfe]), None);
         assert_eq!(read_text(b"ok".to_vec()), Some("ok".into()));
+        // Single files follow the same rules.
+        assert!(is_indexable(root, "src/lib.rs"));
+        assert!(!is_indexable(root, "src/secret.rs"));
+        assert!(!is_indexable(root, "target/debug/gen.rs"));
+        assert!(!is_indexable(root, ".hidden/h.rs"));
+        assert!(!is_indexable(root, ".ploke/index/x.json"));
+        assert!(!is_indexable(root, "image.png"));
+        write("sub/.gitignore", b"local.rs\n");
+        assert!(!is_indexable(root, "sub/local.rs"));
+        assert!(is_indexable(root, "sub/other.rs"));
     }
 }

@@ -173,6 +173,17 @@ struct Slot {
     state: Mutex<IndexState>,
 }
 
+/// A finished refresh (from RefreshFiles or the watcher).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refreshed {
+    /// Workspace root.
+    pub root: PathBuf,
+    /// The paths asked for.
+    pub paths: Vec<String>,
+    /// What changed.
+    pub summary: Summary,
+}
+
 /// The rag-search domain service.
 #[derive(Clone)]
 pub struct RagService {
@@ -180,6 +191,7 @@ pub struct RagService {
     slots: Arc<HashMap<PathBuf, Arc<Slot>>>,
     embedder: Option<Arc<Embedder>>,
     rrf: Rrf,
+    refreshed: tokio::sync::broadcast::Sender<Refreshed>,
 }
 
 /// How rag-search retrieves.
@@ -271,7 +283,31 @@ impl RagService {
             slots: Arc::new(slots),
             embedder,
             rrf: retrieval.rrf,
+            refreshed: tokio::sync::broadcast::channel(64).0,
         })
+    }
+
+    /// Every configured workspace root.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.workspaces.roots().to_vec()
+    }
+
+    /// Whether `root` has been indexed (the watcher leaves unindexed workspaces alone).
+    pub fn is_indexed(&self, root: &Path) -> bool {
+        self.slots
+            .get(root)
+            .and_then(|s| {
+                s.state
+                    .lock()
+                    .ok()
+                    .map(|st| !matches!(*st, IndexState::NotIndexed))
+            })
+            .unwrap_or(false)
+    }
+
+    /// Finished refreshes, as they happen.
+    pub fn subscribe_refreshes(&self) -> tokio::sync::broadcast::Receiver<Refreshed> {
+        self.refreshed.subscribe()
     }
 
     fn dense_reason(&self) -> String {
@@ -560,12 +596,20 @@ impl RagService {
             rels.push(check_relative(&format!("paths[{i}]"), p)?);
         }
         let embedder = self.embedder.clone();
-        tokio::task::spawn_blocking(move || {
+        let (root, _) = self.slot(workspace_root)?;
+        let asked = rels.clone();
+        let summary = tokio::task::spawn_blocking(move || {
             let mut index = slot.index.write().map_err(|_| lock_poisoned())?;
             Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
         })
         .await
-        .map_err(|e| RagError::Internal(format!("refresh task: {e}")))?
+        .map_err(|e| RagError::Internal(format!("refresh task: {e}")))??;
+        let _ = self.refreshed.send(Refreshed {
+            root,
+            paths: asked,
+            summary: summary.clone(),
+        });
+        Ok(summary)
     }
 
     /// Files indexed and items of one file (for get_file_metadata).

@@ -217,6 +217,8 @@ pub struct RagSearchConfig {
     pub bm25_weight: f32,
     /// Weight of dense ranks in hybrid fusion.
     pub dense_weight: f32,
+    /// Watch the workspaces and refresh changed files.
+    pub watch: bool,
 }
 
 impl Default for RagSearchConfig {
@@ -227,6 +229,7 @@ impl Default for RagSearchConfig {
             rrf_k: 60.0,
             bm25_weight: 1.0,
             dense_weight: 1.0,
+            watch: true,
         }
     }
 }

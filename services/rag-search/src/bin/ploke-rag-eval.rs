@@ -38,6 +38,9 @@ struct Args {
     /// Local embedding model directory, for dense and hybrid.
     #[arg(long)]
     embed_model: Option<PathBuf>,
+    /// Hybrid fusion `k,bm25_weight,dense_weight` (tuning; default: the service's).
+    #[arg(long, value_delimiter = ',')]
+    rrf: Option<Vec<f32>>,
     /// BM25 field boosts `name,path,signature,doc,body` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     boosts: Option<Vec<f32>>,
@@ -105,6 +108,16 @@ async fn main() -> anyhow::Result<()> {
             signature: b[2],
             doc: b[3],
             body: b[4],
+        };
+    }
+    if let Some(r) = &args.rrf {
+        if r.len() != 3 {
+            bail!("--rrf takes 3 numbers: k,bm25_weight,dense_weight");
+        }
+        rag_config.retrieval.rrf = ploke_rag_search::fusion::Rrf {
+            k: r[0],
+            bm25_weight: r[1],
+            dense_weight: r[2],
         };
     }
     let server = tokio::spawn(ploke_rag_search::serve(

@@ -398,11 +398,13 @@ impl WorkspaceIndex {
     ) -> Result<Summary, IndexError> {
         let started = Instant::now();
         let mut summary = Summary::default();
-        for rel in rels {
+        for rel in self.expand(rels) {
+            let rel = &rel;
             let abs = self.root.join(rel);
             let language = parse::language_of(&abs);
+            let indexable = self.files.contains_key(rel) || scan::is_indexable(&self.root, rel);
             match (abs.is_file(), language) {
-                (true, Some(language)) if !scan::excluded(rel) => {
+                (true, Some(language)) if indexable && !scan::excluded(rel) => {
                     let file = ScannedFile {
                         rel: rel.clone(),
                         abs,
@@ -425,6 +427,36 @@ impl WorkspaceIndex {
         summary.items_total = self.items.len() as u64;
         summary.duration = started.elapsed();
         Ok(summary)
+    }
+
+    /// Paths to refresh for `rels`: a directory stands for the indexable files under it and
+    /// the indexed files that were under it (a moved or deleted directory reports only itself).
+    fn expand(&self, rels: &[String]) -> Vec<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for rel in rels {
+            let abs = self.root.join(rel);
+            let prefix = format!("{rel}/");
+            let under: Vec<&String> = self
+                .files
+                .keys()
+                .filter(|k| k.starts_with(&prefix))
+                .collect();
+            if abs.is_dir() || !under.is_empty() {
+                out.extend(under.into_iter().cloned());
+                if abs.is_dir() {
+                    let (found, _) = scan::scan(&abs);
+                    out.extend(
+                        found
+                            .into_iter()
+                            .map(|f| format!("{rel}/{}", f.rel))
+                            .filter(|r| scan::is_indexable(&self.root, r)),
+                    );
+                }
+            } else {
+                out.insert(rel.clone());
+            }
+        }
+        out.into_iter().collect()
     }
 
     fn apply(

@@ -225,3 +225,26 @@ fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
         (0, 0, 0)
     );
 }
+
+#[test]
+fn refreshing_a_directory_covers_the_files_in_it_and_those_that_left() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    f.write("src/net/client.rs", "pub fn connect_socket() {}\n");
+    let s = index.refresh(&["src/net".into()], None).unwrap();
+    assert_eq!((s.files_indexed, s.items_added), (1, 1));
+    std::fs::rename(
+        f.ws.path().join("src/net"),
+        f.ws.path().join("src/transport"),
+    )
+    .unwrap();
+    let s = index
+        .refresh(&["src/net".into(), "src/transport".into()], None)
+        .unwrap();
+    assert_eq!((s.files_removed, s.files_indexed), (1, 1));
+    assert_eq!(
+        index.lookup_name("connect_socket", None)[0].item.canon_path,
+        "crate::transport::client::connect_socket"
+    );
+}

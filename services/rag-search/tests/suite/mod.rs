@@ -1,3 +1,4 @@
 mod adapter;
 mod binary;
 mod retrieval;
+mod watch;

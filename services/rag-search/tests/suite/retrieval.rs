@@ -20,11 +20,17 @@ struct Server {
 }
 
 async fn start(workspace: &Path, data: &Path) -> Server {
-    let config = PlokeConfig {
+    start_with(workspace, data, None).await
+}
+
+async fn start_with(workspace: &Path, data: &Path, model: Option<&Path>) -> Server {
+    let mut config = PlokeConfig {
         workspaces: vec![workspace.to_owned()],
         data_dir: data.to_owned(),
         ..PlokeConfig::default()
     };
+    config.rag_search.embed_model = model.map(Path::to_owned);
+    config.rag_search.watch = false;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = Shutdown::new();
@@ -387,5 +393,66 @@ async fn index_search_context_snippets_lookup_refresh_and_restart() {
     assert_eq!(names(&r)[0], "crate::net::jittered_delay");
     let again = s.index(false).await.last().unwrap().summary.unwrap();
     assert_eq!((again.files_indexed, again.files_unchanged), (0, 5));
+    s.stop().await;
+}
+
+/// The real model (scripts/test fetches it and sets PLOKE_EMBED_MODEL).
+fn model_dir() -> std::path::PathBuf {
+    std::env::var("PLOKE_EMBED_MODEL")
+        .expect("PLOKE_EMBED_MODEL must name the model directory: run ./scripts/test")
+        .into()
+}
+
+#[tokio::test]
+async fn dense_and_hybrid_with_the_real_model() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    fixture(ws.path());
+    let mut s = start_with(ws.path(), data.path(), Some(&model_dir())).await;
+    let summary = s.index(false).await.last().unwrap().summary.unwrap();
+    assert_eq!((summary.items_total, summary.items_embedded), (8, 8));
+    assert!(summary.dense_available);
+
+    let status = s
+        .client
+        .index_status(IndexStatusRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.embedded_items, 8);
+    assert!(status.dense_available);
+    assert_eq!(status.embed_model, "all-MiniLM-L6-v2");
+    assert_eq!(status.dense_unavailable_reason, "");
+
+    // Dense: nearest by meaning.
+    let r = s
+        .search(
+            "exponentially growing pause between retries",
+            Strategy::Dense,
+            None,
+        )
+        .await;
+    assert!(r.dense_used);
+    assert_eq!(r.strategy, Strategy::Dense as i32);
+    assert_eq!(names(&r)[0], "crate::net::backoff");
+    assert_eq!((r.hits[0].bm25_rank, r.hits[0].dense_rank), (0, 1));
+
+    // Hybrid (also the default): both ranks reported, fused score = RRF.
+    let r = s
+        .search("load settings from file", Strategy::Unspecified, None)
+        .await;
+    assert_eq!(r.strategy, Strategy::Hybrid as i32);
+    assert!(r.dense_used);
+    let top = &r.hits[0];
+    assert_eq!(names(&r)[0], "crate::config::Settings::load_from_file");
+    assert!(top.bm25_rank >= 1 && top.dense_rank >= 1);
+    let expected = 1.0 / (60.0 + top.bm25_rank as f32) + 1.0 / (60.0 + top.dense_rank as f32);
+    assert!((top.score - expected).abs() < 1e-6);
+    s.stop().await;
+
+    // A restart embeds nothing again.
+    let mut s = start_with(ws.path(), data.path(), Some(&model_dir())).await;
+    let again = s.index(false).await.last().unwrap().summary.unwrap();
+    assert_eq!((again.items_embedded, again.files_unchanged), (0, 5));
     s.stop().await;
 }
