@@ -202,6 +202,12 @@ impl Bm25 {
         })
     }
 
+    /// Removes every document, durably.
+    pub fn clear(&mut self) -> Result<(), Bm25Error> {
+        self.writer.delete_all_documents()?;
+        self.commit()
+    }
+
     /// Removes every document of `file` (applied at the next commit).
     pub fn remove_file(&mut self, file: &str) {
         self.writer
@@ -262,7 +268,7 @@ impl Bm25 {
         let mut seen = HashSet::new();
         let tokens: Vec<String> = code_tokens(query)
             .into_iter()
-            .filter(|t| seen.insert(t.clone()))
+            .filter(|t| !crate::tokenize::is_stopword(t) && seen.insert(t.clone()))
             .collect();
         if tokens.is_empty() || limit == 0 {
             return Ok(Vec::new());

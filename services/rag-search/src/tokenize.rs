@@ -1,6 +1,8 @@
 //! The code-aware tokenizer shared by indexing and queries: each identifier is kept whole
-//! (lowercased) and also split into its snake_case, CamelCase and letter/digit parts
-//! (`read_line` → `read_line read line`, `HTTPServer2` → `httpserver2 http server 2`).
+//! (lowercased) and also split into its snake_case, CamelCase and letter/digit parts, the parts
+//! English-stemmed (`read_lines` → `read_lines read line`, `HTTPServer2` → `httpserver2 http
+//! server 2`). Queries also drop English function words (see docs/RETRIEVAL.md for what each
+//! step bought on the evaluation).
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
@@ -31,6 +33,30 @@ fn split_identifier(ident: &str) -> Vec<&str> {
     parts
 }
 
+/// English stem of a word part (`headers` → `header`, `parsing` → `pars`); digits and short
+/// parts stay as they are.
+fn stem(part: &str) -> String {
+    static STEMMER: std::sync::LazyLock<rust_stemmers::Stemmer> = std::sync::LazyLock::new(|| {
+        rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)
+    });
+    if part.len() <= 3 || !part.chars().all(|c| c.is_ascii_alphabetic()) {
+        return part.to_owned();
+    }
+    STEMMER.stem(part).into_owned()
+}
+
+/// English function words dropped from queries (not from the index): they match comments
+/// everywhere and only add noise to a ranking.
+pub fn is_stopword(token: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "do", "does", "for",
+        "from", "has", "have", "if", "in", "into", "is", "it", "its", "of", "on", "or", "so",
+        "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to",
+        "too", "was", "were", "when", "which", "while", "will", "with", "would",
+    ];
+    WORDS.binary_search(&token).is_ok()
+}
+
 /// Every token of `text`, in order, lowercased.
 pub fn code_tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -50,7 +76,7 @@ fn for_each_token(text: &str, mut f: impl FnMut(&str, usize, usize)) {
         let parts = split_identifier(ident);
         f(&whole, from, to);
         for part in parts {
-            let lower = part.to_lowercase();
+            let lower = stem(&part.to_lowercase());
             if lower != whole {
                 f(&lower, from, to);
             }
@@ -145,7 +171,7 @@ mod tests {
             vec![
                 "fn",
                 "parse_h2_frame",
-                "parse",
+                "pars",
                 "h",
                 "2",
                 "frame",
@@ -157,9 +183,18 @@ mod tests {
             ]
         );
         assert_eq!(code_tokens("Config::load"), vec!["config", "load"]);
-        assert_eq!(code_tokens("__private"), vec!["__private", "private"]);
+        assert_eq!(code_tokens("__private"), vec!["__private", "privat"]);
         assert_eq!(code_tokens("é_naïve"), vec!["é_naïve", "é", "naïve"]);
         assert!(code_tokens("  ::<>{}  ").is_empty());
+    }
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search_and_parts_are_stemmed() {
+        assert!(is_stopword("the") && is_stopword("would") && !is_stopword("header"));
+        assert_eq!(
+            code_tokens("parse_headers"),
+            vec!["parse_headers", "pars", "header"]
+        );
     }
 
     #[test]
@@ -180,7 +215,7 @@ mod tests {
             seen,
             vec![
                 ("parseconfig".to_owned(), 0),
-                ("parse".to_owned(), 1),
+                ("pars".to_owned(), 1),
                 ("config".to_owned(), 2),
                 ("x".to_owned(), 3)
             ]

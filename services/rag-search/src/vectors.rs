@@ -100,6 +100,13 @@ impl Vectors {
         })
     }
 
+    /// Drops every item vector (the content-hash cache stays, so nothing is re-embedded that
+    /// was embedded before). Used when item ids are reassigned.
+    pub fn reset(&mut self) -> Result<(), VectorError> {
+        self.index = new_index(self.dims)?;
+        Ok(())
+    }
+
     /// Vector length.
     pub fn dims(&self) -> usize {
         self.dims

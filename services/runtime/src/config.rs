@@ -226,9 +226,9 @@ impl Default for RagSearchConfig {
         Self {
             listen: ServiceKind::RagSearch.default_listen(),
             embed_model: None,
-            rrf_k: 60.0,
+            rrf_k: 10.0,
             bm25_weight: 1.0,
-            dense_weight: 1.0,
+            dense_weight: 0.2,
             watch: true,
         }
     }

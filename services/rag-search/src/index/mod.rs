@@ -13,7 +13,9 @@ use crate::scan::{self, ScannedFile};
 use crate::vectors::{TextHash, VectorError, Vectors};
 
 const META_FILE: &str = "meta.json";
-const META_VERSION: u32 = 1;
+/// Bumped whenever parsing, tokenization or item ids change meaning: an index of another
+/// version is rebuilt from scratch (embeddings are still reused by content hash).
+const META_VERSION: u32 = 2;
 
 /// An item as the index keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -244,15 +246,17 @@ impl WorkspaceIndex {
         };
         // A crash between the BM25 commit and the metadata write leaves them out of step:
         // start over rather than serve items that do not exist.
-        if index.bm25.num_docs() != index.items.len() as u64 {
-            tracing::warn!(root = %root.display(), "index metadata out of step with bm25; rebuilding");
-            for file in index.files.keys().cloned().collect::<Vec<_>>() {
-                index.bm25.remove_file(&file);
+        if index.bm25.num_docs() != index.items.len() as u64 || index.items.is_empty() {
+            if index.bm25.num_docs() != index.items.len() as u64 {
+                tracing::warn!(root = %root.display(), "index metadata out of step with bm25; rebuilding");
             }
-            index.bm25.commit()?;
+            index.bm25.clear()?;
             index.files.clear();
             index.items.clear();
             index.last_indexed_at = None;
+            if let Some(v) = index.vectors.as_mut() {
+                v.reset()?;
+            }
         }
         // Vectors of items that no longer exist (a crash between saves) are dropped.
         if let Some(v) = index.vectors.as_mut() {

@@ -446,7 +446,8 @@ async fn dense_and_hybrid_with_the_real_model() {
     let top = &r.hits[0];
     assert_eq!(names(&r)[0], "crate::config::Settings::load_from_file");
     assert!(top.bm25_rank >= 1 && top.dense_rank >= 1);
-    let expected = 1.0 / (60.0 + top.bm25_rank as f32) + 1.0 / (60.0 + top.dense_rank as f32);
+    // Default fusion: k = 10, dense weighted 0.2 (docs/RETRIEVAL.md).
+    let expected = 1.0 / (10.0 + top.bm25_rank as f32) + 0.2 / (10.0 + top.dense_rank as f32);
     assert!((top.score - expected).abs() < 1e-6);
     s.stop().await;
 
