@@ -8,8 +8,10 @@ use clap::{Parser, Subcommand};
 use ploke_client::embedded::Embedded;
 use ploke_proto::gateway::v1::gateway_client::GatewayClient;
 use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState, SystemStatus};
+use ploke_proto::rag::v1::{IndexPhase, IndexWorkspaceRequest};
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
+use tokio_stream::StreamExt as _;
 
 /// ploke: chat with an LLM about your repository, with exact code context.
 #[derive(Debug, Parser)]
@@ -108,6 +110,18 @@ async fn up(
         }
     }
     cfg.gateway.allow_unauthenticated = true;
+    // Dense retrieval when a model is at hand: the configured one, else the one
+    // scripts/fetch-model puts in the user's cache.
+    if cfg.rag_search.embed_model.is_none() {
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+        if let Some(dir) = cache.map(|c| c.join("ploke/models/all-MiniLM-L6-v2"))
+            && dir.join("model.safetensors").is_file()
+        {
+            cfg.rag_search.embed_model = Some(dir);
+        }
+    }
     let _telemetry = ploke_runtime::telemetry::init("ploke", &cfg.telemetry)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
@@ -117,6 +131,7 @@ async fn up(
     println!("ploke up: workspace {}", workspace.display());
     let status = system_status(&gateway, None).await?;
     print_status(&gateway, &status);
+    index(&gateway).await?;
     if check {
         embedded.stop().await?;
         return Ok(());
@@ -131,6 +146,42 @@ async fn up(
         stop.trigger();
     });
     embedded.wait().await?;
+    Ok(())
+}
+
+/// Indexes the workspace through the gateway, printing progress on one line.
+async fn index(gateway: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+
+    let channel = tonic::transport::Endpoint::from_shared(gateway.to_owned())?
+        .connect()
+        .await?;
+    let mut stream = GatewayClient::new(channel)
+        .index_workspace(IndexWorkspaceRequest::default())
+        .await
+        .map_err(|s| anyhow::anyhow!("indexing: {}: {}", s.code(), s.message()))?
+        .into_inner();
+    let mut last = None;
+    while let Some(p) = stream.next().await {
+        let p = p.map_err(|s| anyhow::anyhow!("indexing: {}: {}", s.code(), s.message()))?;
+        let phase = IndexPhase::try_from(p.phase)
+            .map(|ph| {
+                ph.as_str_name()
+                    .trim_start_matches("INDEX_PHASE_")
+                    .to_lowercase()
+            })
+            .unwrap_or_default();
+        print!(
+            "\r  indexing: {phase:<10} files {}/{}  items {}  embedded {}      ",
+            p.files_done, p.files_total, p.items_done, p.embedded_done
+        );
+        let _ = std::io::stdout().flush();
+        last = Some(p);
+    }
+    println!();
+    if let Some(p) = last {
+        println!("  {}", p.message);
+    }
     Ok(())
 }
 

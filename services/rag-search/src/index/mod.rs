@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::bm25::{Bm25, Bm25Doc, Bm25Error, Boosts, Filters};
-use crate::embed::{self, EmbedError, Embedder};
+use crate::bm25::{Bm25, Bm25Error, Boosts, Filters};
+use crate::embed::{EmbedError, Embedder};
 use crate::parse::{self, Kind, ParsedItem};
 use crate::scan::{self, ScannedFile};
 use crate::vectors::{TextHash, VectorError, Vectors};
@@ -156,6 +156,25 @@ pub struct Hit<'a> {
     pub rank: u32,
     /// Source text of the item as indexed.
     pub text: String,
+}
+
+fn record(summary: &mut Summary, outcome: FileOutcome) {
+    match outcome {
+        FileOutcome::Unchanged => summary.files_unchanged += 1,
+        FileOutcome::Indexed { added, removed } => {
+            summary.files_indexed += 1;
+            summary.items_added += added;
+            summary.items_removed += removed;
+        }
+        FileOutcome::Removed { removed } => {
+            summary.files_removed += 1;
+            summary.items_removed += removed;
+        }
+        FileOutcome::Skipped { removed } => {
+            summary.files_skipped += 1;
+            summary.items_removed += removed;
+        }
+    }
 }
 
 /// What happened to one file.
@@ -353,10 +372,17 @@ impl WorkspaceIndex {
             summary.files_removed += 1;
         }
         let step = (total / 100).max(1);
-        for (i, file) in files.iter().enumerate() {
-            self.apply(file, force, &mut summary)?;
-            let done = i as u64 + 1;
-            if done.is_multiple_of(step) || done == total {
+        let mut done = 0u64;
+        for batch in files.chunks(update::BATCH_FILES) {
+            let prepared = update::prepare_batch(batch, force, &self.files);
+            let before = done;
+            for (file, p) in batch.iter().zip(prepared) {
+                let outcome = self.commit_prepared(file, p)?;
+                record(&mut summary, outcome);
+            }
+            done += batch.len() as u64;
+            let file = &batch[batch.len() - 1];
+            if done / step != before / step || done == total {
                 progress(Progress {
                     phase: Phase::Parsing,
                     files_done: done,
@@ -469,98 +495,12 @@ impl WorkspaceIndex {
         force: bool,
         summary: &mut Summary,
     ) -> Result<(), IndexError> {
-        match self.update_file(file, force)? {
-            FileOutcome::Unchanged => summary.files_unchanged += 1,
-            FileOutcome::Indexed { added, removed } => {
-                summary.files_indexed += 1;
-                summary.items_added += added;
-                summary.items_removed += removed;
-            }
-            FileOutcome::Removed { removed } => {
-                summary.files_removed += 1;
-                summary.items_removed += removed;
-            }
-            FileOutcome::Skipped { removed } => {
-                summary.files_skipped += 1;
-                summary.items_removed += removed;
-            }
-        }
+        let known = self.files.get(&file.rel).map(|f| f.hash.clone());
+        let prepared = update::prepare(file, force, known.as_deref());
+        let outcome = self.commit_prepared(file, prepared)?;
+        record(summary, outcome);
         Ok(())
     }
-
-    fn update_file(&mut self, file: &ScannedFile, force: bool) -> Result<FileOutcome, IndexError> {
-        let bytes = match std::fs::read(&file.abs) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let removed = self.drop_file(&file.rel);
-                return Ok(FileOutcome::Removed { removed });
-            }
-            Err(_) => {
-                let removed = self.drop_file(&file.rel);
-                return Ok(FileOutcome::Skipped { removed });
-            }
-        };
-        if bytes.len() as u64 > scan::MAX_FILE_BYTES {
-            let removed = self.drop_file(&file.rel);
-            return Ok(FileOutcome::Skipped { removed });
-        }
-        let hash = blake3::hash(&bytes).to_hex().to_string();
-        if !force && self.files.get(&file.rel).is_some_and(|f| f.hash == hash) {
-            return Ok(FileOutcome::Unchanged);
-        }
-        let Some(text) = scan::read_text(bytes) else {
-            let removed = self.drop_file(&file.rel);
-            return Ok(FileOutcome::Skipped { removed });
-        };
-        let removed = self.drop_file(&file.rel);
-        let parsed = if file.language == "rust" {
-            parse::parse_rust(&file.rel, &text)
-        } else {
-            parse::line_windows(&file.rel, &text)
-        };
-        let mut ids = Vec::with_capacity(parsed.len());
-        for item in parsed {
-            let id = self.next_id;
-            self.next_id += 1;
-            let body = text.get(item.byte_start..item.byte_end).unwrap_or("");
-            self.bm25.add(&Bm25Doc {
-                id,
-                file: &file.rel,
-                kind: item.kind,
-                language: file.language,
-                name: &item.name,
-                canon_path: &item.canon_path,
-                signature: &item.signature,
-                doc: &item.doc,
-                body,
-            })?;
-            ids.push(id);
-            let embed_text = embed::item_text(&item.canon_path, &item.signature, &item.doc, body);
-            let embed_hash = blake3::hash(embed_text.as_bytes()).to_hex().to_string();
-            self.items.insert(
-                id,
-                ItemRecord {
-                    id,
-                    file: file.rel.clone(),
-                    language: file.language.to_owned(),
-                    file_hash: hash.clone(),
-                    item,
-                    embed_hash,
-                },
-            );
-        }
-        let added = ids.len() as u64;
-        self.files.insert(
-            file.rel.clone(),
-            FileRecord {
-                hash,
-                language: file.language.to_owned(),
-                item_ids: ids,
-            },
-        );
-        Ok(FileOutcome::Indexed { added, removed })
-    }
-
     /// Forgets a file and its items; returns how many items went.
     fn drop_file(&mut self, rel: &str) -> u64 {
         let Some(record) = self.files.remove(rel) else {
@@ -674,3 +614,4 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
 mod dense;
 #[cfg(test)]
 mod tests;
+mod update;

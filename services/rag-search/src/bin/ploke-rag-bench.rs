@@ -1,0 +1,336 @@
+//! `ploke-rag-bench`: indexing throughput, embedding throughput and search / context latency
+//! of rag-search's domain on real corpora. Not a test: results go to docs/PERFORMANCE.md.
+//!
+//!   ploke-rag-bench --large DIR [--small DIR] --queries QUERIES.jsonl [--embed-model DIR]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Parser;
+use ploke_rag_search::bm25::{Boosts, Filters};
+use ploke_rag_search::context::{self, Budget, Candidate};
+use ploke_rag_search::embed::Embedder;
+use ploke_rag_search::fusion::{self, Rrf};
+use ploke_rag_search::index::{DenseSpec, WorkspaceIndex};
+use ploke_rag_search::vectors::{Vectors, text_hash};
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Large corpus (e.g. every crate under ~/.cargo/registry/src/*/).
+    #[arg(long)]
+    large: PathBuf,
+    /// Small corpus of about 10k items, indexed with real embeddings (skipped when absent).
+    #[arg(long)]
+    small: Option<PathBuf>,
+    /// JSONL with a `query` field per line (../shared/eval/queries.jsonl).
+    #[arg(long)]
+    queries: PathBuf,
+    /// Embedding model directory.
+    #[arg(long)]
+    embed_model: Option<PathBuf>,
+    /// Where indexes are built (emptied first).
+    #[arg(long, default_value = "target/bench")]
+    work: PathBuf,
+    /// Cap on vectors in the large-index dense latency run.
+    #[arg(long, default_value_t = 100_000)]
+    max_vectors: usize,
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .git_ignore(false)
+        .build()
+        .flatten()
+    {
+        if let Ok(m) = entry.metadata()
+            && m.is_file()
+        {
+            total += m.len();
+        }
+    }
+    total
+}
+
+fn percentiles(mut v: Vec<Duration>) -> (f64, f64) {
+    v.sort_unstable();
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+    (at(0.5), at(0.99))
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t = Instant::now();
+    let out = f();
+    (out, t.elapsed())
+}
+
+fn source_bytes(index_root: &Path) -> u64 {
+    let (files, _) = ploke_rag_search::scan::scan(index_root);
+    files
+        .iter()
+        .filter_map(|f| std::fs::metadata(&f.abs).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("query")?.as_str().map(str::to_owned))
+        .collect();
+    anyhow::ensure!(
+        !queries.is_empty(),
+        "no queries in {}",
+        args.queries.display()
+    );
+    let _ = std::fs::remove_dir_all(&args.work);
+    println!("## rag-search benchmark\n");
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        std::env::consts::ARCH
+    );
+    println!(
+        "queries: {} (../shared/eval commit messages)\n",
+        queries.len()
+    );
+
+    // ---------------------------------------------------------------- large: parse + BM25
+    let root = std::fs::canonicalize(&args.large)?;
+    let bytes = source_bytes(&root);
+    let mut large = WorkspaceIndex::open(&root, &args.work.join("large"), Boosts::default(), None)?;
+    let (summary, took) = time(|| large.index_all(true, None, &mut |_| {}));
+    let summary = summary?;
+    let secs = took.as_secs_f64();
+    println!(
+        "### Indexing (parse + BM25, no embeddings), {}\n",
+        root.display()
+    );
+    println!(
+        "| files | items | source MB | seconds | files/s | items/s | MB/s | index MB on disk | peak RSS MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {} | {} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} | {:.1} | {:.0} |\n",
+        summary.files_indexed,
+        summary.items_total,
+        bytes as f64 / 1e6,
+        secs,
+        summary.files_indexed as f64 / secs,
+        summary.items_total as f64 / secs,
+        bytes as f64 / 1e6 / secs,
+        dir_bytes(&args.work.join("large")) as f64 / 1e6,
+        peak_rss_mb()
+    );
+    let (_, again) = time(|| large.index_all(false, None, &mut |_| {}));
+    println!(
+        "re-index with nothing changed: {:.2} s (hashing only)\n",
+        again.as_secs_f64()
+    );
+
+    let mut bm25_lat = Vec::new();
+    for _ in 0..3 {
+        for q in &queries {
+            let (_, t) = time(|| large.search_bm25(q, &Filters::default(), 10));
+            bm25_lat.push(t);
+        }
+    }
+    let (p50, p99) = percentiles(bm25_lat);
+    println!(
+        "### Search latency at {} items (in-process, top 10)\n",
+        large.item_count()
+    );
+    println!("| strategy | p50 ms | p99 ms |\n|---|---|---|");
+    println!("| BM25 | {p50:.2} | {p99:.2} |");
+
+    let Some(model_dir) = &args.embed_model else {
+        return Ok(());
+    };
+    let model = Embedder::load(model_dir)?;
+    // Dense at scale: usearch over as many vectors as the large index has items (capped);
+    // vectors are random unit vectors (embedding 100k+ items would take an hour here), the
+    // query vectors are real embeddings; HNSW latency does not depend on the values.
+    let n = (large.item_count() as usize).min(args.max_vectors);
+    let mut vectors = Vectors::open(&args.work.join("random-vectors"), "random", model.dims())?;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+    };
+    let (_, build) = time(|| -> anyhow::Result<()> {
+        for id in 0..n as u64 {
+            let v: Vec<f32> = (0..model.dims()).map(|_| next()).collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            vectors.add(
+                id + 1,
+                text_hash(&id.to_string()),
+                v.into_iter().map(|x| x / norm).collect(),
+            )?;
+        }
+        Ok(())
+    });
+    let qvecs: Vec<(Vec<f32>, Duration)> = queries
+        .iter()
+        .map(|q| {
+            let (v, t) = time(|| model.embed_batch(&[q.as_str()]));
+            v.map(|mut v| (v.remove(0), t)).context("embedding a query")
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let (e50, e99) = percentiles(qvecs.iter().map(|(_, t)| *t).collect());
+    let mut dense_lat = Vec::new();
+    let mut hybrid_lat = Vec::new();
+    for (q, (v, embed_t)) in queries.iter().zip(&qvecs) {
+        let (hits, t) = time(|| vectors.search(v, 10, |_| true));
+        hits?;
+        dense_lat.push(t);
+        let (_, t) = time(|| -> anyhow::Result<()> {
+            let b = large.search_bm25(q, &Filters::default(), 100)?;
+            let d = vectors.search(v, 100, |_| true)?;
+            let b: Vec<u64> = b.iter().map(|h| h.record.id).collect();
+            let d: Vec<u64> = d.iter().map(|(id, _)| *id).collect();
+            let _ = fusion::fuse(&b, &d, Rrf::default(), 10);
+            Ok(())
+        });
+        hybrid_lat.push(t + *embed_t);
+    }
+    let (d50, d99) = percentiles(dense_lat);
+    let (h50, h99) = percentiles(hybrid_lat);
+    println!("| DENSE ({n} vectors, HNSW search only) | {d50:.2} | {d99:.2} |");
+    println!("| query embedding | {e50:.2} | {e99:.2} |");
+    println!("| HYBRID (embed + BM25 100 + dense 100 + RRF) | {h50:.2} | {h99:.2} |\n");
+    println!(
+        "usearch build of {n} vectors: {:.1} s\n",
+        build.as_secs_f64()
+    );
+    drop(vectors);
+
+    // ---------------------------------------------------------------- small: real embeddings
+    let Some(small_dir) = &args.small else {
+        return Ok(());
+    };
+    let root = std::fs::canonicalize(small_dir)?;
+    let spec = DenseSpec {
+        model: model.name(),
+        dims: model.dims(),
+    };
+    let mut small = WorkspaceIndex::open(
+        &root,
+        &args.work.join("small"),
+        Boosts::default(),
+        Some(spec),
+    )?;
+    let (summary, took) = time(|| small.index_all(true, Some(&model), &mut |_| {}));
+    let summary = summary?;
+    println!(
+        "### {} items with real embeddings ({})\n",
+        summary.items_total,
+        root.display()
+    );
+    println!(
+        "index with embeddings: {:.1} s; {} items embedded: {:.1} items/s overall (2 threads, texts truncated at 128 tokens)\n",
+        took.as_secs_f64(),
+        summary.items_embedded,
+        summary.items_embedded as f64 / took.as_secs_f64()
+    );
+    // Embedding throughput at exactly 128 tokens, 1 vs 2 threads.
+    let long: Vec<String> = (0..256)
+        .map(|i| {
+            format!(
+                "fn item_{i}() {{ {} }}",
+                "let value = compute(input, factor); ".repeat(20)
+            )
+        })
+        .collect();
+    let tokens = model.token_count(&long[0]);
+    for threads in [1, 2] {
+        let (_, t) = time(|| model.embed_all(&long, threads, &|_| {}));
+        println!(
+            "embedding 256 texts of {tokens} tokens on {threads} thread(s): {:.1} items/s",
+            256.0 / t.as_secs_f64()
+        );
+    }
+    println!();
+    let mut lat = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    for q in &queries {
+        let (v, et) = time(|| model.embed_batch(&[q.as_str()]));
+        let v = v?.remove(0);
+        let (_, t) = time(|| small.search_bm25(q, &Filters::default(), 10));
+        lat[0].push(t);
+        let (_, t) = time(|| small.search_dense(&v, &Filters::default(), 10));
+        lat[1].push(t + et);
+        let (_, t) = time(|| -> anyhow::Result<()> {
+            let b = small.search_bm25(q, &Filters::default(), 100)?;
+            let d = small.search_dense(&v, &Filters::default(), 100)?;
+            let bi: Vec<u64> = b.iter().map(|h| h.record.id).collect();
+            let di: Vec<u64> = d.iter().map(|h| h.record.id).collect();
+            let _ = fusion::fuse(&bi, &di, Rrf::default(), 10);
+            Ok(())
+        });
+        lat[2].push(t + et);
+        let (_, t) = time(|| -> anyhow::Result<()> {
+            let hits = small.search_bm25(q, &Filters::default(), 30)?;
+            let candidates: Vec<Candidate> = hits
+                .into_iter()
+                .map(|h| Candidate {
+                    file: h.record.file.clone(),
+                    canon_path: h.record.item.canon_path.clone(),
+                    kind: h.record.item.kind,
+                    language: h.record.language.clone(),
+                    byte_start: h.record.item.byte_start,
+                    byte_end: h.record.item.byte_end,
+                    line_start: h.record.item.line_start,
+                    line_end: h.record.item.line_end,
+                    text: h.text,
+                    score: h.score,
+                    file_hash: h.record.file_hash.clone(),
+                })
+                .collect();
+            let _ = context::assemble(
+                &root,
+                candidates,
+                Budget::with_defaults(0, 0, 0),
+                &mut |f, _| std::fs::read_to_string(root.join(f)).ok(),
+            );
+            Ok(())
+        });
+        lat[3].push(t);
+    }
+    println!(
+        "| at {} items | p50 ms | p99 ms |\n|---|---|---|",
+        small.item_count()
+    );
+    for (name, l) in [
+        "BM25",
+        "DENSE (incl. query embedding)",
+        "HYBRID (incl. query embedding)",
+        "GetContext (BM25 30 → 4000-token budget)",
+    ]
+    .iter()
+    .zip(lat)
+    {
+        let (a, b) = percentiles(l);
+        println!("| {name} | {a:.2} | {b:.2} |");
+    }
+    println!("\npeak RSS: {:.0} MB", peak_rss_mb());
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! Updating one file's entries: reading, hashing and parsing run in parallel over a batch of
+//! files (the expensive part), then the results are applied to the index one by one.
+
+use std::collections::BTreeMap;
+
+use crate::bm25::Bm25Doc;
+use crate::embed;
+use crate::parse::{self, ParsedItem};
+use crate::scan::{self, ScannedFile};
+
+use super::{FileOutcome, FileRecord, IndexError, ItemRecord, WorkspaceIndex};
+
+/// Files read and parsed together before being applied.
+pub(super) const BATCH_FILES: usize = 256;
+
+/// A file, read and parsed, not yet applied.
+pub(super) enum Prepared {
+    /// The file is gone.
+    Missing,
+    /// Unreadable, too large, binary or not UTF-8.
+    Skipped,
+    /// Same hash as indexed.
+    Unchanged,
+    /// New content.
+    Parsed {
+        hash: String,
+        text: String,
+        items: Vec<(ParsedItem, String)>,
+    },
+}
+
+/// Reads, hashes and parses `file` (no index access).
+pub(super) fn prepare(file: &ScannedFile, force: bool, known_hash: Option<&str>) -> Prepared {
+    let bytes = match std::fs::read(&file.abs) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Prepared::Missing,
+        Err(_) => return Prepared::Skipped,
+    };
+    if bytes.len() as u64 > scan::MAX_FILE_BYTES {
+        return Prepared::Skipped;
+    }
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    if !force && known_hash == Some(hash.as_str()) {
+        return Prepared::Unchanged;
+    }
+    let Some(text) = scan::read_text(bytes) else {
+        return Prepared::Skipped;
+    };
+    let parsed = if file.language == "rust" {
+        parse::parse_rust(&file.rel, &text)
+    } else {
+        parse::line_windows(&file.rel, &text)
+    };
+    let items = parsed
+        .into_iter()
+        .map(|item| {
+            let body = text.get(item.byte_start..item.byte_end).unwrap_or("");
+            let embed_text = embed::item_text(&item.canon_path, &item.signature, &item.doc, body);
+            let embed_hash = blake3::hash(embed_text.as_bytes()).to_hex().to_string();
+            (item, embed_hash)
+        })
+        .collect();
+    Prepared::Parsed { hash, text, items }
+}
+
+/// [`prepare`] for a batch, on every core.
+pub(super) fn prepare_batch(
+    batch: &[ScannedFile],
+    force: bool,
+    known: &BTreeMap<String, FileRecord>,
+) -> Vec<Prepared> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = batch.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = batch
+            .chunks(chunk)
+            .map(|files| {
+                let handle = scope.spawn(move || {
+                    files
+                        .iter()
+                        .map(|f| prepare(f, force, known.get(&f.rel).map(|r| r.hash.as_str())))
+                        .collect::<Vec<_>>()
+                });
+                (files.len(), handle)
+            })
+            .collect();
+        // A parser panic must not shift results onto other files: its whole chunk is skipped.
+        handles
+            .into_iter()
+            .flat_map(|(n, h)| {
+                h.join().unwrap_or_else(|_| {
+                    tracing::error!(files = n, "a parser thread panicked; skipping its files");
+                    (0..n).map(|_| Prepared::Skipped).collect()
+                })
+            })
+            .collect()
+    })
+}
+
+impl WorkspaceIndex {
+    /// Applies a prepared file to the index.
+    pub(super) fn commit_prepared(
+        &mut self,
+        file: &ScannedFile,
+        prepared: Prepared,
+    ) -> Result<FileOutcome, IndexError> {
+        let (hash, text, items) = match prepared {
+            Prepared::Missing => {
+                let removed = self.drop_file(&file.rel);
+                return Ok(FileOutcome::Removed { removed });
+            }
+            Prepared::Skipped => {
+                let removed = self.drop_file(&file.rel);
+                return Ok(FileOutcome::Skipped { removed });
+            }
+            Prepared::Unchanged => return Ok(FileOutcome::Unchanged),
+            Prepared::Parsed { hash, text, items } => (hash, text, items),
+        };
+        let removed = self.drop_file(&file.rel);
+        let mut ids = Vec::with_capacity(items.len());
+        for (item, embed_hash) in items {
+            let id = self.next_id;
+            self.next_id += 1;
+            let body = text.get(item.byte_start..item.byte_end).unwrap_or("");
+            self.bm25.add(&Bm25Doc {
+                id,
+                file: &file.rel,
+                kind: item.kind,
+                language: file.language,
+                name: &item.name,
+                canon_path: &item.canon_path,
+                signature: &item.signature,
+                doc: &item.doc,
+                body,
+            })?;
+            ids.push(id);
+            self.items.insert(
+                id,
+                ItemRecord {
+                    id,
+                    file: file.rel.clone(),
+                    language: file.language.to_owned(),
+                    file_hash: hash.clone(),
+                    item,
+                    embed_hash,
+                },
+            );
+        }
+        let added = ids.len() as u64;
+        self.files.insert(
+            file.rel.clone(),
+            FileRecord {
+                hash,
+                language: file.language.to_owned(),
+                item_ids: ids,
+            },
+        );
+        Ok(FileOutcome::Indexed { added, removed })
+    }
+}
