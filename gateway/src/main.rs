@@ -1,6 +1,5 @@
-//! `ploke-gateway`: parse flags and config, start telemetry, serve until SIGTERM/Ctrl-C.
+//! `ploke-gateway`: parse flags and config, then serve until SIGTERM/Ctrl-C.
 
-use anyhow::Context as _;
 use clap::Parser;
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
@@ -17,18 +16,13 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let config = PlokeConfig::load_from_process(ServiceKind::Gateway, &args.common)?;
-    let telemetry =
-        ploke_runtime::telemetry::init(ServiceKind::Gateway.binary(), &config.telemetry)?;
-    let addr = config.listen(ServiceKind::Gateway);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
-    let result = ploke_gateway::serve(
-        ploke_gateway::Config::from(&config),
-        listener,
-        ploke_runtime::shutdown::signal(),
+    ploke_runtime::binary::run(
+        ServiceKind::Gateway,
+        config,
+        |config, listener, shutdown| {
+            ploke_gateway::serve(ploke_gateway::Config::from(&config), listener, shutdown)
+        },
     )
-    .await;
-    telemetry.shutdown();
-    Ok(result?)
+    .await?;
+    Ok(())
 }

@@ -6,7 +6,6 @@ use std::pin::Pin;
 use ploke_proto::session::v1::llm_session_server::LlmSession;
 use ploke_proto::session::v1::{self as pb};
 use ploke_proto::status::{invalid_argument, not_found, not_yet};
-use ploke_runtime::workspaces::WorkspaceError;
 use tonic::{Request, Response, Status};
 
 use crate::error::SessionError;
@@ -29,11 +28,7 @@ impl LlmSessionGrpc {
 
 fn to_status(method: &str, e: SessionError) -> Status {
     match e {
-        SessionError::Workspace(w) => match w {
-            WorkspaceError::NoneConfigured => Status::failed_precondition(w.to_string()),
-            WorkspaceError::Unknown(root) => not_found(format!("workspace {root}")),
-            WorkspaceError::NotAbsolute(_) => invalid_argument("workspace_root", w),
-        },
+        SessionError::Workspace(w) => w.to_status(),
         e @ SessionError::UnknownProvider { .. } => invalid_argument("provider", e),
         SessionError::NoSuchSession(id) => not_found(format!("session {id}")),
         SessionError::NotYet(capability) => not_yet(method, capability),

@@ -44,6 +44,8 @@ pub struct Config {
     pub retrieval: service::Retrieval,
     /// Watch workspaces and refresh changed files.
     pub watch: bool,
+    /// An `[embedding]` endpoint is configured (not supported yet: refused at start).
+    pub remote_embedding: bool,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -62,6 +64,7 @@ impl From<&PlokeConfig> for Config {
                 },
             },
             watch: c.rag_search.watch,
+            remote_embedding: c.embedding.is_some(),
         }
     }
 }
@@ -69,6 +72,9 @@ impl From<&PlokeConfig> for Config {
 /// rag-search could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The configuration asks for something rag-search does not do.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// The embedding model could not be loaded.
     #[error(transparent)]
     Embed(#[from] embed::EmbedError),
@@ -90,6 +96,12 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
+    if config.remote_embedding {
+        return Err(StartError::Unsupported(
+            "remote embeddings ([embedding] in ploke.toml) are not supported yet; \
+             use a local model with --embed-model DIR",
+        ));
+    }
     let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     let workspaces = Workspaces::new(&config.workspaces);
     let data_dir = config.data_dir.clone();

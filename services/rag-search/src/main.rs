@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::Parser;
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
@@ -26,18 +25,13 @@ async fn main() -> anyhow::Result<()> {
     if let Some(dir) = args.embed_model {
         config.rag_search.embed_model = Some(dir);
     }
-    let telemetry =
-        ploke_runtime::telemetry::init(ServiceKind::RagSearch.binary(), &config.telemetry)?;
-    let addr = config.listen(ServiceKind::RagSearch);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
-    let result = ploke_rag_search::serve(
-        ploke_rag_search::Config::from(&config),
-        listener,
-        ploke_runtime::shutdown::signal(),
+    ploke_runtime::binary::run(
+        ServiceKind::RagSearch,
+        config,
+        |config, listener, shutdown| {
+            ploke_rag_search::serve(ploke_rag_search::Config::from(&config), listener, shutdown)
+        },
     )
-    .await;
-    telemetry.shutdown();
-    Ok(result?)
+    .await?;
+    Ok(())
 }

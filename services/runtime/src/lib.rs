@@ -3,6 +3,7 @@
 //! auth and upstream channels.
 
 pub mod auth;
+pub mod binary;
 pub mod cli;
 pub mod client;
 pub mod config;

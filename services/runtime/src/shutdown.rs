@@ -2,6 +2,9 @@
 
 use tokio::sync::watch;
 
+/// [`signal`], boxed so that it can be named.
+pub type SignalFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// Resolves on SIGTERM or Ctrl-C.
 pub async fn signal() {
     let ctrl_c = async {

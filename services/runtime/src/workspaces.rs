@@ -17,6 +17,23 @@ pub enum WorkspaceError {
     NotAbsolute(String),
 }
 
+impl WorkspaceError {
+    /// The gRPC status every adapter answers with: no workspace configured →
+    /// `FAILED_PRECONDITION`, an unserved root → `NOT_FOUND`, a relative root →
+    /// `INVALID_ARGUMENT` on `workspace_root`.
+    pub fn to_status(&self) -> tonic::Status {
+        match self {
+            WorkspaceError::NoneConfigured => tonic::Status::failed_precondition(self.to_string()),
+            WorkspaceError::Unknown(root) => {
+                ploke_proto::status::not_found(format!("workspace {root}"))
+            }
+            WorkspaceError::NotAbsolute(_) => {
+                ploke_proto::status::invalid_argument("workspace_root", self)
+            }
+        }
+    }
+}
+
 /// Configured workspace roots, canonicalised where they exist.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Workspaces {

@@ -6,7 +6,6 @@ use std::pin::Pin;
 use ploke_proto::status::{invalid_argument, not_found, not_yet};
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutor;
 use ploke_proto::tools::v1::{self as pb};
-use ploke_runtime::workspaces::WorkspaceError;
 use tonic::{Request, Response, Status};
 
 use crate::error::ToolError;
@@ -26,11 +25,7 @@ impl ToolExecutorGrpc {
 
 fn to_status(method: &str, e: ToolError) -> Status {
     match e {
-        ToolError::Workspace(w) => match w {
-            WorkspaceError::NoneConfigured => Status::failed_precondition(w.to_string()),
-            WorkspaceError::Unknown(root) => not_found(format!("workspace {root}")),
-            WorkspaceError::NotAbsolute(_) => invalid_argument("workspace_root", w),
-        },
+        ToolError::Workspace(w) => w.to_status(),
         ToolError::NoSuchProposal(id) => not_found(format!("proposal {id}")),
         ToolError::NotYet(capability) => not_yet(method, capability),
     }

@@ -1,6 +1,5 @@
-//! `ploke-tool-executor`: parse flags and config, start telemetry, serve until SIGTERM/Ctrl-C.
+//! `ploke-tool-executor`: parse flags and config, then serve until SIGTERM/Ctrl-C.
 
-use anyhow::Context as _;
 use clap::Parser;
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
@@ -17,18 +16,17 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let config = PlokeConfig::load_from_process(ServiceKind::ToolExecutor, &args.common)?;
-    let telemetry =
-        ploke_runtime::telemetry::init(ServiceKind::ToolExecutor.binary(), &config.telemetry)?;
-    let addr = config.listen(ServiceKind::ToolExecutor);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
-    let result = ploke_tool_executor::serve(
-        ploke_tool_executor::Config::from(&config),
-        listener,
-        ploke_runtime::shutdown::signal(),
+    ploke_runtime::binary::run(
+        ServiceKind::ToolExecutor,
+        config,
+        |config, listener, shutdown| {
+            ploke_tool_executor::serve(
+                ploke_tool_executor::Config::from(&config),
+                listener,
+                shutdown,
+            )
+        },
     )
-    .await;
-    telemetry.shutdown();
-    Ok(result?)
+    .await?;
+    Ok(())
 }

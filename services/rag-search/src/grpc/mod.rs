@@ -8,8 +8,7 @@ use std::pin::Pin;
 use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::rag_search_server::RagSearch;
 use ploke_proto::rag::v1::{self as pb};
-use ploke_proto::status::{invalid_argument, not_found};
-use ploke_runtime::workspaces::WorkspaceError;
+use ploke_proto::status::invalid_argument;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
@@ -52,11 +51,7 @@ impl RagSearchGrpc {
 
 fn to_status(e: RagError) -> Status {
     match e {
-        RagError::Workspace(w) => match w {
-            WorkspaceError::NoneConfigured => Status::failed_precondition(w.to_string()),
-            WorkspaceError::Unknown(root) => not_found(format!("workspace {root}")),
-            WorkspaceError::NotAbsolute(_) => invalid_argument("workspace_root", w),
-        },
+        RagError::Workspace(w) => w.to_status(),
         e @ RagError::NotIndexed(_) => Status::failed_precondition(e.to_string()),
         e @ RagError::IndexingInProgress(_) => Status::failed_precondition(e.to_string()),
         e @ RagError::DenseUnavailable(_) => Status::failed_precondition(e.to_string()),

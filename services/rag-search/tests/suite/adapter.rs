@@ -170,3 +170,25 @@ async fn an_unindexed_workspace_says_so() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_remote_embedding_endpoint_is_refused_at_start_not_ignored() {
+    let mut config = PlokeConfig::default();
+    config.embedding = Some(ploke_runtime::config::EmbeddingConfig {
+        base_url: "http://127.0.0.1:9/v1".into(),
+        model: "text-embedding-3-small".into(),
+        api_key_env: None,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = ploke_rag_search::serve(
+        ploke_rag_search::Config::from(&config),
+        listener,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "remote embeddings ([embedding] in ploke.toml) are not supported yet; use a local model with --embed-model DIR"
+    );
+}
