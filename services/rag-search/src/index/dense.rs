@@ -5,7 +5,9 @@ use crate::bm25::Filters;
 use crate::embed::{self, EmbedError, Embedder};
 use crate::vectors::TextHash;
 
-use super::{Hit, IndexError, ItemRecord, Phase, Progress, Summary, WorkspaceIndex, hex_hash};
+use super::{
+    Hit, IndexError, ItemRecord, Phase, Progress, Summary, WorkspaceIndex, hex_hash, rank_factor,
+};
 
 impl WorkspaceIndex {
     /// Gives every item without a vector one: from the content-hash cache when its embedded
@@ -98,7 +100,14 @@ impl WorkspaceIndex {
             return Ok(Vec::new());
         };
         let keep = |id: u64| self.items.get(&id).is_some_and(|r| passes(r, filters));
-        let found = vectors.search(query, limit, keep)?;
+        let mut found = vectors.search(query, limit.saturating_mul(2), keep)?;
+        for (id, similarity) in &mut found {
+            if let Some(r) = self.items.get(id) {
+                *similarity *= rank_factor(r);
+            }
+        }
+        found.sort_by(|a, b| b.1.total_cmp(&a.1));
+        found.truncate(limit);
         let ids: Vec<u64> = found.iter().map(|(id, _)| *id).collect();
         let mut texts = self.bm25.texts(&ids)?;
         let mut hits = Vec::with_capacity(found.len());

@@ -248,3 +248,32 @@ fn refreshing_a_directory_covers_the_files_in_it_and_those_that_left() {
         "crate::transport::client::connect_socket"
     );
 }
+
+#[test]
+fn test_code_ranks_below_the_code_it_tests() {
+    let f = Fixture::new();
+    f.write(
+        "src/parser.rs",
+        "pub fn parse_header_line(line: &str) -> usize { line.len() }\n\n#[cfg(test)]\nmod tests {\n    fn parse_header_line_parses_header_line() { let _ = super::parse_header_line(\"parse header line\"); }\n}\n",
+    );
+    let mut index = f.open();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    let hits = index
+        .search_bm25("parse header line", &Filters::default(), 5)
+        .unwrap();
+    let names: Vec<&str> = hits
+        .iter()
+        .map(|h| h.record.item.canon_path.as_str())
+        .collect();
+    let code = names
+        .iter()
+        .position(|n| *n == "crate::parser::parse_header_line")
+        .unwrap();
+    let test = names
+        .iter()
+        .position(|n| *n == "crate::parser::tests::parse_header_line_parses_header_line")
+        .unwrap();
+    assert!(code < test, "{names:?}");
+    assert_eq!(rank_factor(hits[test].record), 0.5);
+    assert_eq!(rank_factor(hits[code].record), 1.0);
+}
