@@ -39,4 +39,5 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ploke_descriptor.bin"));
 
 pub mod registry;
+pub mod snippet;
 pub mod status;

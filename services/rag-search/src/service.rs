@@ -166,6 +166,8 @@ pub enum LookupTarget {
     CanonPath(String),
     /// Bare or qualified name.
     Name(String),
+    /// Every item of a file (relative path).
+    File(String),
 }
 
 struct Slot {
@@ -567,21 +569,23 @@ impl RagService {
         .map_err(|e| RagError::Internal(format!("snippet task: {e}")))
     }
 
-    /// Items by canonical path or name.
+    /// Items by canonical path, name or file, at most `limit`, with the number that matched.
     pub fn lookup(
         &self,
         workspace_root: &str,
         target: &LookupTarget,
         kind: Option<Kind>,
         limit: usize,
-    ) -> Result<Vec<ItemRecord>, RagError> {
+    ) -> Result<(Vec<ItemRecord>, usize), RagError> {
         let (_, slot) = self.ready_slot(workspace_root)?;
         let index = slot.index.read().map_err(|_| lock_poisoned())?;
         let found = match target {
             LookupTarget::CanonPath(p) => index.lookup_canon(p, kind),
             LookupTarget::Name(n) => index.lookup_name(n, kind),
+            LookupTarget::File(f) => index.lookup_file(f, kind),
         };
-        Ok(found.into_iter().take(limit).cloned().collect())
+        let total = found.len();
+        Ok((found.into_iter().take(limit).cloned().collect(), total))
     }
 
     /// Re-reads files; only changed ones are re-parsed.

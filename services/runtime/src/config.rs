@@ -258,6 +258,10 @@ pub struct ToolExecutorConfig {
     pub approval_timeout_secs: u64,
     /// Default token budget of `request_code_context`.
     pub default_token_budget: u32,
+    /// Largest file the tools read whole or edit, in bytes.
+    pub max_file_bytes: u64,
+    /// Most bytes one `read_file` returns.
+    pub read_max_bytes: usize,
 }
 
 impl Default for ToolExecutorConfig {
@@ -267,6 +271,8 @@ impl Default for ToolExecutorConfig {
             auto_approve: false,
             approval_timeout_secs: 600,
             default_token_budget: 4000,
+            max_file_bytes: 4 * 1024 * 1024,
+            read_max_bytes: 64 * 1024,
         }
     }
 }

@@ -1,15 +1,24 @@
 //! The gRPC adapter of tool-executor: validates requests, calls the domain and maps
-//! [`ToolError`] to `tonic::Status` exhaustively.
+//! [`ExecutorError`] to `tonic::Status` exhaustively.
 
 use std::pin::Pin;
+use std::time::Duration;
 
-use ploke_proto::status::{invalid_argument, not_found, not_yet};
+use ploke_proto::status::{invalid_argument, not_found};
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutor;
 use ploke_proto::tools::v1::{self as pb};
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::error::ToolError;
-use crate::service::ToolService;
+use crate::edits::Decision;
+use crate::error::ExecutorError;
+use crate::service::{ExecuteRequest, ToolService};
+use crate::tools::ToolEvent;
+
+/// Largest ListEdits limit.
+const LIST_MAX: u32 = 1000;
+const LIST_DEFAULT: u32 = 100;
 
 /// The tonic service of tool-executor.
 #[derive(Debug, Clone)]
@@ -23,12 +32,28 @@ impl ToolExecutorGrpc {
     }
 }
 
-fn to_status(method: &str, e: ToolError) -> Status {
+fn to_status(e: ExecutorError) -> Status {
     match e {
-        ToolError::Workspace(w) => w.to_status(),
-        ToolError::NoSuchProposal(id) => not_found(format!("proposal {id}")),
-        ToolError::NotYet(capability) => not_yet(method, capability),
+        ExecutorError::Workspace(w) => w.to_status(),
+        ExecutorError::NoSuchProposal(id) => not_found(format!("proposal {id}")),
+        e @ ExecutorError::NotPending { .. } => Status::failed_precondition(e.to_string()),
+        e @ ExecutorError::BadEditIndex { .. } => invalid_argument("edit_indices", e),
+        e @ ExecutorError::Store(_) => Status::internal(e.to_string()),
+        ExecutorError::Internal(m) => Status::internal(m),
     }
+}
+
+fn to_wire(event: ToolEvent) -> pb::ExecuteToolEvent {
+    use pb::execute_tool_event::Event;
+    let event = match event {
+        ToolEvent::Progress(p) => Event::Progress(p),
+        ToolEvent::EditProposed(p) => Event::EditProposed(*p),
+        ToolEvent::Finished(outcome) => match *outcome {
+            Ok(result) => Event::Result(result),
+            Err(failure) => Event::Error(failure.into()),
+        },
+    };
+    pb::ExecuteToolEvent { event: Some(event) }
 }
 
 type EventStream =
@@ -52,21 +77,25 @@ impl ToolExecutor for ToolExecutorGrpc {
         request: Request<pb::ExecuteToolRequest>,
     ) -> Result<Response<Self::ExecuteToolStream>, Status> {
         let r = request.into_inner();
-        let call_id = r
-            .correlation
-            .as_ref()
-            .map(|c| c.call_id.as_str())
-            .unwrap_or("");
-        if call_id.is_empty() {
+        let correlation = r.correlation.unwrap_or_default();
+        if correlation.call_id.trim().is_empty() {
             return Err(invalid_argument("correlation.call_id", "must be set"));
         }
-        let Some(call) = r.call.as_ref().filter(|c| c.args.is_some()) else {
+        let Some(call) = r.call.and_then(|c| c.args) else {
             return Err(invalid_argument("call", "must hold one tool's arguments"));
         };
-        self.service
-            .execute(&r.workspace_root, call)
-            .map_err(|e| to_status("ExecuteTool", e))?;
-        Err(Status::internal("tool finished without a result stream"))
+        let rx = self
+            .service
+            .execute(ExecuteRequest {
+                correlation,
+                workspace_root: r.workspace_root,
+                call,
+                user_message: r.user_message,
+                timeout: (r.timeout_ms > 0).then(|| Duration::from_millis(u64::from(r.timeout_ms))),
+            })
+            .map_err(to_status)?;
+        let stream = ReceiverStream::new(rx).map(|e| Ok(to_wire(e)));
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn list_edits(
@@ -74,16 +103,35 @@ impl ToolExecutor for ToolExecutorGrpc {
         request: Request<pb::ListEditsRequest>,
     ) -> Result<Response<pb::ListEditsResponse>, Status> {
         let r = request.into_inner();
-        if r.limit > 1000 {
-            return Err(invalid_argument(
-                "limit",
-                format!("must be between 1 and 1000 (0 = 100), got {}", r.limit),
-            ));
+        let limit = match r.limit {
+            0 => LIST_DEFAULT,
+            1..=LIST_MAX => r.limit,
+            n => {
+                return Err(invalid_argument(
+                    "limit",
+                    format!("must be between 1 and {LIST_MAX} (0 = {LIST_DEFAULT}), got {n}"),
+                ));
+            }
+        };
+        let mut states = Vec::with_capacity(r.states.len());
+        for (i, s) in r.states.iter().enumerate() {
+            match pb::ProposalState::try_from(*s) {
+                Ok(pb::ProposalState::Unspecified) => {}
+                Ok(state) => states.push(state),
+                Err(_) => {
+                    return Err(invalid_argument(
+                        &format!("states[{i}]"),
+                        format!("{s} is not a ProposalState"),
+                    ));
+                }
+            }
         }
-        self.service
-            .list_edits()
-            .map_err(|e| to_status("ListEdits", e))?;
-        Err(Status::internal("listing produced no answer"))
+        let proposals = self
+            .service
+            .list_edits(&r.session_id, &states, limit)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListEditsResponse { proposals }))
     }
 
     async fn decide_edit(
@@ -94,18 +142,28 @@ impl ToolExecutor for ToolExecutorGrpc {
         if r.proposal_id.trim().is_empty() {
             return Err(invalid_argument("proposal_id", "must not be empty"));
         }
-        match pb::Decision::try_from(r.decision) {
-            Ok(pb::Decision::Approve | pb::Decision::Deny) => {}
+        let approve = match pb::Decision::try_from(r.decision) {
+            Ok(pb::Decision::Approve) => true,
+            Ok(pb::Decision::Deny) => false,
             Ok(pb::Decision::Unspecified) | Err(_) => {
                 return Err(invalid_argument(
                     "decision",
                     "must be DECISION_APPROVE or DECISION_DENY",
                 ));
             }
-        }
-        self.service
-            .decide(&r.proposal_id)
-            .map_err(|e| to_status("DecideEdit", e))?;
-        Err(Status::internal("decision produced no answer"))
+        };
+        let decision = Decision {
+            approve,
+            edit_indices: r.edit_indices,
+            reason: r.reason,
+        };
+        let proposal = self
+            .service
+            .decide(r.proposal_id.trim(), decision)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::DecideEditResponse {
+            proposal: Some(proposal),
+        }))
     }
 }

@@ -1,9 +1,14 @@
 //! ploke tool-executor: owns the tools a model may call and the lifecycle of edit proposals.
 //! The domain ([`service`]) knows nothing of gRPC; [`grpc`] adapts it.
 
+pub mod edits;
 mod error;
+pub mod failure;
 mod grpc;
+pub mod paths;
+pub mod rag;
 pub mod service;
+pub mod tools;
 
 use std::path::PathBuf;
 
@@ -14,7 +19,7 @@ use ploke_runtime::server::{ServeError, ServiceHost};
 use ploke_runtime::workspaces::Workspaces;
 use tokio::net::TcpListener;
 
-pub use error::ToolError;
+pub use error::ExecutorError;
 
 /// The gRPC service name.
 pub const SERVICE_NAME: &str = "ploke.tools.v1.ToolExecutor";
@@ -30,6 +35,12 @@ pub struct Config {
     pub rag_search_url: String,
     /// Server limits.
     pub limits: LimitsConfig,
+    /// Tool size limits and defaults.
+    pub tools: tools::Limits,
+    /// How edits are decided.
+    pub policy: edits::Policy,
+    /// Injected before each file rename while applying (tests only; `None` in production).
+    pub fault: Option<edits::FaultHook>,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -39,6 +50,18 @@ impl From<&PlokeConfig> for Config {
             data_dir: c.data_dir.clone(),
             rag_search_url: c.upstreams.rag_search_url.clone(),
             limits: c.limits,
+            tools: tools::Limits {
+                max_file_bytes: c.tool_executor.max_file_bytes,
+                read_max_bytes: c.tool_executor.read_max_bytes,
+                default_token_budget: c.tool_executor.default_token_budget,
+            },
+            policy: edits::Policy {
+                auto_approve: c.tool_executor.auto_approve,
+                approval_timeout: std::time::Duration::from_secs(
+                    c.tool_executor.approval_timeout_secs,
+                ),
+            },
+            fault: None,
         }
     }
 }
@@ -52,6 +75,9 @@ pub enum StartError {
     /// An upstream URL is invalid.
     #[error(transparent)]
     Upstream(#[from] ploke_runtime::client::ChannelError),
+    /// The proposal store could not be opened.
+    #[error(transparent)]
+    Store(#[from] edits::StoreError),
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -65,14 +91,36 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     let registry = ToolRegistry::global()?;
-    let rag = ploke_runtime::client::traced_channel(&config.rag_search_url)?;
-    let service = service::ToolService::new(Workspaces::new(&config.workspaces), registry, rag);
+    let rag = rag::Rag::new(ploke_runtime::client::traced_channel(
+        &config.rag_search_url,
+    )?);
+    let stopping = tokio_util::sync::CancellationToken::new();
+    let edits = edits::Edits::open(
+        &config.data_dir,
+        rag.clone(),
+        config.tools,
+        config.policy,
+        config.fault.clone(),
+        stopping.clone(),
+    )
+    .await?;
+    let service = service::ToolService::new(
+        Workspaces::new(&config.workspaces),
+        registry,
+        rag,
+        config.tools,
+        edits,
+    );
     let max = config.limits.max_message_bytes;
     let server = ToolExecutorServer::new(grpc::ToolExecutorGrpc::new(service))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;
     Ok(host
-        .serve(tonic::service::Routes::new(server), listener, shutdown)
+        .serve(tonic::service::Routes::new(server), listener, async move {
+            shutdown.await;
+            // Calls waiting for a decision end now instead of holding the drain open.
+            stopping.cancel();
+        })
         .await?)
 }

@@ -1,35 +1,69 @@
-//! tool-executor's domain: the tool catalogue (from the typed registry), tool execution and
-//! edit proposals. Running tools and the edit lifecycle are the capability of the
-//! tool-executor issue; the catalogue is complete.
+//! tool-executor's domain: the catalogue, running one tool call (timeouts, cancellation,
+//! progress, exactly one outcome) and the edit RPCs. Nothing here knows gRPC.
 
-use ploke_proto::registry::ToolRegistry;
-use ploke_proto::tools::v1::{ToolCall, ToolDefinition};
-use ploke_runtime::client::TracedChannel;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::registry::{ToolRegistry, tool_name};
+use ploke_proto::tools::v1::{
+    EditProposal, ProposalState, ToolDefinition, ToolErrorCode, ToolResult, tool_call, tool_result,
+};
+use ploke_runtime::correlation;
 use ploke_runtime::workspaces::Workspaces;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use crate::error::ToolError;
+use crate::edits::{Decision, EditCall, Edits};
+use crate::error::ExecutorError;
+use crate::failure::ToolFailure;
+use crate::rag::Rag;
+use crate::tools::{self, Limits, Progress, ReadContext, ToolEvent};
+
+/// Events buffered per call before progress reports are dropped.
+const EVENT_BUFFER: usize = 32;
+
+/// One tool call to run.
+#[derive(Debug, Clone)]
+pub struct ExecuteRequest {
+    /// The turn and call; `call_id` is set.
+    pub correlation: Correlation,
+    /// Requested workspace root (empty = default).
+    pub workspace_root: String,
+    /// The call.
+    pub call: tool_call::Args,
+    /// The turn's user message.
+    pub user_message: String,
+    /// Timeout for the tool's work; `None` = the tool's default.
+    pub timeout: Option<Duration>,
+}
 
 /// The tool-executor domain service.
 #[derive(Debug, Clone)]
 pub struct ToolService {
     workspaces: Workspaces,
     registry: &'static ToolRegistry,
-    /// Channel to rag-search (request_code_context, code_item_lookup, refresh after apply).
-    #[allow(dead_code)]
-    rag: TracedChannel,
+    rag: Rag,
+    limits: Limits,
+    edits: Edits,
 }
 
 impl ToolService {
-    /// A service over `workspaces` calling rag-search through `rag`.
+    /// A service over `workspaces` calling rag-search through `rag`, staging edits in `edits`.
     pub fn new(
         workspaces: Workspaces,
         registry: &'static ToolRegistry,
-        rag: TracedChannel,
+        rag: Rag,
+        limits: Limits,
+        edits: Edits,
     ) -> Self {
         Self {
             workspaces,
             registry,
             rag,
+            limits,
+            edits,
         }
     }
 
@@ -38,19 +72,172 @@ impl ToolService {
         self.registry.definitions()
     }
 
-    /// Run one call.
-    pub fn execute(&self, workspace_root: &str, _call: &ToolCall) -> Result<(), ToolError> {
-        self.workspaces.resolve(workspace_root)?;
-        Err(ToolError::NotYet("tool execution"))
+    /// Starts one call. The receiver yields progress, at most one `EditProposed`, then exactly
+    /// one `Finished`. Dropping the receiver cancels the call's work.
+    pub fn execute(
+        &self,
+        request: ExecuteRequest,
+    ) -> Result<mpsc::Receiver<ToolEvent>, ExecutorError> {
+        let root = self.workspaces.resolve(&request.workspace_root)?;
+        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        let name = tool_name(&ploke_proto::tools::v1::ToolCall {
+            args: Some(request.call.clone()),
+        })
+        .unwrap_or("unknown");
+        let default_ms = self
+            .registry
+            .get(name)
+            .map(|t| t.definition().default_timeout_ms)
+            .unwrap_or(30_000);
+        let timeout = request
+            .timeout
+            .unwrap_or(Duration::from_millis(u64::from(default_ms)));
+        let c = &request.correlation;
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {name}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = name,
+            gen_ai.tool.call.id = %c.call_id,
+            ploke.session_id = %c.session_id,
+            ploke.request_id = %c.request_id,
+            ploke.parent_id = %c.parent_id,
+            ploke.call_id = %c.call_id,
+        );
+        let scope =
+            correlation::Correlation::from(request.correlation.clone()).or(&correlation::current());
+        let service = self.clone();
+        tokio::spawn(correlation::scope(
+            scope,
+            service
+                .run(root, request, name, timeout, tx)
+                .instrument(span),
+        ));
+        Ok(rx)
     }
 
-    /// List proposals.
-    pub fn list_edits(&self) -> Result<(), ToolError> {
-        Err(ToolError::NotYet("edit proposals"))
+    async fn run(
+        self,
+        root: PathBuf,
+        request: ExecuteRequest,
+        name: &'static str,
+        timeout: Duration,
+        tx: mpsc::Sender<ToolEvent>,
+    ) {
+        let started = Instant::now();
+        let cancel = CancellationToken::new();
+        let progress = Progress::new(tx.clone());
+        let call_id = request.correlation.call_id.clone();
+        let is_edit = matches!(
+            request.call,
+            tool_call::Args::ApplyCodeEdit(_) | tool_call::Args::CreateFile(_)
+        );
+        let work = self.work(root, request, timeout, cancel.clone(), progress);
+        tokio::pin!(work);
+        let outcome = if is_edit {
+            // The approval wait has its own timeout inside.
+            tokio::select! {
+                r = &mut work => Some(r),
+                () = tx.closed() => None,
+            }
+        } else {
+            tokio::select! {
+                r = &mut work => Some(r),
+                () = tokio::time::sleep(timeout) => Some(Err(timed_out(timeout))),
+                () = tx.closed() => None,
+            }
+        };
+        cancel.cancel();
+        let ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            None => tracing::info!(
+                call_id,
+                tool = name,
+                ms,
+                "tool call cancelled by the caller"
+            ),
+            Some(outcome) => {
+                match &outcome {
+                    Ok(_) => tracing::info!(call_id, tool = name, ms, "tool finished"),
+                    Err(e) => tracing::info!(call_id, tool = name, ms, error = %e, "tool failed"),
+                }
+                let _ = tx.send(ToolEvent::Finished(Box::new(outcome))).await;
+            }
+        }
     }
 
-    /// Decide a proposal.
-    pub fn decide(&self, proposal_id: &str) -> Result<(), ToolError> {
-        Err(ToolError::NoSuchProposal(proposal_id.to_owned()))
+    async fn work(
+        &self,
+        root: PathBuf,
+        request: ExecuteRequest,
+        timeout: Duration,
+        cancel: CancellationToken,
+        progress: Progress,
+    ) -> Result<ToolResult, ToolFailure> {
+        match request.call {
+            call @ (tool_call::Args::ApplyCodeEdit(_) | tool_call::Args::CreateFile(_)) => {
+                let is_create = matches!(call, tool_call::Args::CreateFile(_));
+                let outcome = self
+                    .edits
+                    .stage_and_wait(EditCall {
+                        root,
+                        correlation: request.correlation,
+                        args: call,
+                        wait: request.timeout.map(|_| timeout),
+                        progress,
+                    })
+                    .await?;
+                let result = if is_create {
+                    tool_result::Result::CreateFile(outcome)
+                } else {
+                    tool_result::Result::ApplyCodeEdit(outcome)
+                };
+                Ok(ToolResult {
+                    result: Some(result),
+                })
+            }
+            call => {
+                let ctx = ReadContext {
+                    root,
+                    limits: self.limits,
+                    rag: self.rag.clone(),
+                    user_message: request.user_message,
+                    cancel,
+                    progress,
+                };
+                tools::run_read_only(ctx, call).await
+            }
+        }
     }
+
+    /// Proposals, newest first.
+    pub async fn list_edits(
+        &self,
+        session_id: &str,
+        states: &[ProposalState],
+        limit: u32,
+    ) -> Result<Vec<EditProposal>, ExecutorError> {
+        self.edits.list(session_id, states, limit).await
+    }
+
+    /// Decides a pending proposal.
+    pub async fn decide(
+        &self,
+        proposal_id: &str,
+        decision: Decision,
+    ) -> Result<EditProposal, ExecutorError> {
+        self.edits.decide(proposal_id, decision).await
+    }
+}
+
+fn timed_out(timeout: Duration) -> ToolFailure {
+    ToolFailure::new(
+        ToolErrorCode::Timeout,
+        "",
+        format!(
+            "the tool ran longer than its {} ms timeout and was stopped",
+            timeout.as_millis()
+        ),
+    )
+    .hint("narrow the request (a path, a literal pattern, a smaller budget) and retry")
 }

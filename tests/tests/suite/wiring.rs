@@ -5,7 +5,7 @@ use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState};
 use ploke_proto::rag::v1::{IndexState, IndexStatusRequest, SearchRequest};
 use ploke_proto::session::v1::{CreateSessionRequest, GetSessionRequest};
 use ploke_proto::status::field_violations;
-use ploke_proto::tools::v1::{ListEditsRequest, ListToolsRequest};
+use ploke_proto::tools::v1::{DecideEditRequest, Decision, ListEditsRequest, ListToolsRequest};
 use ploke_runtime::ServiceKind;
 use ploke_runtime::probe::{ReflectionVersion, health, reflected_services};
 use tonic::Code;
@@ -107,16 +107,23 @@ async fn gateway_forwards_each_rpc_to_its_owner() {
         vec![("query".to_owned(), "must not be empty".to_owned())]
     );
     // tool-executor.
-    let s = gw
+    let listed = gw
         .list_edits(ListEditsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.proposals, vec![]);
+    let s = gw
+        .decide_edit(DecideEditRequest {
+            proposal_id: "edit-nope".into(),
+            decision: Decision::Approve as i32,
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(
         (s.code(), s.message()),
-        (
-            Code::Unimplemented,
-            "ListEdits is not implemented yet: it needs the edit proposals capability"
-        )
+        (Code::NotFound, "proposal edit-nope not found")
     );
     // llm-session.
     let s = gw

@@ -129,11 +129,7 @@ pub struct Assembled {
 
 /// Renders one part in the Ploke Code Snippet Format.
 pub fn render(root: &Path, file: &str, byte_start: usize, byte_end: usize, text: &str) -> String {
-    let path = root.join(file);
-    format!(
-        "<code=\"{}\" #{byte_start}:{byte_end}>\n{text}\n</code>\n",
-        path.display()
-    )
+    ploke_proto::snippet::render(root, file, byte_start as u64, byte_end as u64, text)
 }
 
 fn overlaps_or_touches(a: &Candidate, b: &Candidate) -> bool {

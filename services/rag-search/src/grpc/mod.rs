@@ -21,7 +21,7 @@ use crate::context::Budget;
 use crate::error::RagError;
 use crate::index::{Phase, Progress};
 use crate::service::{
-    IndexState, LookupTarget, RagService, SearchQuery, SnippetStatus, SpanRequest,
+    IndexState, LookupTarget, RagService, SearchQuery, SnippetStatus, SpanRequest, check_relative,
 };
 
 /// Largest `top_k` a request may ask for.
@@ -264,7 +264,12 @@ impl RagSearch for RagSearchGrpc {
     ) -> Result<Response<pb::LookupItemResponse>, Status> {
         let r = request.into_inner();
         let target = match r.target {
-            None => return Err(invalid_argument("target", "set canon_path or name")),
+            None => {
+                return Err(invalid_argument(
+                    "target",
+                    "set canon_path, name or file_path",
+                ));
+            }
             Some(pb::lookup_item_request::Target::CanonPath(p)) => {
                 if p.trim().is_empty() {
                     return Err(invalid_argument("canon_path", "must not be empty"));
@@ -276,6 +281,9 @@ impl RagSearch for RagSearchGrpc {
                     return Err(invalid_argument("name", "must not be empty"));
                 }
                 LookupTarget::Name(n.trim().to_owned())
+            }
+            Some(pb::lookup_item_request::Target::FilePath(f)) => {
+                LookupTarget::File(check_relative("file_path", &f).map_err(to_status)?)
             }
         };
         let limit = match r.limit {
@@ -289,12 +297,13 @@ impl RagSearch for RagSearchGrpc {
             }
         };
         let kind = kind_from_pb("kind", r.kind)?;
-        let items = self
+        let (items, total) = self
             .service
             .lookup(&r.workspace_root, &target, kind, limit)
             .map_err(to_status)?;
         Ok(Response::new(pb::LookupItemResponse {
             items: items.into_iter().map(item_to_pb).collect(),
+            total: u32::try_from(total).unwrap_or(u32::MAX),
         }))
     }
 

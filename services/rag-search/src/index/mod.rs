@@ -593,6 +593,17 @@ impl WorkspaceIndex {
         self.lookup(|r| r.item.name == name || r.item.qualname == name, kind)
     }
 
+    /// Every item of one file, in span order.
+    pub fn lookup_file(&self, file: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        let mut out: Vec<&ItemRecord> = self
+            .items
+            .values()
+            .filter(|r| r.file == file && kind.is_none_or(|k| r.item.kind == k))
+            .collect();
+        out.sort_by_key(|r| (r.item.byte_start, std::cmp::Reverse(r.item.byte_end)));
+        out
+    }
+
     fn lookup(&self, pred: impl Fn(&ItemRecord) -> bool, kind: Option<Kind>) -> Vec<&ItemRecord> {
         let mut out: Vec<&ItemRecord> = self
             .items

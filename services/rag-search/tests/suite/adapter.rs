@@ -122,7 +122,10 @@ async fn other_bad_arguments() {
         .lookup_item(LookupItemRequest::default())
         .await
         .unwrap_err();
-    assert_eq!(status.message(), "target: set canon_path or name");
+    assert_eq!(
+        status.message(),
+        "target: set canon_path, name or file_path"
+    );
     let status = s
         .client
         .get_snippets(GetSnippetsRequest::default())

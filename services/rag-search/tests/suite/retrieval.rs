@@ -324,6 +324,7 @@ async fn index_search_context_snippets_lookup_refresh_and_restart() {
         .items;
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].signature, "pub fn retry_count(&self) -> u32");
+    let found_file = found[0].span.as_ref().unwrap().path.clone();
     assert_eq!(found[0].doc, "Number of retries, at least one.");
     let found = s
         .client
@@ -348,6 +349,19 @@ async fn index_search_context_snippets_lookup_refresh_and_restart() {
         .into_inner()
         .items;
     assert!(none.is_empty());
+    let in_file = s
+        .client
+        .lookup_item(LookupItemRequest {
+            target: Some(lookup_item_request::Target::FilePath(found_file.clone())),
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(in_file.items.len(), 1);
+    assert!(in_file.total > 1, "{in_file:?}");
+    assert_eq!(in_file.items[0].span.as_ref().unwrap().path, found_file);
 
     // Refresh: edit a file; the old item is gone, the new one found; others untouched.
     write(

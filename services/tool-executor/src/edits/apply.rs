@@ -1,0 +1,392 @@
+//! Writing a proposal's files all-or-nothing: every file's hash is re-checked first (a change
+//! makes the proposal stale and nothing is written); then an undo record is made durable, each
+//! file is written to a temporary sibling, fsynced and renamed over the original; a failure
+//! midway puts every already-written file back. An undo record left by a crash is replayed at
+//! start-up.
+
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::Plan;
+use crate::paths::{Access, resolve};
+
+/// One file to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// Absolute path.
+    pub abs: PathBuf,
+    /// Path relative to the workspace root, for messages.
+    pub rel: String,
+    /// Hash the file must still have; `None` = it must not exist yet.
+    pub base_hash: Option<String>,
+    /// New content.
+    pub content: String,
+}
+
+/// Why nothing (lasting) was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// A file is no longer what the proposal was made against; nothing was written.
+    #[error("{file} {why} since the proposal was made; nothing was written")]
+    Stale {
+        /// The file.
+        file: String,
+        /// What happened to it.
+        why: &'static str,
+    },
+    /// Writing failed; every file that had been written was restored.
+    #[error("writing {file} failed ({reason}); every file was restored")]
+    Failed {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        reason: String,
+    },
+    /// Writing failed and restoring did too: the undo record is kept for the next start.
+    #[error(
+        "writing {file} failed ({reason}) and restoring failed ({restore}); the undo record is kept in {record}"
+    )]
+    RestoreFailed {
+        /// The file.
+        file: String,
+        /// The write error.
+        reason: String,
+        /// The restore error.
+        restore: String,
+        /// Where the undo record is.
+        record: String,
+    },
+}
+
+/// The undo record: every file's content before the write (`None` = it did not exist).
+#[derive(Debug, Serialize, Deserialize)]
+struct UndoRecord {
+    files: Vec<(PathBuf, Option<String>)>,
+}
+
+/// Checks the files' current state against the plan; the originals, in order.
+pub fn check(writes: &[FileWrite]) -> Result<Vec<Option<String>>, ApplyError> {
+    let mut originals = Vec::with_capacity(writes.len());
+    for w in writes {
+        let stale = |why| ApplyError::Stale {
+            file: w.rel.clone(),
+            why,
+        };
+        match (&w.base_hash, fs::read(&w.abs)) {
+            (None, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => originals.push(None),
+            (None, _) => return Err(stale("was created")),
+            (Some(_), Err(_)) => return Err(stale("was deleted or became unreadable")),
+            (Some(hash), Ok(bytes)) => {
+                if blake3::hash(&bytes).to_hex().as_str() != hash {
+                    return Err(stale("changed"));
+                }
+                originals.push(Some(
+                    String::from_utf8(bytes).map_err(|_| stale("changed"))?,
+                ));
+            }
+        }
+    }
+    Ok(originals)
+}
+
+/// Writes `writes` whose current contents are `originals` (from [`check`]). `fault` runs before
+/// each rename (tests inject failures there; production passes a no-op). On success the undo
+/// record stays until the caller has recorded the outcome and calls [`discard`].
+pub fn write_all(
+    writes: &[FileWrite],
+    originals: Vec<Option<String>>,
+    record_path: &Path,
+    fault: &dyn Fn(usize) -> std::io::Result<()>,
+) -> Result<(), ApplyError> {
+    let record = UndoRecord {
+        files: writes
+            .iter()
+            .map(|w| w.abs.clone())
+            .zip(originals)
+            .collect(),
+    };
+    let failed = |file: &str, e: &dyn std::fmt::Display| ApplyError::Failed {
+        file: file.to_owned(),
+        reason: e.to_string(),
+    };
+    let first = writes.first().map(|w| w.rel.as_str()).unwrap_or("");
+    write_record(record_path, &record).map_err(|e| failed(first, &format!("undo record: {e}")))?;
+    for (i, w) in writes.iter().enumerate() {
+        if let Err(e) = write_one(w, || fault(i)) {
+            return Err(match restore(&record, i) {
+                Ok(()) => {
+                    let _ = fs::remove_file(record_path);
+                    failed(&w.rel, &e)
+                }
+                Err(r) => ApplyError::RestoreFailed {
+                    file: w.rel.clone(),
+                    reason: e.to_string(),
+                    restore: r.to_string(),
+                    record: record_path.display().to_string(),
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Removes the undo record of a finished apply.
+pub fn discard(record_path: &Path) {
+    let _ = fs::remove_file(record_path);
+}
+
+/// Replays an undo record left by an interrupted apply; true when one was found.
+pub fn recover(record_path: &Path) -> std::io::Result<bool> {
+    let bytes = match fs::read(record_path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let record: UndoRecord = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
+    let n = record.files.len();
+    restore(&record, n)?;
+    fs::remove_file(record_path)?;
+    Ok(true)
+}
+
+fn write_record(path: &Path, record: &UndoRecord) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let json = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    atomic_write(path, json.as_slice(), None)
+}
+
+/// Restores the first `upto + 1` files of `record` (those that may have been written).
+fn restore(record: &UndoRecord, upto: usize) -> std::io::Result<()> {
+    for (abs, original) in record.files.iter().take(upto + 1) {
+        match original {
+            Some(text) => atomic_write(abs, text.as_bytes(), None)?,
+            None => match fs::remove_file(abs) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    Ok(())
+}
+
+fn write_one(
+    w: &FileWrite,
+    before_rename: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    if let Some(dir) = w.abs.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let mode = fs::metadata(&w.abs).ok().map(|m| m.permissions());
+    let tmp = temp_path(&w.abs);
+    let result = (|| {
+        write_synced(&tmp, w.content.as_bytes(), mode)?;
+        before_rename()?;
+        fs::rename(&tmp, &w.abs)?;
+        sync_dir(&w.abs)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn atomic_write(path: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let mode = mode.or_else(|| fs::metadata(path).ok().map(|m| m.permissions()));
+    let tmp = temp_path(path);
+    let result = write_synced(&tmp, bytes, mode)
+        .and_then(|()| fs::rename(&tmp, path))
+        .and_then(|()| sync_dir(path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_synced(tmp: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std::io::Result<()> {
+    let mut f = File::create(tmp)?;
+    f.write_all(bytes)?;
+    if let Some(mode) = mode {
+        f.set_permissions(mode)?;
+    }
+    f.sync_all()
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.ploke-{}.tmp", std::process::id()))
+}
+
+fn sync_dir(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
+}
+
+/// Re-resolves, re-checks and writes the chosen edits' files (blocking).
+pub(super) fn write_chosen(
+    root: &Path,
+    plan: &Plan,
+    chosen: &[u32],
+    files: &[String],
+    record: &Path,
+    fault: &(dyn Fn(usize) -> std::io::Result<()> + Send + Sync),
+) -> Result<(), ApplyError> {
+    let mut writes = Vec::with_capacity(files.len());
+    for f in files {
+        let stale = |why| ApplyError::Stale {
+            file: f.clone(),
+            why,
+        };
+        let resolved = resolve(root, "file_path", f, Access::Write)
+            .map_err(|_| stale("no longer resolves inside the workspace"))?;
+        let base_hash = plan.file(f).and_then(|p| p.base_hash.clone());
+        writes.push(FileWrite {
+            abs: resolved.abs,
+            rel: f.clone(),
+            base_hash,
+            content: String::new(),
+        });
+    }
+    let originals = check(&writes)?;
+    for (w, original) in writes.iter_mut().zip(&originals) {
+        let original = original.as_deref().unwrap_or("");
+        w.content = plan
+            .content_with(&w.rel, original, chosen)
+            .map_err(|reason| ApplyError::Failed {
+                file: w.rel.clone(),
+                reason,
+            })?
+            .unwrap_or_else(|| original.to_owned());
+    }
+    write_all(&writes, originals, record, fault)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, base: Option<&str>, content: &str) -> FileWrite {
+        FileWrite {
+            abs: dir.join(rel),
+            rel: rel.into(),
+            base_hash: base.map(|b| blake3::hash(b.as_bytes()).to_hex().to_string()),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn writes_every_file_and_removes_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.rs"), "a\n").unwrap();
+        let writes = [
+            write(dir.path(), "a.rs", Some("a\n"), "A\n"),
+            write(dir.path(), "new/b.rs", None, "B\n"),
+        ];
+        let originals = check(&writes).unwrap();
+        let record = dir.path().join("undo/p.json");
+        write_all(&writes, originals, &record, &|_| Ok(())).unwrap();
+        assert_eq!(fs::read_to_string(dir.path().join("a.rs")).unwrap(), "A\n");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("new/b.rs")).unwrap(),
+            "B\n"
+        );
+        assert!(record.exists());
+        discard(&record);
+        assert!(!record.exists());
+    }
+
+    #[test]
+    fn a_changed_or_created_file_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.rs"), "changed\n").unwrap();
+        let e = check(&[write(dir.path(), "a.rs", Some("a\n"), "A\n")]).unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::Stale {
+                file: "a.rs".into(),
+                why: "changed"
+            }
+        );
+        let e = check(&[write(dir.path(), "a.rs", None, "A\n")]).unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::Stale {
+                file: "a.rs".into(),
+                why: "was created"
+            }
+        );
+    }
+
+    #[test]
+    fn a_failure_between_two_writes_restores_both_files() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.rs"), "a\n").unwrap();
+        fs::write(dir.path().join("b.rs"), "b\n").unwrap();
+        let writes = [
+            write(dir.path(), "a.rs", Some("a\n"), "A\n"),
+            write(dir.path(), "b.rs", Some("b\n"), "B\n"),
+            write(dir.path(), "c.rs", None, "C\n"),
+        ];
+        let originals = check(&writes).unwrap();
+        let record = dir.path().join("undo/p.json");
+        let e = write_all(&writes, originals, &record, &|i| {
+            if i == 2 {
+                Err(std::io::Error::other("disk full"))
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::Failed {
+                file: "c.rs".into(),
+                reason: "disk full".into()
+            }
+        );
+        assert_eq!(fs::read_to_string(dir.path().join("a.rs")).unwrap(), "a\n");
+        assert_eq!(fs::read_to_string(dir.path().join("b.rs")).unwrap(), "b\n");
+        assert!(!dir.path().join("c.rs").exists());
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers.len(), 3, "{leftovers:?}"); // a.rs, b.rs, undo/
+        assert!(!record.exists());
+    }
+
+    #[test]
+    fn an_interrupted_apply_is_rolled_back_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.rs"), "half-written\n").unwrap();
+        fs::write(dir.path().join("n.rs"), "new\n").unwrap();
+        let record = dir.path().join("undo/p.json");
+        write_record(
+            &record,
+            &UndoRecord {
+                files: vec![
+                    (dir.path().join("a.rs"), Some("a\n".into())),
+                    (dir.path().join("n.rs"), None),
+                ],
+            },
+        )
+        .unwrap();
+        assert!(recover(&record).unwrap());
+        assert_eq!(fs::read_to_string(dir.path().join("a.rs")).unwrap(), "a\n");
+        assert!(!dir.path().join("n.rs").exists());
+        assert!(!recover(&record).unwrap());
+    }
+}

@@ -1,0 +1,619 @@
+//! The lifecycle of edit proposals: staged from a tool call, persisted, decided (whole or per
+//! edit) or expired, applied all-or-nothing under per-file locks, then re-indexed. A proposal's
+//! id derives from (request_id, call_id), so a retried call finds its proposal again and
+//! parallel calls of one request never collide.
+
+mod apply;
+mod locks;
+mod outcome;
+pub mod plan;
+mod propose;
+mod store;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::tools::v1::{EditOutcome, EditProposal, ProposalState, ToolErrorCode, tool_call};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+pub use apply::ApplyError;
+pub use store::StoreError;
+
+use crate::error::ExecutorError;
+use crate::failure::ToolFailure;
+use crate::rag::Rag;
+use crate::tools::{Limits, Progress};
+use locks::FileLocks;
+use outcome::{applied_reason, outcome};
+use plan::Plan;
+use propose::Planned;
+use store::Store;
+
+/// Runs before the rename of the n-th file while applying; tests make it fail to prove that a
+/// failure midway restores every file. Production has none.
+#[derive(Clone)]
+pub struct FaultHook(pub Arc<dyn Fn(usize) -> std::io::Result<()> + Send + Sync>);
+
+impl std::fmt::Debug for FaultHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FaultHook")
+    }
+}
+
+/// How proposals are decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Apply at once without waiting for a decision.
+    pub auto_approve: bool,
+    /// How long a proposal waits for a decision.
+    pub approval_timeout: Duration,
+}
+
+/// A decision on a proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Approve (true) or deny.
+    pub approve: bool,
+    /// Edits the decision covers; empty = all.
+    pub edit_indices: Vec<u32>,
+    /// Words for the model.
+    pub reason: String,
+}
+
+/// Staged edits and their decisions.
+#[derive(Clone)]
+pub struct Edits {
+    store: Store,
+    rag: Rag,
+    limits: Limits,
+    policy: Policy,
+    undo_dir: PathBuf,
+    locks: FileLocks,
+    waiters: Arc<Mutex<HashMap<String, watch::Sender<Option<EditProposal>>>>>,
+    fault: FaultHook,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for Edits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edits")
+            .field("policy", &self.policy)
+            .field("undo_dir", &self.undo_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now() -> prost_types::Timestamp {
+    prost_types::Timestamp::from(SystemTime::now())
+}
+
+fn to_system(t: &prost_types::Timestamp) -> SystemTime {
+    SystemTime::try_from(*t).unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+fn is_final(state: ProposalState) -> bool {
+    matches!(
+        state,
+        ProposalState::Applied
+            | ProposalState::Denied
+            | ProposalState::Stale
+            | ProposalState::Expired
+            | ProposalState::Failed
+    )
+}
+
+/// The id of the proposal of call `call_id` in request `request_id`.
+pub fn proposal_id(request_id: &str, call_id: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(request_id.as_bytes());
+    h.update(&[0]);
+    h.update(call_id.as_bytes());
+    format!("edit-{}", &h.finalize().to_hex()[..20])
+}
+
+/// What a staging tool call brings.
+#[derive(Debug, Clone)]
+pub struct EditCall {
+    /// Canonical workspace root.
+    pub root: PathBuf,
+    /// The turn and call.
+    pub correlation: Correlation,
+    /// `apply_code_edit` or `create_file` arguments.
+    pub args: tool_call::Args,
+    /// Longest wait for a decision the caller allows (its timeout).
+    pub wait: Option<Duration>,
+    /// Where `edit_proposed` goes.
+    pub progress: Progress,
+}
+
+impl Edits {
+    /// Opens the proposal store under `data_dir` and rolls back any apply a crash interrupted.
+    pub async fn open(
+        data_dir: &Path,
+        rag: Rag,
+        limits: Limits,
+        policy: Policy,
+        fault: Option<FaultHook>,
+        shutdown: CancellationToken,
+    ) -> Result<Self, StoreError> {
+        let store = Store::open(&data_dir.join("proposals.sqlite")).await?;
+        let edits = Self {
+            store,
+            rag,
+            limits,
+            policy,
+            undo_dir: data_dir.join("undo"),
+            locks: FileLocks::default(),
+            waiters: Arc::default(),
+            fault: fault.unwrap_or_else(|| FaultHook(Arc::new(|_| Ok(())))),
+            shutdown,
+        };
+        edits.recover().await?;
+        Ok(edits)
+    }
+
+    /// Finishes what a crash interrupted: an apply with an undo record is rolled back; one
+    /// without never wrote anything.
+    async fn recover(&self) -> Result<(), StoreError> {
+        for mut p in self
+            .store
+            .list("", &[ProposalState::Approved], 1000)
+            .await?
+        {
+            let record = self.record_path(&p.proposal_id);
+            let restored = apply::recover(&record);
+            p.state = ProposalState::Failed as i32;
+            p.state_reason = match restored {
+                Ok(true) => "interrupted while applying; every file was restored".to_owned(),
+                Ok(false) => "interrupted before anything was written".to_owned(),
+                Err(e) => format!("interrupted while applying; restoring failed: {e}"),
+            };
+            tracing::warn!(proposal_id = %p.proposal_id, reason = %p.state_reason, "recovered an interrupted apply");
+            self.store.transition(&p, ProposalState::Approved).await?;
+        }
+        // Records of proposals that were marked applied before the record was removed.
+        if let Ok(dir) = std::fs::read_dir(&self.undo_dir) {
+            for entry in dir.flatten() {
+                let id = entry
+                    .path()
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned());
+                if let Some(id) = id
+                    && let Some((p, _)) = self.store.get(&id).await?
+                    && p.state() != ProposalState::Approved
+                {
+                    apply::discard(&entry.path());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn record_path(&self, id: &str) -> PathBuf {
+        self.undo_dir.join(format!("{id}.json"))
+    }
+
+    /// Stages the call's edits, reports them, waits for the decision (or applies at once under
+    /// auto-approve) and returns the outcome. Anything short of written files is a failure the
+    /// model can read (denied, stale, expired).
+    pub async fn stage_and_wait(&self, call: EditCall) -> Result<EditOutcome, ToolFailure> {
+        let id = proposal_id(&call.correlation.request_id, &call.correlation.call_id);
+        let existing = self.store.get(&id).await.map_err(store_failure)?;
+        let proposal = match existing {
+            Some((p, _)) if is_final(p.state()) => return outcome(&p),
+            Some((p, _)) => p,
+            None => self.stage(&id, &call).await?,
+        };
+        let rx = self.waiter(&id);
+        if !call.progress.proposed(proposal.clone()).await {
+            self.expire(&id, "the tool call ended before a decision")
+                .await;
+            return Err(ToolFailure::new(
+                ToolErrorCode::Cancelled,
+                "",
+                "the call was cancelled",
+            ));
+        }
+        let mut guard = PendingGuard {
+            edits: Some(self.clone()),
+            id: id.clone(),
+        };
+        let final_state = if self.policy.auto_approve {
+            let decision = Decision {
+                approve: true,
+                edit_indices: Vec::new(),
+                reason: "applied by the auto_approve policy".to_owned(),
+            };
+            match self.decide(&id, decision).await {
+                Ok(p) => p,
+                Err(e) => {
+                    guard.edits = None;
+                    return Err(ToolFailure::internal(e.to_string()));
+                }
+            }
+        } else {
+            let waited = tokio::select! {
+                p = self.wait(&proposal, rx, call.wait) => Some(p),
+                () = self.shutdown.cancelled() => None,
+            };
+            match waited {
+                Some(p) => p,
+                None => {
+                    // Shutting down: the proposal stays pending for whoever calls again.
+                    guard.edits = None;
+                    return Err(ToolFailure::new(
+                        ToolErrorCode::Unavailable,
+                        "",
+                        format!("tool-executor is shutting down; proposal {id} stays pending"),
+                    )
+                    .hint("call again with the same request_id and call_id to resume waiting for the decision"));
+                }
+            }
+        };
+        guard.edits = None;
+        self.waiters.lock().map(|mut w| w.remove(&id)).ok();
+        outcome(&final_state)
+    }
+
+    async fn stage(&self, id: &str, call: &EditCall) -> Result<EditProposal, ToolFailure> {
+        let (tool, planned) = match &call.args {
+            tool_call::Args::ApplyCodeEdit(a) => (
+                "apply_code_edit",
+                propose::plan_code_edit(&call.root, &self.limits, &self.rag, a).await?,
+            ),
+            tool_call::Args::CreateFile(a) => {
+                let (root, limits, a) = (call.root.clone(), self.limits, a.clone());
+                let planned = tokio::task::spawn_blocking(move || {
+                    propose::plan_create_file(&root, &limits, &a)
+                })
+                .await
+                .map_err(|e| ToolFailure::internal(format!("planning task failed: {e}")))??;
+                ("create_file", planned)
+            }
+            _ => return Err(ToolFailure::internal("not an edit tool")),
+        };
+        let Planned { plan, edits, files } = planned;
+        let created = now();
+        let expires = SystemTime::now() + self.policy.approval_timeout;
+        let proposal = EditProposal {
+            proposal_id: id.to_owned(),
+            correlation: Some(call.correlation.clone()),
+            workspace_root: call.root.display().to_string(),
+            tool_name: tool.to_owned(),
+            edits,
+            files,
+            state: ProposalState::Pending as i32,
+            state_reason: String::new(),
+            applied_edits: Vec::new(),
+            created_at: Some(created),
+            decided_at: None,
+            expires_at: Some(prost_types::Timestamp::from(expires)),
+        };
+        if !self
+            .store
+            .insert(&proposal, &plan)
+            .await
+            .map_err(store_failure)?
+        {
+            // A concurrent retry of the same call staged it first.
+            if let Some((p, _)) = self.store.get(id).await.map_err(store_failure)? {
+                return Ok(p);
+            }
+        }
+        tracing::info!(
+            proposal_id = id,
+            tool,
+            edits = proposal.edits.len(),
+            "edit proposed"
+        );
+        Ok(proposal)
+    }
+
+    fn waiter(&self, id: &str) -> watch::Receiver<Option<EditProposal>> {
+        match self.waiters.lock() {
+            Ok(mut w) => w
+                .entry(id.to_owned())
+                .or_insert_with(|| watch::channel(None).0)
+                .subscribe(),
+            Err(_) => watch::channel(None).1,
+        }
+    }
+
+    fn notify(&self, p: &EditProposal) {
+        if let Ok(w) = self.waiters.lock()
+            && let Some(tx) = w.get(&p.proposal_id)
+        {
+            tx.send_replace(Some(p.clone()));
+        }
+    }
+
+    async fn wait(
+        &self,
+        proposal: &EditProposal,
+        mut rx: watch::Receiver<Option<EditProposal>>,
+        limit: Option<Duration>,
+    ) -> EditProposal {
+        let expires = proposal
+            .expires_at
+            .as_ref()
+            .map(to_system)
+            .unwrap_or(SystemTime::now());
+        let mut left = expires
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        if let Some(limit) = limit {
+            left = left.min(limit);
+        }
+        let decided = tokio::time::timeout(left, wait_final(&mut rx)).await;
+        if let Ok(Some(p)) = decided {
+            return p;
+        }
+        let secs = left.as_secs();
+        self.expire(
+            &proposal.proposal_id,
+            &format!("no decision arrived within {secs} s"),
+        )
+        .await;
+        // Either expired now, or a decision won the race and is being applied.
+        if let Some(p) = self.current(&proposal.proposal_id).await
+            && is_final(p.state())
+        {
+            return p;
+        }
+        wait_final(&mut rx)
+            .await
+            .unwrap_or_else(|| proposal.clone())
+    }
+
+    async fn current(&self, id: &str) -> Option<EditProposal> {
+        self.store.get(id).await.ok().flatten().map(|(p, _)| p)
+    }
+
+    /// Marks a pending proposal expired (no-op when it is no longer pending).
+    async fn expire(&self, id: &str, reason: &str) {
+        let Some(mut p) = self.current(id).await else {
+            return;
+        };
+        if p.state() != ProposalState::Pending {
+            return;
+        }
+        p.state = ProposalState::Expired as i32;
+        p.state_reason = reason.to_owned();
+        p.decided_at = Some(now());
+        match self.store.transition(&p, ProposalState::Pending).await {
+            Ok(true) => {
+                tracing::info!(proposal_id = id, reason, "edit expired");
+                self.notify(&p);
+            }
+            Ok(false) => {}
+            Err(e) => tracing::error!(proposal_id = id, error = %e, "expiring a proposal failed"),
+        }
+    }
+
+    /// Lazily expires `p` when its time is up; returns it as it now stands.
+    async fn expire_if_due(&self, p: EditProposal) -> EditProposal {
+        let due = p.state() == ProposalState::Pending
+            && p.expires_at
+                .as_ref()
+                .is_some_and(|t| to_system(t) <= SystemTime::now());
+        if !due {
+            return p;
+        }
+        self.expire(&p.proposal_id, "no decision arrived before it expired")
+            .await;
+        self.current(&p.proposal_id).await.unwrap_or(p)
+    }
+
+    /// Proposals newest first.
+    pub async fn list(
+        &self,
+        session_id: &str,
+        states: &[ProposalState],
+        limit: u32,
+    ) -> Result<Vec<EditProposal>, ExecutorError> {
+        let mut out = Vec::new();
+        for p in self.store.list(session_id, states, limit).await? {
+            let p = self.expire_if_due(p).await;
+            if states.is_empty() || states.contains(&p.state()) {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Decides a pending proposal: deny, or apply the chosen edits (every file or none).
+    pub async fn decide(
+        &self,
+        id: &str,
+        decision: Decision,
+    ) -> Result<EditProposal, ExecutorError> {
+        let (p, plan) = self
+            .store
+            .get(id)
+            .await?
+            .ok_or_else(|| ExecutorError::NoSuchProposal(id.to_owned()))?;
+        let mut p = self.expire_if_due(p).await;
+        if p.state() != ProposalState::Pending {
+            return Err(ExecutorError::NotPending {
+                id: id.to_owned(),
+                state: p.state(),
+                reason: p.state_reason.clone(),
+            });
+        }
+        let count = p.edits.len() as u32;
+        if let Some(bad) = decision.edit_indices.iter().find(|i| **i >= count) {
+            return Err(ExecutorError::BadEditIndex { index: *bad, count });
+        }
+        let named: Vec<u32> = {
+            let mut v = decision.edit_indices.clone();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        // Approve: the named edits (all when none named). Deny: all, or the named ones while
+        // the others are applied.
+        let chosen: Vec<u32> = match (decision.approve, named.is_empty()) {
+            (true, true) => plan.all_indices(),
+            (true, false) => named,
+            (false, true) => Vec::new(),
+            (false, false) => plan
+                .all_indices()
+                .into_iter()
+                .filter(|i| !named.contains(i))
+                .collect(),
+        };
+        p.decided_at = Some(now());
+        if chosen.is_empty() {
+            p.state = ProposalState::Denied as i32;
+            p.state_reason = if decision.reason.is_empty() {
+                "denied by the user".to_owned()
+            } else {
+                decision.reason.clone()
+            };
+            if !self.store.transition(&p, ProposalState::Pending).await? {
+                return Err(self.lost_race(id).await);
+            }
+            tracing::info!(proposal_id = id, "edit denied");
+            self.notify(&p);
+            return Ok(p);
+        }
+        p.state = ProposalState::Approved as i32;
+        if !self.store.transition(&p, ProposalState::Pending).await? {
+            return Err(self.lost_race(id).await);
+        }
+        let p = self.apply(p, &plan, &chosen, &decision.reason).await?;
+        self.notify(&p);
+        Ok(p)
+    }
+
+    async fn lost_race(&self, id: &str) -> ExecutorError {
+        let p = self.current(id).await.unwrap_or_default();
+        ExecutorError::NotPending {
+            id: id.to_owned(),
+            state: p.state(),
+            reason: p.state_reason,
+        }
+    }
+
+    async fn apply(
+        &self,
+        mut p: EditProposal,
+        plan: &Plan,
+        chosen: &[u32],
+        reason: &str,
+    ) -> Result<EditProposal, ExecutorError> {
+        let root = PathBuf::from(&p.workspace_root);
+        let files: Vec<String> = plan
+            .files
+            .iter()
+            .filter(|f| {
+                plan.edits
+                    .iter()
+                    .any(|e| e.file == f.file && chosen.contains(&e.index))
+            })
+            .map(|f| f.file.clone())
+            .collect();
+        let _guards = self
+            .locks
+            .lock_all(files.iter().map(|f| root.join(f)).collect())
+            .await;
+        let record = self.record_path(&p.proposal_id);
+        let (plan2, chosen2, files2, fault, root2, record2) = (
+            plan.clone(),
+            chosen.to_vec(),
+            files.clone(),
+            self.fault.clone(),
+            root.clone(),
+            record.clone(),
+        );
+        let written = tokio::task::spawn_blocking(move || {
+            apply::write_chosen(
+                &root2,
+                &plan2,
+                &chosen2,
+                &files2,
+                &record2,
+                fault.0.as_ref(),
+            )
+        })
+        .await
+        .map_err(|e| ExecutorError::Internal(format!("apply task failed: {e}")))?;
+        let denied: Vec<u32> = plan
+            .all_indices()
+            .into_iter()
+            .filter(|i| !chosen.contains(i))
+            .collect();
+        match &written {
+            Ok(()) => {
+                p.state = ProposalState::Applied as i32;
+                p.applied_edits = chosen.to_vec();
+                p.state_reason = applied_reason(chosen, &denied, reason);
+            }
+            Err(e @ ApplyError::Stale { .. }) => {
+                p.state = ProposalState::Stale as i32;
+                p.state_reason = e.to_string();
+            }
+            Err(e @ (ApplyError::Failed { .. } | ApplyError::RestoreFailed { .. })) => {
+                p.state = ProposalState::Failed as i32;
+                p.state_reason = e.to_string();
+            }
+        }
+        self.store.transition(&p, ProposalState::Approved).await?;
+        if !matches!(written, Err(ApplyError::RestoreFailed { .. })) {
+            apply::discard(&record);
+        }
+        tracing::info!(proposal_id = %p.proposal_id, state = p.state().as_str_name(), reason = %p.state_reason, "edit decided");
+        if p.state() == ProposalState::Applied {
+            // The index follows the files; a failure here leaves the watcher to catch up.
+            if let Err(e) = self.rag.refresh(&root, files).await {
+                tracing::warn!(proposal_id = %p.proposal_id, error = %e, "index refresh after apply failed");
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// The next final state published on `rx`; `None` if the sender is gone.
+async fn wait_final(rx: &mut watch::Receiver<Option<EditProposal>>) -> Option<EditProposal> {
+    loop {
+        if let Some(p) = rx.borrow_and_update().clone()
+            && is_final(p.state())
+        {
+            return Some(p);
+        }
+        if rx.changed().await.is_err() {
+            return None;
+        }
+    }
+}
+
+fn store_failure(e: StoreError) -> ToolFailure {
+    ToolFailure::internal(e.to_string())
+}
+
+/// Expires the proposal if the tool call is dropped (client gone, deadline) while it waits.
+struct PendingGuard {
+    edits: Option<Edits>,
+    id: String,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let Some(edits) = self.edits.take() else {
+            return;
+        };
+        let id = std::mem::take(&mut self.id);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                edits
+                    .expire(&id, "the tool call was cancelled before a decision")
+                    .await;
+                edits.waiters.lock().map(|mut w| w.remove(&id)).ok();
+            });
+        }
+    }
+}

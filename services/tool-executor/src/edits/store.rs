@@ -1,0 +1,170 @@
+//! Durable proposals: one SQLite table (the embedded default) holding each proposal as its
+//! protobuf encoding beside the columns it is filtered by, and its plan.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use ploke_proto::tools::v1::{EditProposal, ProposalState};
+use prost::Message;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{QueryBuilder, Row};
+
+use super::plan::Plan;
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed.
+    #[error("proposal store: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A stored row could not be decoded.
+    #[error("proposal store: corrupt row {id}: {reason}")]
+    Corrupt {
+        /// Proposal id.
+        id: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// The proposal table.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS proposals (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    state INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    proposal BLOB NOT NULL,
+    plan TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS proposals_session ON proposals (session_id, created_ms);
+CREATE INDEX IF NOT EXISTS proposals_state ON proposals (state);
+";
+
+fn created_ms(p: &EditProposal) -> i64 {
+    p.created_at
+        .as_ref()
+        .map(|t| t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating) the database file at `path`.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Stores a new proposal; false (and nothing changed) when its id exists already.
+    pub async fn insert(&self, proposal: &EditProposal, plan: &Plan) -> Result<bool, StoreError> {
+        let plan_json = serde_json::to_string(plan).map_err(|e| StoreError::Corrupt {
+            id: proposal.proposal_id.clone(),
+            reason: e.to_string(),
+        })?;
+        let session = proposal
+            .correlation
+            .as_ref()
+            .map(|c| c.session_id.clone())
+            .unwrap_or_default();
+        let done = sqlx::query(
+            "INSERT OR IGNORE INTO proposals (id, session_id, state, created_ms, proposal, plan)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&proposal.proposal_id)
+        .bind(session)
+        .bind(proposal.state)
+        .bind(created_ms(proposal))
+        .bind(proposal.encode_to_vec())
+        .bind(plan_json)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The proposal and its plan.
+    pub async fn get(&self, id: &str) -> Result<Option<(EditProposal, Plan)>, StoreError> {
+        let row = sqlx::query("SELECT proposal, plan FROM proposals WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let corrupt = |reason: String| StoreError::Corrupt {
+            id: id.to_owned(),
+            reason,
+        };
+        let bytes: Vec<u8> = row.try_get("proposal")?;
+        let proposal =
+            EditProposal::decode(bytes.as_slice()).map_err(|e| corrupt(e.to_string()))?;
+        let plan: String = row.try_get("plan")?;
+        let plan = serde_json::from_str(&plan).map_err(|e| corrupt(e.to_string()))?;
+        Ok(Some((proposal, plan)))
+    }
+
+    /// Writes `proposal` if the stored one is still in state `from`; false when it is not
+    /// (another decision got there first).
+    pub async fn transition(
+        &self,
+        proposal: &EditProposal,
+        from: ProposalState,
+    ) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE proposals SET state = ?, proposal = ? WHERE id = ? AND state = ?")
+                .bind(proposal.state)
+                .bind(proposal.encode_to_vec())
+                .bind(&proposal.proposal_id)
+                .bind(from as i32)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Proposals newest first, of `session` (empty = all) in `states` (empty = all).
+    pub async fn list(
+        &self,
+        session: &str,
+        states: &[ProposalState],
+        limit: u32,
+    ) -> Result<Vec<EditProposal>, StoreError> {
+        let mut q = QueryBuilder::new("SELECT id, proposal FROM proposals WHERE 1 = 1");
+        if !session.is_empty() {
+            q.push(" AND session_id = ").push_bind(session);
+        }
+        if !states.is_empty() {
+            q.push(" AND state IN (");
+            let mut sep = q.separated(", ");
+            for s in states {
+                sep.push_bind(*s as i32);
+            }
+            q.push(")");
+        }
+        q.push(" ORDER BY created_ms DESC, id DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = q.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get("id")?;
+                let bytes: Vec<u8> = row.try_get("proposal")?;
+                EditProposal::decode(bytes.as_slice()).map_err(|e| StoreError::Corrupt {
+                    id,
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+}

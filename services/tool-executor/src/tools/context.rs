@@ -1,0 +1,132 @@
+//! The tools backed by rag-search: `request_code_context`, `code_item_lookup` and the index
+//! count of `get_file_metadata`.
+
+use ploke_proto::common::v1::ItemKind;
+use ploke_proto::tools::v1::{
+    CodeItemLookupArgs, CodeItemLookupResult, ContextSnippet, RequestCodeContextArgs,
+    RequestCodeContextResult, ToolErrorCode, code_item_lookup_args,
+};
+
+use super::ReadContext;
+use crate::failure::ToolFailure;
+use crate::rag::Lookup;
+
+/// Most items `code_item_lookup` returns.
+const LOOKUP_LIMIT: u32 = 20;
+const BUDGET_MIN: u32 = 64;
+const BUDGET_MAX: u32 = 64_000;
+
+/// `request_code_context`: the search term (or the user's message) through rag-search's
+/// GetContext, each part with its path, canonical path, lines and rendered snippet.
+pub async fn request_code_context(
+    ctx: &ReadContext,
+    args: &RequestCodeContextArgs,
+) -> Result<RequestCodeContextResult, ToolFailure> {
+    let term = match args.search_term.as_deref().map(str::trim) {
+        Some(t) if !t.is_empty() => t.to_owned(),
+        Some(_) => return Err(ToolFailure::invalid("search_term", "must not be blank")),
+        None if !ctx.user_message.trim().is_empty() => ctx.user_message.trim().to_owned(),
+        None => {
+            return Err(ToolFailure::new(
+                ToolErrorCode::MissingField,
+                "search_term",
+                "no search term given and the turn has no user message to default to",
+            )
+            .hint("pass search_term"));
+        }
+    };
+    let budget = args.token_budget.unwrap_or(ctx.limits.default_token_budget);
+    if !(BUDGET_MIN..=BUDGET_MAX).contains(&budget) {
+        return Err(ToolFailure::out_of_range(
+            "token_budget",
+            format!("must be between {BUDGET_MIN} and {BUDGET_MAX}, got {budget}"),
+        ));
+    }
+    let assembled = ctx.rag.context(&ctx.root, &term, budget).await?;
+    let stats = assembled.stats.unwrap_or_default();
+    let parts = assembled
+        .parts
+        .into_iter()
+        .map(|p| {
+            let span = p.span.unwrap_or_default();
+            ContextSnippet {
+                snippet: ploke_proto::snippet::render(
+                    &ctx.root,
+                    &p.file_path,
+                    span.byte_start,
+                    span.byte_end,
+                    &p.snippet,
+                ),
+                file_path: p.file_path,
+                canon_path: p.canon_path,
+                line_start: span.line_start,
+                line_end: span.line_end,
+            }
+        })
+        .collect();
+    Ok(RequestCodeContextResult {
+        search_term: term,
+        parts,
+        total_tokens: stats.total_tokens,
+        token_budget: budget,
+        truncated: !stats.cut.is_empty(),
+    })
+}
+
+/// `code_item_lookup`: exact canonical path or bare name; nothing found is `found: false`.
+pub async fn code_item_lookup(
+    ctx: &ReadContext,
+    args: &CodeItemLookupArgs,
+) -> Result<CodeItemLookupResult, ToolFailure> {
+    use code_item_lookup_args::Target;
+    let target = match &args.target {
+        Some(Target::CanonPath(p)) if !p.trim().is_empty() => {
+            Lookup::CanonPath(p.trim().to_owned())
+        }
+        Some(Target::Name(n)) if !n.trim().is_empty() => Lookup::Name(n.trim().to_owned()),
+        Some(Target::CanonPath(_)) => {
+            return Err(ToolFailure::invalid("canon_path", "must not be blank"));
+        }
+        Some(Target::Name(_)) => return Err(ToolFailure::invalid("name", "must not be blank")),
+        None => {
+            return Err(ToolFailure::new(
+                ToolErrorCode::MissingField,
+                "canon_path",
+                "give exactly one of canon_path or name",
+            ));
+        }
+    };
+    let kind = match args.kind {
+        None => ItemKind::Unspecified,
+        Some(k) => ItemKind::try_from(k)
+            .map_err(|_| ToolFailure::invalid("kind", format!("unknown item kind {k}")))?,
+    };
+    let found = ctx
+        .rag
+        .lookup(&ctx.root, target, kind, LOOKUP_LIMIT)
+        .await?;
+    Ok(CodeItemLookupResult {
+        found: !found.items.is_empty(),
+        items: found.items,
+    })
+}
+
+/// Items the index holds for `file`; 0 when the index cannot say.
+pub async fn indexed_items(ctx: &ReadContext, file: &str) -> u32 {
+    match ctx
+        .rag
+        .lookup(
+            &ctx.root,
+            Lookup::File(file.to_owned()),
+            ItemKind::Unspecified,
+            1,
+        )
+        .await
+    {
+        Ok(found) => found.total,
+        Err(e) => {
+            tracing::debug!(file, error = %e, "index count unavailable");
+            0
+        }
+    }
+}

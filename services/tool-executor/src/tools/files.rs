@@ -1,0 +1,234 @@
+//! The file tools: `read_file`, `list_dir` and the local half of `get_file_metadata`. They run
+//! on a blocking thread; every path goes through [`crate::paths`].
+
+use std::io::Read;
+use std::path::Path;
+
+use ploke_proto::tools::v1::{
+    DirEntry, EntryKind, GetFileMetadataArgs, GetFileMetadataResult, ListDirArgs, ListDirResult,
+    ReadFileArgs, ReadFileResult, ToolErrorCode,
+};
+
+use super::Limits;
+use crate::failure::ToolFailure;
+use crate::paths::{Access, resolve};
+
+/// Default and largest `max_entries` of `list_dir`.
+const LIST_DEFAULT: u32 = 500;
+const LIST_MAX: u32 = 5000;
+
+/// Reads a whole text file for a tool: refused when it is a directory, over `max_bytes` or
+/// not UTF-8. Returns the text and its blake3 hash (hex).
+pub fn read_text(
+    abs: &Path,
+    field: &str,
+    shown: &str,
+    max_bytes: u64,
+) -> Result<(String, String), ToolFailure> {
+    let meta = std::fs::metadata(abs).map_err(|e| ToolFailure::io(field, shown, &e))?;
+    if meta.is_dir() {
+        return Err(
+            ToolFailure::invalid(field, format!("{shown} is a directory"))
+                .hint("use list_dir for directories"),
+        );
+    }
+    if meta.len() > max_bytes {
+        return Err(ToolFailure::new(
+            ToolErrorCode::TooLarge,
+            field,
+            format!("{shown} is {} bytes; the limit is {max_bytes}", meta.len()),
+        )
+        .hint("use search_code to find the lines you need"));
+    }
+    let bytes = std::fs::read(abs).map_err(|e| ToolFailure::io(field, shown, &e))?;
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    let text = String::from_utf8(bytes).map_err(|_| {
+        ToolFailure::new(
+            ToolErrorCode::NotUtf8,
+            field,
+            format!("{shown} is not valid UTF-8 text"),
+        )
+    })?;
+    Ok((text, hash))
+}
+
+/// `read_file`.
+pub fn read_file(
+    root: &Path,
+    limits: &Limits,
+    args: &ReadFileArgs,
+) -> Result<ReadFileResult, ToolFailure> {
+    let path = resolve(root, "file", &args.file, Access::Read)?;
+    let (text, file_hash) = read_text(&path.abs, "file", &path.rel, limits.max_file_bytes)?;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let total = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+    let start = args.start_line.unwrap_or(1).max(1);
+    if start > total.max(1) {
+        return Err(ToolFailure::out_of_range(
+            "start_line",
+            format!(
+                "{} has {total} lines; start_line {start} is past the end",
+                path.rel
+            ),
+        )
+        .hint(format!("use a start_line between 1 and {total}")));
+    }
+    let end = args.end_line.unwrap_or(total).min(total);
+    if let Some(asked) = args.end_line
+        && asked < start
+    {
+        return Err(ToolFailure::invalid(
+            "end_line",
+            format!("end_line {asked} is before start_line {start}"),
+        ));
+    }
+    let mut content = String::new();
+    let mut last = start.saturating_sub(1);
+    let mut truncated = false;
+    for (i, line) in lines
+        .iter()
+        .enumerate()
+        .take(end as usize)
+        .skip(start as usize - 1)
+    {
+        if content.len() + line.len() > limits.read_max_bytes {
+            truncated = true;
+            if content.is_empty() {
+                // One line longer than the cap: its first part, cut on a char boundary.
+                let mut cut = limits.read_max_bytes;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                content.push_str(&line[..cut]);
+                last = i as u32 + 1;
+            }
+            break;
+        }
+        content.push_str(line);
+        last = i as u32 + 1;
+    }
+    Ok(ReadFileResult {
+        file_path: path.rel,
+        start_line: start,
+        end_line: last,
+        total_lines: total,
+        content,
+        file_hash,
+        truncated,
+    })
+}
+
+/// `list_dir`.
+pub fn list_dir(root: &Path, args: &ListDirArgs) -> Result<ListDirResult, ToolFailure> {
+    let max = args.max_entries.unwrap_or(LIST_DEFAULT);
+    if !(1..=LIST_MAX).contains(&max) {
+        return Err(ToolFailure::out_of_range(
+            "max_entries",
+            format!("must be between 1 and {LIST_MAX}, got {max}"),
+        ));
+    }
+    let asked = args.path.as_deref().unwrap_or("");
+    let path = resolve(root, "path", asked, Access::Read)?;
+    let shown = if path.rel.is_empty() { "." } else { &path.rel };
+    let meta = std::fs::metadata(&path.abs).map_err(|e| ToolFailure::io("path", shown, &e))?;
+    if !meta.is_dir() {
+        return Err(
+            ToolFailure::invalid("path", format!("{shown} is a file, not a directory"))
+                .hint("use read_file for files"),
+        );
+    }
+    let reader = std::fs::read_dir(&path.abs).map_err(|e| ToolFailure::io("path", shown, &e))?;
+    let mut entries = Vec::new();
+    for entry in reader {
+        let entry = entry.map_err(|e| ToolFailure::io("path", shown, &e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') && !args.include_hidden.unwrap_or(false) {
+            continue;
+        }
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue; // vanished while listing
+        };
+        let kind = if meta.is_symlink() {
+            EntryKind::Symlink
+        } else if meta.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        entries.push(DirEntry {
+            name,
+            kind: kind as i32,
+            size_bytes: if kind == EntryKind::File {
+                meta.len()
+            } else {
+                0
+            },
+        });
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let truncated = entries.len() > max as usize;
+    entries.truncate(max as usize);
+    Ok(ListDirResult {
+        path: path.rel,
+        entries,
+        truncated,
+    })
+}
+
+/// `get_file_metadata` without the index count; a missing file is an answer (`exists` false).
+pub fn file_metadata(
+    root: &Path,
+    args: &GetFileMetadataArgs,
+) -> Result<GetFileMetadataResult, ToolFailure> {
+    if args.file_path.is_empty() {
+        return Err(ToolFailure::new(
+            ToolErrorCode::MissingField,
+            "file_path",
+            "must be set",
+        ));
+    }
+    let path = resolve(root, "file_path", &args.file_path, Access::Read)?;
+    let mut result = GetFileMetadataResult {
+        file_path: path.rel.clone(),
+        language: ploke_runtime::language::language_of(&path.abs)
+            .unwrap_or("")
+            .to_owned(),
+        ..Default::default()
+    };
+    let meta = match std::fs::metadata(&path.abs) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(result),
+        Err(e) => return Err(ToolFailure::io("file_path", &path.rel, &e)),
+    };
+    result.exists = true;
+    result.is_dir = meta.is_dir();
+    result.modified_at = meta.modified().ok().map(prost_types::Timestamp::from);
+    if meta.is_dir() {
+        return Ok(result);
+    }
+    result.size_bytes = meta.len();
+    let (hash, lines) =
+        hash_and_count(&path.abs).map_err(|e| ToolFailure::io("file_path", &path.rel, &e))?;
+    result.file_hash = hash;
+    result.line_count = lines;
+    Ok(result)
+}
+
+/// blake3 (hex) and line count of a file, streamed.
+fn hash_and_count(abs: &Path) -> std::io::Result<(String, u64)> {
+    let mut file = std::fs::File::open(abs)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut newlines, mut last) = (0u64, b'\n');
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        newlines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+        last = buf[n - 1];
+    }
+    let lines = newlines + u64::from(last != b'\n');
+    Ok((hasher.finalize().to_hex().to_string(), lines))
+}

@@ -1,0 +1,252 @@
+//! `search_code`: ripgrep's own crates (grep-regex, grep-searcher and the `ignore` walker) over
+//! the workspace, .gitignore honoured, matches capped, cancellable between and within files.
+
+use std::path::Path;
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+use ploke_proto::tools::v1::{CodeMatch, SearchCodeArgs, SearchCodeResult, ToolErrorCode};
+use tokio_util::sync::CancellationToken;
+
+use super::Progress;
+use crate::failure::ToolFailure;
+use crate::paths::{Access, resolve};
+
+const MATCHES_DEFAULT: u32 = 100;
+const MATCHES_MAX: u32 = 1000;
+const CONTEXT_MAX: u32 = 10;
+/// Longest line returned; longer ones (minified code) are cut with `…`.
+const LINE_MAX: usize = 400;
+/// Files between progress reports.
+const PROGRESS_EVERY: u64 = 250;
+
+/// Runs `search_code`; stops with CANCELLED as soon as `cancel` fires.
+pub fn search_code(
+    root: &Path,
+    args: &SearchCodeArgs,
+    cancel: &CancellationToken,
+    progress: &Progress,
+) -> Result<SearchCodeResult, ToolFailure> {
+    if args.pattern.is_empty() {
+        return Err(ToolFailure::new(
+            ToolErrorCode::MissingField,
+            "pattern",
+            "must be set",
+        ));
+    }
+    let max = args.max_matches.unwrap_or(MATCHES_DEFAULT);
+    if !(1..=MATCHES_MAX).contains(&max) {
+        return Err(ToolFailure::out_of_range(
+            "max_matches",
+            format!("must be between 1 and {MATCHES_MAX}, got {max}"),
+        ));
+    }
+    let context = args.context_lines.unwrap_or(0);
+    if context > CONTEXT_MAX {
+        return Err(ToolFailure::out_of_range(
+            "context_lines",
+            format!("must be between 0 and {CONTEXT_MAX}, got {context}"),
+        ));
+    }
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(args.case_insensitive.unwrap_or(false))
+        .fixed_strings(args.literal.unwrap_or(false))
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+        .map_err(|e| {
+            ToolFailure::invalid("pattern", format!("not a valid regular expression: {e}"))
+                .hint("fix the regex, or set literal to true to search for the text as is")
+        })?;
+    let start = resolve(
+        root,
+        "path",
+        args.path.as_deref().unwrap_or(""),
+        Access::Read,
+    )?;
+    if !start.abs.exists() {
+        return Err(
+            ToolFailure::not_found("path", format!("{} does not exist", start.rel))
+                .hint("use list_dir to see what exists"),
+        );
+    }
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .before_context(context as usize)
+        .after_context(context as usize)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    let walk = ignore::WalkBuilder::new(&start.abs)
+        .require_git(false)
+        .sort_by_file_path(|a, b| a.cmp(b))
+        .build();
+    let mut collector = Collector {
+        max: max as usize,
+        matches: Vec::new(),
+        pending_before: Vec::new(),
+        file: String::new(),
+        truncated: false,
+        cancel: cancel.clone(),
+    };
+    let mut files_searched = 0u64;
+    for entry in walk {
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        collector.file = rel.to_string_lossy().replace('\\', "/");
+        collector.pending_before.clear();
+        // An unreadable file is skipped, as ripgrep does.
+        let _ = searcher.search_path(&matcher, entry.path(), &mut collector);
+        files_searched += 1;
+        if files_searched.is_multiple_of(PROGRESS_EVERY) {
+            progress.report(
+                format!("searched {files_searched} files"),
+                files_searched,
+                0,
+            );
+        }
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        if collector.truncated {
+            break;
+        }
+    }
+    Ok(SearchCodeResult {
+        matches: collector.matches,
+        files_searched,
+        truncated: collector.truncated,
+    })
+}
+
+fn cancelled() -> ToolFailure {
+    ToolFailure::new(ToolErrorCode::Cancelled, "", "the search was cancelled")
+}
+
+struct Collector {
+    max: usize,
+    matches: Vec<CodeMatch>,
+    pending_before: Vec<String>,
+    file: String,
+    truncated: bool,
+    cancel: CancellationToken,
+}
+
+fn line_text(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.len() <= LINE_MAX {
+        return text.to_owned();
+    }
+    let mut cut = LINE_MAX;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+impl Sink for Collector {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        if self.cancel.is_cancelled() {
+            return Ok(false);
+        }
+        if self.matches.len() >= self.max {
+            self.truncated = true;
+            return Ok(false);
+        }
+        self.matches.push(CodeMatch {
+            file_path: self.file.clone(),
+            line_number: u32::try_from(m.line_number().unwrap_or(0)).unwrap_or(u32::MAX),
+            line: line_text(m.bytes()),
+            before: std::mem::take(&mut self.pending_before),
+            after: Vec::new(),
+        });
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        match c.kind() {
+            SinkContextKind::Before => self.pending_before.push(line_text(c.bytes())),
+            SinkContextKind::After | SinkContextKind::Other => {
+                if let Some(last) = self.matches.last_mut()
+                    && last.file_path == self.file
+                {
+                    last.after.push(line_text(c.bytes()));
+                }
+            }
+        }
+        Ok(!self.cancel.is_cancelled())
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        self.pending_before.clear();
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ToolEvent;
+
+    #[tokio::test]
+    async fn cancelling_stops_a_long_search_midway() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for i in 0..5000 {
+            let sub = root.join(format!("d{}", i % 50));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(sub.join(format!("f{i}.rs")), "fn x() {}\n".repeat(100)).unwrap();
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let progress = Progress::new(tx);
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let args = SearchCodeArgs {
+            pattern: "nothing(at)+all".into(),
+            ..Default::default()
+        };
+        let search =
+            tokio::task::spawn_blocking(move || search_code(&root, &args, &token, &progress));
+        // The first progress report proves the search is under way; cancel it there.
+        let Some(ToolEvent::Progress(p)) = rx.recv().await else {
+            panic!("no progress")
+        };
+        assert_eq!(p.done, PROGRESS_EVERY);
+        cancel.cancel();
+        let e = search.await.unwrap().unwrap_err();
+        assert_eq!(e.code, ToolErrorCode::Cancelled);
+        // It stopped: far fewer than 5000 files produced reports.
+        let mut reports = 1;
+        while rx.try_recv().is_ok() {
+            reports += 1;
+        }
+        assert!(reports < 5000 / PROGRESS_EVERY, "{reports} reports");
+    }
+
+    #[tokio::test]
+    async fn a_search_cancelled_before_it_starts_reads_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::channel(8);
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let args = SearchCodeArgs {
+            pattern: "fn".into(),
+            ..Default::default()
+        };
+        let e = search_code(&root, &args, &cancel, &Progress::new(tx)).unwrap_err();
+        assert_eq!(e.code, ToolErrorCode::Cancelled);
+    }
+}
