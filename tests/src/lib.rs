@@ -2,6 +2,8 @@
 //! workspace and data dir, the gateway requiring a bearer token, and connected clients for the
 //! gateway (authenticated) and every service.
 
+pub mod fake_provider;
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
@@ -62,6 +64,7 @@ pub struct Sandbox {
     pub data: tempfile::TempDir,
     embedded: Embedded,
     channels: Channels,
+    config: PlokeConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +82,28 @@ async fn connect(url: String) -> Result<Channel, SandboxError> {
         .connect()
         .await
         .map_err(|e| SandboxError::Connect(url, e))
+}
+
+async fn launch(config: PlokeConfig) -> Result<(Embedded, Channels), SandboxError> {
+    let embedded = Embedded::start(config).await?;
+    let a = embedded.addrs;
+    let connected = async {
+        Ok::<_, SandboxError>(Channels {
+            gateway: connect(a.url(ServiceKind::Gateway)).await?,
+            sessions: connect(a.url(ServiceKind::LlmSession)).await?,
+            tools: connect(a.url(ServiceKind::ToolExecutor)).await?,
+            rag: connect(a.url(ServiceKind::RagSearch)).await?,
+        })
+    }
+    .await;
+    match connected {
+        Ok(channels) => Ok((embedded, channels)),
+        // A service that failed to start explains the refused connection better.
+        Err(e) => Err(match embedded.stop().await {
+            Err(start) => SandboxError::Embedded(start),
+            Ok(()) => e,
+        }),
+    }
 }
 
 impl Sandbox {
@@ -107,19 +132,35 @@ impl Sandbox {
         }
         config.gateway.tokens = vec![Secret::new(TOKEN)];
         adjust(&mut config);
-        let embedded = Embedded::start(config).await?;
-        let a = embedded.addrs;
-        let channels = Channels {
-            gateway: connect(a.url(ServiceKind::Gateway)).await?,
-            sessions: connect(a.url(ServiceKind::LlmSession)).await?,
-            tools: connect(a.url(ServiceKind::ToolExecutor)).await?,
-            rag: connect(a.url(ServiceKind::RagSearch)).await?,
-        };
+        let (embedded, channels) = launch(config.clone()).await?;
         Ok(Self {
             workspace,
             data,
             embedded,
             channels,
+            config,
+        })
+    }
+
+    /// Stops every service and starts them again on the same workspace and data directory
+    /// (new ports; clients must be taken again).
+    pub async fn restart(self) -> Result<Self, SandboxError> {
+        let Self {
+            workspace,
+            data,
+            embedded,
+            channels,
+            config,
+        } = self;
+        drop(channels);
+        embedded.stop().await?;
+        let (embedded, channels) = launch(config.clone()).await?;
+        Ok(Self {
+            workspace,
+            data,
+            embedded,
+            channels,
+            config,
         })
     }
 

@@ -2,6 +2,8 @@
 
 use ploke_runtime::workspaces::WorkspaceError;
 
+use crate::store::StoreError;
+
 /// Why an llm-session operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -16,10 +18,36 @@ pub enum SessionError {
         /// The configured names, comma-separated.
         configured: String,
     },
+    /// No provider was named and none is configured as the default.
+    #[error(
+        "no provider: configure [providers.NAME] in ploke.toml (and [session] default_provider), or name one in the request"
+    )]
+    NoProvider,
+    /// The provider cannot be used as configured (e.g. its key is missing).
+    #[error("provider `{name}`: {reason}")]
+    ProviderUnusable {
+        /// Provider name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The provider names no model and the request gave none.
+    #[error("provider `{0}` has no default_model; pass a model")]
+    NoModel(String),
     /// No session has this id.
     #[error("session {0}")]
     NoSuchSession(String),
-    /// The capability has not been built yet.
-    #[error("{0} is not implemented yet")]
-    NotYet(&'static str),
+    /// A turn is running in the session.
+    #[error(
+        "session {session_id} is running a turn (parent {parent_id}); wait for it to end or cancel it"
+    )]
+    Busy {
+        /// Session id.
+        session_id: String,
+        /// The running turn.
+        parent_id: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }

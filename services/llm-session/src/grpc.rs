@@ -5,14 +5,19 @@ use std::pin::Pin;
 
 use ploke_proto::session::v1::llm_session_server::LlmSession;
 use ploke_proto::session::v1::{self as pb};
-use ploke_proto::status::{invalid_argument, not_found, not_yet};
+use ploke_proto::status::{invalid_argument, not_found};
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::error::SessionError;
-use crate::service::SessionService;
+use crate::service::{NewSession, SessionService};
+use crate::store::PageCursor;
 
 /// Longest user message accepted, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// Longest client_request_id accepted.
+const MAX_CLIENT_REQUEST_ID: usize = 200;
 
 /// The tonic service of llm-session.
 #[derive(Debug, Clone)]
@@ -26,20 +31,25 @@ impl LlmSessionGrpc {
     }
 }
 
-fn to_status(method: &str, e: SessionError) -> Status {
+fn to_status(e: SessionError) -> Status {
     match e {
         SessionError::Workspace(w) => w.to_status(),
         e @ SessionError::UnknownProvider { .. } => invalid_argument("provider", e),
+        e @ SessionError::NoProvider => Status::failed_precondition(e.to_string()),
+        e @ SessionError::ProviderUnusable { .. } => Status::failed_precondition(e.to_string()),
+        e @ SessionError::NoModel(_) => invalid_argument("model", e),
         SessionError::NoSuchSession(id) => not_found(format!("session {id}")),
-        SessionError::NotYet(capability) => not_yet(method, capability),
+        e @ SessionError::Busy { .. } => Status::failed_precondition(e.to_string()),
+        e @ SessionError::Store(_) => Status::internal(e.to_string()),
     }
 }
 
-fn session_id(id: &str) -> Result<(), Status> {
-    if id.trim().is_empty() {
+fn session_id(id: &str) -> Result<&str, Status> {
+    let id = id.trim();
+    if id.is_empty() {
         return Err(invalid_argument("session_id", "must not be empty"));
     }
-    Ok(())
+    Ok(id)
 }
 
 type EventStream =
@@ -52,10 +62,20 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::CreateSessionRequest>,
     ) -> Result<Response<pb::Session>, Status> {
         let r = request.into_inner();
-        self.service
-            .create(&r.workspace_root, &r.provider)
-            .map_err(|e| to_status("CreateSession", e))?;
-        Err(Status::internal("session creation produced no session"))
+        if r.title.len() > 500 {
+            return Err(invalid_argument("title", "must be at most 500 bytes"));
+        }
+        let session = self
+            .service
+            .create(NewSession {
+                workspace_root: r.workspace_root,
+                provider: r.provider.trim().to_owned(),
+                model: r.model.trim().to_owned(),
+                title: r.title,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(session))
     }
 
     async fn get_session(
@@ -63,11 +83,10 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::GetSessionRequest>,
     ) -> Result<Response<pb::Session>, Status> {
         let r = request.into_inner();
-        session_id(&r.session_id)?;
-        self.service
-            .existing(&r.session_id)
-            .map_err(|e| to_status("GetSession", e))?;
-        Err(Status::internal("no session produced"))
+        let id = session_id(&r.session_id)?;
+        Ok(Response::new(
+            self.service.get(id).await.map_err(to_status)?,
+        ))
     }
 
     async fn list_sessions(
@@ -75,16 +94,32 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::ListSessionsRequest>,
     ) -> Result<Response<pb::ListSessionsResponse>, Status> {
         let r = request.into_inner();
-        if r.limit > 1000 {
-            return Err(invalid_argument(
-                "limit",
-                format!("must be between 1 and 1000 (0 = 50), got {}", r.limit),
-            ));
-        }
-        self.service
-            .list()
-            .map_err(|e| to_status("ListSessions", e))?;
-        Err(Status::internal("listing produced no answer"))
+        let limit = match r.limit {
+            0 => 50,
+            1..=1000 => r.limit,
+            n => {
+                return Err(invalid_argument(
+                    "limit",
+                    format!("must be between 1 and 1000 (0 = 50), got {n}"),
+                ));
+            }
+        };
+        let page = if r.page_token.is_empty() {
+            None
+        } else {
+            Some(PageCursor::parse(&r.page_token).ok_or_else(|| {
+                invalid_argument("page_token", "is not a token this service issued")
+            })?)
+        };
+        let (sessions, next_page_token) = self
+            .service
+            .list(&r.workspace_root, limit, page.as_ref())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListSessionsResponse {
+            sessions,
+            next_page_token,
+        }))
     }
 
     async fn send_message(
@@ -92,7 +127,7 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
         let r = request.into_inner();
-        session_id(&r.session_id)?;
+        let id = session_id(&r.session_id)?;
         if r.content.trim().is_empty() {
             return Err(invalid_argument("content", "must not be empty"));
         }
@@ -105,10 +140,18 @@ impl LlmSession for LlmSessionGrpc {
                 ),
             ));
         }
-        self.service
-            .existing(&r.session_id)
-            .map_err(|e| to_status("SendMessage", e))?;
-        Err(Status::internal("no turn started"))
+        if r.client_request_id.len() > MAX_CLIENT_REQUEST_ID {
+            return Err(invalid_argument(
+                "client_request_id",
+                format!("must be at most {MAX_CLIENT_REQUEST_ID} bytes"),
+            ));
+        }
+        let response = self
+            .service
+            .send(id, &r.content, r.client_request_id.trim())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(response))
     }
 
     type StreamEventsStream = EventStream;
@@ -118,11 +161,15 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::StreamEventsRequest>,
     ) -> Result<Response<Self::StreamEventsStream>, Status> {
         let r = request.into_inner();
-        session_id(&r.session_id)?;
-        self.service
-            .existing(&r.session_id)
-            .map_err(|e| to_status("StreamEvents", e))?;
-        Err(Status::internal("no event stream produced"))
+        let id = session_id(&r.session_id)?;
+        let rx = self
+            .service
+            .events(id, r.after_seq, !r.no_follow)
+            .await
+            .map_err(to_status)?;
+        let stream =
+            ReceiverStream::new(rx).map(|e| e.map_err(|e| Status::internal(e.to_string())));
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn cancel_turn(
@@ -130,10 +177,15 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::CancelTurnRequest>,
     ) -> Result<Response<pb::CancelTurnResponse>, Status> {
         let r = request.into_inner();
-        session_id(&r.session_id)?;
-        self.service
-            .existing(&r.session_id)
-            .map_err(|e| to_status("CancelTurn", e))?;
-        Err(Status::internal("cancel produced no answer"))
+        let id = session_id(&r.session_id)?;
+        let (cancelled, parent_id) = self
+            .service
+            .cancel(id, &r.reason)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::CancelTurnResponse {
+            cancelled,
+            parent_id,
+        }))
     }
 }

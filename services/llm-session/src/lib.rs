@@ -3,11 +3,17 @@
 //! nothing of gRPC; [`grpc`] adapts it.
 
 mod error;
+pub mod events;
 mod grpc;
+pub mod provider;
 pub mod service;
+pub mod store;
+pub mod turn;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use ploke_proto::session::v1::llm_session_server::LlmSessionServer;
 use ploke_runtime::config::{LimitsConfig, PlokeConfig, ProviderConfig, SessionConfig};
@@ -56,6 +62,15 @@ pub enum StartError {
     /// An upstream URL is invalid.
     #[error(transparent)]
     Upstream(#[from] ploke_runtime::client::ChannelError),
+    /// The tool registry is broken (a build defect).
+    #[error(transparent)]
+    Registry(#[from] ploke_proto::registry::RegistryError),
+    /// The session store could not be opened or recovered.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    /// Recovering interrupted turns failed.
+    #[error(transparent)]
+    Recover(#[from] SessionError),
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -68,19 +83,38 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
     let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
-    let tools = ploke_runtime::client::traced_channel(&config.tool_executor_url)?;
+    let channel = ploke_runtime::client::traced_channel(&config.tool_executor_url)?;
+    let registry = ploke_proto::registry::ToolRegistry::global()?;
+    let store: Arc<dyn store::SessionStore> =
+        Arc::new(store::sqlite::SqliteStore::open(&config.data_dir.join("sessions.sqlite")).await?);
+    let deps = turn::TurnDeps {
+        log: events::EventLog::new(store.clone()),
+        store: store.clone(),
+        tools: turn::tools::ToolRunner::new(
+            channel,
+            registry,
+            Duration::from_millis(config.session.tool_timeout_ms),
+        ),
+        settings: config.session.clone(),
+    };
     let service = service::SessionService::new(
         Workspaces::new(&config.workspaces),
         config.providers.clone(),
         config.session.clone(),
-        tools,
+        store,
+        deps,
     );
+    service.recover().await?;
+    let stopping = service.clone();
     let max = config.limits.max_message_bytes;
     let server = LlmSessionServer::new(grpc::LlmSessionGrpc::new(service))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;
     Ok(host
-        .serve(tonic::service::Routes::new(server), listener, shutdown)
+        .serve(tonic::service::Routes::new(server), listener, async move {
+            shutdown.await;
+            stopping.shutdown().await;
+        })
         .await?)
 }

@@ -1,50 +1,136 @@
-//! llm-session's domain: sessions, turns and the event log. The request loop and the durable
-//! log are the capability of the llm-session issue; until it lands, requests are validated
-//! (workspace, provider) and answered with `NotYet`.
+//! llm-session's domain: sessions, sending a message (idempotent, one turn at a time),
+//! following a session's events and cancelling its turn. Nothing here knows gRPC.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
-use ploke_runtime::client::TracedChannel;
+use ploke_proto::common::v1::{Correlation, TokenUsage};
+use ploke_proto::session::v1::{
+    SendMessageResponse, Session, SessionEvent, SessionState, TurnFailed, TurnFailureReason,
+    UserMessage, session_event::Event,
+};
 use ploke_runtime::config::{ProviderConfig, SessionConfig};
 use ploke_runtime::workspaces::Workspaces;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::SessionError;
+use crate::provider::Provider;
+use crate::provider::wire::ChatMessage;
+use crate::store::{PageCursor, SessionStore, StoreError, StoredMessage};
+use crate::turn::{self, TurnDeps, TurnEnd, TurnSpec};
+
+struct Running {
+    parent_id: String,
+    cancel: CancellationToken,
+    reason: Arc<std::sync::Mutex<String>>,
+    interrupted: Arc<std::sync::atomic::AtomicBool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// What CreateSession asks for.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    /// Workspace root (empty = default).
+    pub workspace_root: String,
+    /// Provider name (empty = default).
+    pub provider: String,
+    /// Model (empty = the provider's default).
+    pub model: String,
+    /// Title.
+    pub title: String,
+}
 
 /// The llm-session domain service.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionService {
     workspaces: Workspaces,
     providers: BTreeMap<String, ProviderConfig>,
-    #[allow(dead_code)]
     settings: SessionConfig,
-    /// Channel to tool-executor (ListTools, ExecuteTool).
-    #[allow(dead_code)]
-    tools: TracedChannel,
+    store: Arc<dyn SessionStore>,
+    deps: TurnDeps,
+    running: Arc<std::sync::Mutex<HashMap<String, Running>>>,
+    /// Serialises turn starts and ends so that "running" and the event log agree.
+    turns: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for SessionService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionService").finish_non_exhaustive()
+    }
+}
+
+fn now() -> prost_types::Timestamp {
+    prost_types::Timestamp::from(SystemTime::now())
+}
+
+fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 impl SessionService {
-    /// A service over `workspaces` with `providers`, calling tool-executor through `tools`.
+    /// A service over `store`; turns call tool-executor through `deps.tools`.
     pub fn new(
         workspaces: Workspaces,
         providers: BTreeMap<String, ProviderConfig>,
         settings: SessionConfig,
-        tools: TracedChannel,
+        store: Arc<dyn SessionStore>,
+        deps: TurnDeps,
     ) -> Self {
         Self {
             workspaces,
             providers,
             settings,
-            tools,
+            store,
+            deps,
+            running: Arc::default(),
+            turns: Arc::default(),
         }
     }
 
-    /// Start a session.
-    pub fn create(&self, workspace_root: &str, provider: &str) -> Result<(), SessionError> {
-        self.workspaces.resolve(workspace_root)?;
-        if !provider.is_empty() && !self.providers.contains_key(provider) {
+    /// Ends the turns a previous run left running with `turn_failed{interrupted}`.
+    pub async fn recover(&self) -> Result<(), SessionError> {
+        for (session_id, parent_id) in self.store.running().await? {
+            let correlation = Correlation {
+                session_id: session_id.clone(),
+                parent_id: parent_id.clone(),
+                ..Correlation::default()
+            };
+            close_interrupted(&*self.store, &session_id, &parent_id).await?;
+            self.deps
+                .log
+                .append(
+                    &session_id,
+                    &correlation,
+                    Event::TurnFailed(TurnFailed {
+                        reason: TurnFailureReason::Interrupted as i32,
+                        message: "llm-session restarted while the turn ran".into(),
+                    }),
+                )
+                .await?;
+            self.store.set_running(&session_id, None).await?;
+            tracing::warn!(session_id, parent_id, "turn interrupted by a restart");
+        }
+        Ok(())
+    }
+
+    fn provider_name(&self, asked: &str) -> Result<String, SessionError> {
+        let name = if asked.is_empty() {
+            match &self.settings.default_provider {
+                Some(n) => n.clone(),
+                None if self.providers.len() == 1 => {
+                    self.providers.keys().next().cloned().unwrap_or_default()
+                }
+                None => return Err(SessionError::NoProvider),
+            }
+        } else {
+            asked.to_owned()
+        };
+        if !self.providers.contains_key(&name) {
             let configured: Vec<&str> = self.providers.keys().map(String::as_str).collect();
             return Err(SessionError::UnknownProvider {
-                name: provider.to_owned(),
+                name,
                 configured: if configured.is_empty() {
                     "none".to_owned()
                 } else {
@@ -52,16 +138,374 @@ impl SessionService {
                 },
             });
         }
-        Err(SessionError::NotYet("durable sessions"))
+        Ok(name)
     }
 
-    /// Anything that needs an existing session.
-    pub fn existing(&self, session_id: &str) -> Result<(), SessionError> {
-        Err(SessionError::NoSuchSession(session_id.to_owned()))
+    fn provider(&self, name: &str) -> Result<Provider, SessionError> {
+        let config =
+            self.providers
+                .get(name)
+                .cloned()
+                .ok_or_else(|| SessionError::UnknownProvider {
+                    name: name.to_owned(),
+                    configured: String::new(),
+                })?;
+        let unusable = |e: crate::provider::ProviderError| SessionError::ProviderUnusable {
+            name: name.to_owned(),
+            reason: e.to_string(),
+        };
+        let p = Provider::new(
+            name,
+            config,
+            Duration::from_secs(self.settings.provider_idle_timeout_secs),
+        )
+        .map_err(unusable)?;
+        p.check_key().map_err(unusable)?;
+        Ok(p)
     }
 
-    /// List sessions.
-    pub fn list(&self) -> Result<(), SessionError> {
-        Err(SessionError::NotYet("durable sessions"))
+    /// Starts a session.
+    pub async fn create(&self, new: NewSession) -> Result<Session, SessionError> {
+        let root = self.workspaces.resolve(&new.workspace_root)?;
+        let provider = self.provider_name(&new.provider)?;
+        let model = if new.model.is_empty() {
+            self.providers
+                .get(&provider)
+                .and_then(|p| p.default_model.clone())
+                .ok_or_else(|| SessionError::NoModel(provider.clone()))?
+        } else {
+            new.model
+        };
+        let at = now();
+        let session = Session {
+            session_id: new_id(),
+            workspace_root: root.display().to_string(),
+            provider,
+            model,
+            title: new.title,
+            state: SessionState::Idle as i32,
+            last_seq: 0,
+            usage: Some(TokenUsage::default()),
+            created_at: Some(at),
+            updated_at: Some(at),
+        };
+        self.store.create_session(&session).await?;
+        tracing::info!(session_id = %session.session_id, provider = %session.provider, model = %session.model, "session created");
+        Ok(session)
     }
+
+    fn with_state(&self, mut s: Session) -> Session {
+        let running = self
+            .running
+            .lock()
+            .map(|r| r.contains_key(&s.session_id))
+            .unwrap_or(false);
+        s.state = if running {
+            SessionState::Running
+        } else {
+            SessionState::Idle
+        } as i32;
+        s
+    }
+
+    /// One session.
+    pub async fn get(&self, session_id: &str) -> Result<Session, SessionError> {
+        let s = self
+            .store
+            .get_session(session_id)
+            .await?
+            .ok_or_else(|| SessionError::NoSuchSession(session_id.to_owned()))?;
+        Ok(self.with_state(s))
+    }
+
+    /// Sessions newest first, and the next page's token.
+    pub async fn list(
+        &self,
+        workspace_root: &str,
+        limit: u32,
+        page: Option<&PageCursor>,
+    ) -> Result<(Vec<Session>, String), SessionError> {
+        let root = if workspace_root.is_empty() {
+            String::new()
+        } else {
+            self.workspaces
+                .resolve(workspace_root)?
+                .display()
+                .to_string()
+        };
+        let sessions = self.store.list_sessions(&root, limit + 1, page).await?;
+        let more = sessions.len() > limit as usize;
+        let sessions: Vec<Session> = sessions
+            .into_iter()
+            .take(limit as usize)
+            .map(|s| self.with_state(s))
+            .collect();
+        let next = match (more, sessions.last()) {
+            (true, Some(last)) => PageCursor {
+                created_ms: last
+                    .created_at
+                    .map_or(0, |t| t.seconds * 1000 + i64::from(t.nanos / 1_000_000)),
+                session_id: last.session_id.clone(),
+            }
+            .token(),
+            _ => String::new(),
+        };
+        Ok((sessions, next))
+    }
+
+    /// Records the user's message and starts a turn; the same `client_request_id` again
+    /// returns the first answer and starts nothing.
+    pub async fn send(
+        &self,
+        session_id: &str,
+        content: &str,
+        client_request_id: &str,
+    ) -> Result<SendMessageResponse, SessionError> {
+        let _turns = self.turns.lock().await;
+        let mut session = self
+            .store
+            .get_session(session_id)
+            .await?
+            .ok_or_else(|| SessionError::NoSuchSession(session_id.to_owned()))?;
+        if !client_request_id.is_empty()
+            && let Some(mut first) = self
+                .store
+                .find_request(session_id, client_request_id)
+                .await?
+        {
+            first.duplicate = true;
+            return Ok(first);
+        }
+        if let Some(parent_id) = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(session_id).map(|t| t.parent_id.clone()))
+        {
+            return Err(SessionError::Busy {
+                session_id: session_id.to_owned(),
+                parent_id,
+            });
+        }
+        let provider = self.provider(&session.provider)?;
+        let parent_id = new_id();
+        let request_id = new_id();
+        let correlation = Correlation {
+            session_id: session_id.to_owned(),
+            request_id: String::new(),
+            parent_id: parent_id.clone(),
+            call_id: String::new(),
+        };
+        let event = self
+            .deps
+            .log
+            .append(
+                session_id,
+                &correlation,
+                Event::UserMessage(UserMessage {
+                    content: content.to_owned(),
+                    client_request_id: client_request_id.to_owned(),
+                }),
+            )
+            .await?;
+        self.store
+            .append_messages(
+                session_id,
+                &[StoredMessage {
+                    seq: event.seq,
+                    parent_id: parent_id.clone(),
+                    message: ChatMessage::text("user", content),
+                }],
+            )
+            .await?;
+        let response = SendMessageResponse {
+            request_id: request_id.clone(),
+            parent_id: parent_id.clone(),
+            seq: event.seq,
+            duplicate: false,
+        };
+        if !client_request_id.is_empty() {
+            self.store
+                .save_request(session_id, client_request_id, &response)
+                .await?;
+        }
+        if session.title.is_empty() {
+            session.title = content
+                .chars()
+                .take(60)
+                .collect::<String>()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned();
+            self.store.update_session(&session).await?;
+        }
+        self.store.set_running(session_id, Some(&parent_id)).await?;
+        let cancel = CancellationToken::new();
+        let reason = Arc::new(std::sync::Mutex::new(String::new()));
+        let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spec = TurnSpec {
+            session_id: session_id.to_owned(),
+            workspace_root: session.workspace_root.clone(),
+            provider,
+            model: session.model.clone(),
+            parent_id,
+            first_request_id: request_id,
+            user_message: content.to_owned(),
+            cancel: cancel.clone(),
+            cancel_reason: reason.clone(),
+            interrupted: interrupted.clone(),
+        };
+        let service = self.clone();
+        let span = tracing::info_span!("turn", ploke.session_id = %session_id, ploke.parent_id = %spec.parent_id);
+        // The entry exists before the task can remove it.
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let task = tokio::spawn(tracing::Instrument::instrument(
+            async move { service.finish_turn(spec).await },
+            span,
+        ));
+        running.insert(
+            session_id.to_owned(),
+            Running {
+                parent_id: response.parent_id.clone(),
+                cancel,
+                reason,
+                interrupted,
+                task: Some(task),
+            },
+        );
+        drop(running);
+        Ok(response)
+    }
+
+    async fn finish_turn(self, spec: TurnSpec) {
+        let mut usage = TokenUsage::default();
+        let end = turn::run(&self.deps, &spec, &mut usage).await;
+        let _turns = self.turns.lock().await;
+        let correlation = Correlation {
+            session_id: spec.session_id.clone(),
+            request_id: String::new(),
+            parent_id: spec.parent_id.clone(),
+            call_id: String::new(),
+        };
+        let event = match end {
+            TurnEnd::Completed(c) => Event::TurnCompleted(c),
+            TurnEnd::Failed(f) => Event::TurnFailed(f),
+        };
+        // Not running any more from here on: a cancel that arrives now finds nothing, and the
+        // next SendMessage waits for the lock held here, so it starts after the final event.
+        if let Ok(mut r) = self.running.lock() {
+            r.remove(&spec.session_id);
+        }
+        if let Err(e) = self
+            .deps
+            .log
+            .append(&spec.session_id, &correlation, event)
+            .await
+        {
+            tracing::error!(error = %e, "recording the end of a turn failed");
+        }
+        if let Ok(Some(mut s)) = self.store.get_session(&spec.session_id).await {
+            let total = s.usage.get_or_insert_with(TokenUsage::default);
+            total.input_tokens += usage.input_tokens;
+            total.output_tokens += usage.output_tokens;
+            total.total_tokens += usage.total_tokens;
+            s.updated_at = Some(now());
+            let _ = self.store.update_session(&s).await;
+        }
+        let _ = self.store.set_running(&spec.session_id, None).await;
+    }
+
+    /// Ends every running turn with `turn_failed{interrupted}` and waits for them to record it.
+    pub async fn shutdown(&self) {
+        let tasks: Vec<tokio::task::JoinHandle<()>> = match self.running.lock() {
+            Ok(mut r) => r
+                .values_mut()
+                .filter_map(|t| {
+                    t.interrupted
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    t.cancel.cancel();
+                    t.task.take()
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        for t in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+
+    /// The session's events after `after_seq`, then live ones when `follow`.
+    pub async fn events(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        follow: bool,
+    ) -> Result<mpsc::Receiver<Result<SessionEvent, StoreError>>, SessionError> {
+        self.get(session_id).await?;
+        Ok(self
+            .deps
+            .log
+            .subscribe(session_id, after_seq, follow)
+            .await?)
+    }
+
+    /// Cancels the running turn: (cancelled, its parent_id).
+    pub async fn cancel(
+        &self,
+        session_id: &str,
+        reason: &str,
+    ) -> Result<(bool, String), SessionError> {
+        self.get(session_id).await?;
+        let running = self.running.lock().ok().and_then(|r| {
+            r.get(session_id)
+                .map(|t| (t.parent_id.clone(), t.cancel.clone(), t.reason.clone()))
+        });
+        match running {
+            None => Ok((false, String::new())),
+            Some((parent_id, cancel, why)) => {
+                if let Ok(mut w) = why.lock() {
+                    *w = if reason.is_empty() {
+                        "cancelled by the user".to_owned()
+                    } else {
+                        reason.to_owned()
+                    };
+                }
+                cancel.cancel();
+                tracing::info!(session_id, parent_id, "turn cancelled");
+                Ok((true, parent_id))
+            }
+        }
+    }
+}
+
+/// Closes tool calls an interrupted turn left unanswered so that the history stays valid.
+async fn close_interrupted(
+    store: &dyn SessionStore,
+    session_id: &str,
+    parent_id: &str,
+) -> Result<(), StoreError> {
+    let history = store.messages(session_id).await?;
+    let answered: std::collections::HashSet<&str> = history
+        .iter()
+        .filter_map(|m| m.message.tool_call_id.as_deref())
+        .collect();
+    let open: Vec<StoredMessage> = history
+        .iter()
+        .filter(|m| m.parent_id == parent_id)
+        .flat_map(|m| m.message.tool_calls.iter().map(move |c| (m.seq, c)))
+        .filter(|(_, c)| !answered.contains(c.id.as_str()))
+        .map(|(seq, c)| StoredMessage {
+            seq,
+            parent_id: parent_id.to_owned(),
+            message: ChatMessage::tool(
+                &c.id,
+                "interrupted: the service restarted before the tool finished",
+            ),
+        })
+        .collect();
+    if open.is_empty() {
+        return Ok(());
+    }
+    store.append_messages(session_id, &open).await
 }

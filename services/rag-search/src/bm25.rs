@@ -112,13 +112,16 @@ pub enum Bm25Error {
     /// The index directory could not be created.
     #[error("creating the bm25 index directory: {0}")]
     Io(#[from] std::io::Error),
+    /// The index was closed (the service is stopping).
+    #[error("bm25 index is closed")]
+    Closed,
 }
 
 /// A workspace's BM25 index.
 pub struct Bm25 {
     index: Index,
     reader: IndexReader,
-    writer: IndexWriter,
+    writer: Option<IndexWriter>,
     fields: Fields,
     boosts: Boosts,
 }
@@ -196,22 +199,37 @@ impl Bm25 {
         Ok(Self {
             index,
             reader,
-            writer,
+            writer: Some(writer),
             fields,
             boosts,
         })
     }
 
+    fn writer(&mut self) -> Result<&mut IndexWriter, Bm25Error> {
+        self.writer.as_mut().ok_or(Bm25Error::Closed)
+    }
+
+    /// Releases the writer (and the index lock); later writes fail with `Closed`.
+    pub fn close(&mut self) {
+        if let Some(w) = self.writer.take()
+            && let Err(e) = w.wait_merging_threads()
+        {
+            tracing::warn!(error = %e, "closing the bm25 writer");
+        }
+    }
+
     /// Removes every document, durably.
     pub fn clear(&mut self) -> Result<(), Bm25Error> {
-        self.writer.delete_all_documents()?;
+        self.writer()?.delete_all_documents()?;
         self.commit()
     }
 
-    /// Removes every document of `file` (applied at the next commit).
+    /// Removes every document of `file` (applied at the next commit; nothing once closed).
     pub fn remove_file(&mut self, file: &str) {
-        self.writer
-            .delete_term(Term::from_field_text(self.fields.file, file));
+        let term = Term::from_field_text(self.fields.file, file);
+        if let Some(w) = self.writer.as_mut() {
+            w.delete_term(term);
+        }
     }
 
     /// Adds one item (applied at the next commit).
@@ -232,13 +250,13 @@ impl Bm25 {
         doc.add_text(f.doc, d.doc);
         doc.add_text(f.body, d.body);
         doc.add_text(f.text, d.body);
-        self.writer.add_document(doc)?;
+        self.writer()?.add_document(doc)?;
         Ok(())
     }
 
     /// Makes every change since the last commit durable and visible.
     pub fn commit(&mut self) -> Result<(), Bm25Error> {
-        self.writer.commit()?;
+        self.writer()?.commit()?;
         self.reader.reload()?;
         Ok(())
     }

@@ -134,11 +134,17 @@ pub async fn serve(
         None
     };
     let max = config.limits.max_message_bytes;
+    let closing = service.clone();
     let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;
-    Ok(host
+    let served = host
         .serve(tonic::service::Routes::new(server), listener, shutdown)
-        .await?)
+        .await;
+    drop(_watcher);
+    // Release the index locks now, not when the last clone of the service goes away, so
+    // that a new instance in this process can open the same indexes at once.
+    closing.close();
+    Ok(served?)
 }

@@ -569,6 +569,16 @@ impl RagService {
         .map_err(|e| RagError::Internal(format!("snippet task: {e}")))
     }
 
+    /// Closes every index (releasing their locks); later writes fail.
+    pub fn close(&self) {
+        for slot in self.slots.values() {
+            match slot.index.write() {
+                Ok(mut index) => index.close(),
+                Err(poisoned) => poisoned.into_inner().close(),
+            }
+        }
+    }
+
     /// Items by canonical path, name or file, at most `limit`, with the number that matched.
     pub fn lookup(
         &self,

@@ -301,8 +301,22 @@ pub struct SessionConfig {
     pub default_provider: Option<String>,
     /// Tool rounds allowed per turn.
     pub max_tool_rounds: u32,
-    /// Seconds a tool call may run (the approval wait of edits has its own limit).
-    pub tool_timeout_secs: u64,
+    /// Milliseconds a tool call may run (the approval wait of edits has its own limit).
+    pub tool_timeout_ms: u64,
+    /// Tokens kept free for the reply when the history is fitted into the context window.
+    pub reply_reserve_tokens: u32,
+    /// Context window assumed for models the provider's `models` list does not describe.
+    pub default_context_window: u32,
+    /// Automatic context before the first model call of a turn.
+    pub auto_context: AutoContext,
+    /// Tries of one provider request (429, 5xx and transport errors are retried).
+    pub provider_tries: u32,
+    /// First retry delay in milliseconds; doubled per try, with jitter.
+    pub retry_base_ms: u64,
+    /// Longest wait between tries in milliseconds (Retry-After included).
+    pub retry_max_ms: u64,
+    /// Seconds without a byte from the provider before a request counts as failed.
+    pub provider_idle_timeout_secs: u64,
 }
 
 impl Default for SessionConfig {
@@ -310,9 +324,27 @@ impl Default for SessionConfig {
         Self {
             default_provider: None,
             max_tool_rounds: 25,
-            tool_timeout_secs: 30,
+            tool_timeout_ms: 30_000,
+            reply_reserve_tokens: 4096,
+            default_context_window: 32_768,
+            auto_context: AutoContext::Off,
+            provider_tries: 3,
+            retry_base_ms: 500,
+            retry_max_ms: 30_000,
+            provider_idle_timeout_secs: 120,
         }
     }
+}
+
+/// Automatic context for a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AutoContext {
+    /// None: the model asks for context with tools.
+    #[default]
+    Off,
+    /// One `request_code_context` for the user's message before the first model call.
+    Light,
 }
 
 /// `[gateway]`.
@@ -358,6 +390,35 @@ pub struct ProviderConfig {
     /// Known models.
     #[serde(default)]
     pub models: Vec<ModelConfig>,
+    /// OpenRouter provider routing preferences, sent as the request's `provider` object.
+    pub preferences: Option<ProviderPreferences>,
+}
+
+/// OpenRouter's provider routing preferences (`[providers.NAME.preferences]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderPreferences {
+    /// Providers to try, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<String>,
+    /// Only these providers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// Never these providers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+    /// Whether other providers may serve when the listed ones fail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_fallbacks: Option<bool>,
+    /// Only providers that support every request parameter (tools included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_parameters: Option<bool>,
+    /// `allow` or `deny` providers that store prompts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_collection: Option<String>,
+    /// `price`, `throughput` or `latency`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sort: Option<String>,
 }
 
 /// One model of a provider.

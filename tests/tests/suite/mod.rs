@@ -1,2 +1,3 @@
 mod auth;
+mod session;
 mod wiring;

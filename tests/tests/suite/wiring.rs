@@ -133,8 +133,8 @@ async fn gateway_forwards_each_rpc_to_its_owner() {
     assert_eq!(
         (s.code(), s.message()),
         (
-            Code::Unimplemented,
-            "CreateSession is not implemented yet: it needs the durable sessions capability"
+            Code::FailedPrecondition,
+            "no provider: configure [providers.NAME] in ploke.toml (and [session] default_provider), or name one in the request"
         )
     );
     let s = gw

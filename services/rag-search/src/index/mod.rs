@@ -583,6 +583,11 @@ impl WorkspaceIndex {
             .collect())
     }
 
+    /// Releases the index's writer and lock.
+    pub fn close(&mut self) {
+        self.bm25.close();
+    }
+
     /// Items with this exact canonical path.
     pub fn lookup_canon(&self, canon: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
         self.lookup(|r| r.item.canon_path == canon, kind)

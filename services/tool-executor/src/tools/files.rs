@@ -32,6 +32,12 @@ pub fn read_text(
                 .hint("use list_dir for directories"),
         );
     }
+    if !meta.is_file() {
+        return Err(ToolFailure::invalid(
+            field,
+            format!("{shown} is not a regular file"),
+        ));
+    }
     if meta.len() > max_bytes {
         return Err(ToolFailure::new(
             ToolErrorCode::TooLarge,

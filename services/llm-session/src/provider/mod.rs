@@ -1,0 +1,270 @@
+//! OpenAI-compatible chat completions over reqwest with `stream: true`: one request, its SSE
+//! stream turned into text deltas and a [`Completion`], and failures classified for the retry
+//! policy (429 / 5xx / transport → retry, 404 with tools → retry without tools, else fatal).
+//! The API key is read from the environment variable the provider names and never appears in
+//! a log, an error or an event.
+
+pub mod stream;
+pub mod wire;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use ploke_runtime::config::{ProviderConfig, Secret};
+use reqwest::StatusCode;
+
+pub use stream::{AssembledCall, Completion};
+use stream::{Assembler, SseDecoder};
+use wire::{ChatRequest, Chunk};
+
+/// Why a provider request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider answered with an error status.
+    #[error("provider answered HTTP {status}: {body}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// Retry-After, when sent.
+        retry_after: Option<Duration>,
+        /// The start of the body.
+        body: String,
+    },
+    /// The request or the stream failed in transport.
+    #[error("provider connection failed: {0}")]
+    Transport(String),
+    /// Nothing arrived for too long.
+    #[error("provider sent nothing for {0} s")]
+    Idle(u64),
+    /// The stream ended before the completion did.
+    #[error("provider stream ended before the reply was complete")]
+    Truncated,
+    /// A chunk was not valid JSON.
+    #[error("provider sent an invalid chunk: {0}")]
+    Protocol(String),
+    /// The key's environment variable is not set.
+    #[error("environment variable {0} (the provider's api_key_env) is not set")]
+    MissingKey(String),
+}
+
+impl ProviderError {
+    /// Whether trying again may succeed.
+    pub fn retryable(&self) -> bool {
+        match self {
+            ProviderError::Status { status, .. } => *status == 429 || *status >= 500,
+            ProviderError::Transport(_) | ProviderError::Idle(_) | ProviderError::Truncated => true,
+            ProviderError::Protocol(_) | ProviderError::MissingKey(_) => false,
+        }
+    }
+
+    /// Whether the provider refused because the model cannot call tools (OpenRouter answers
+    /// 404 "No endpoints found that support tool use"; Ollama 400 "does not support tools").
+    pub fn no_tool_support(&self) -> bool {
+        match self {
+            ProviderError::Status { status: 404, .. } => true,
+            ProviderError::Status {
+                status: 400, body, ..
+            } => {
+                let b = body.to_ascii_lowercase();
+                b.contains("tool") && b.contains("support")
+            }
+            _ => false,
+        }
+    }
+
+    /// Retry-After the provider asked for.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// One configured provider.
+#[derive(Clone)]
+pub struct Provider {
+    /// Its name in `[providers.*]`.
+    pub name: String,
+    config: ProviderConfig,
+    http: reqwest::Client,
+    idle: Duration,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("base_url", &self.config.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Something a streaming request produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamItem {
+    /// A text fragment.
+    Delta(String),
+    /// The finished completion (last item).
+    Done(Completion),
+}
+
+/// A response being streamed.
+pub struct ChatStream {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    decoder: SseDecoder,
+    assembler: Option<Assembler>,
+    pending: std::collections::VecDeque<String>,
+    idle: Duration,
+    done: bool,
+}
+
+impl std::fmt::Debug for ChatStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatStream").finish_non_exhaustive()
+    }
+}
+
+impl Provider {
+    /// A provider named `name`; `idle` bounds the wait for each byte.
+    pub fn new(name: &str, config: ProviderConfig, idle: Duration) -> Result<Self, ProviderError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ProviderError::Transport(e.to_string()))?;
+        Ok(Self {
+            name: name.to_owned(),
+            config,
+            http,
+            idle,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The API key, from the environment.
+    fn key(&self) -> Result<Option<Secret>, ProviderError> {
+        match &self.config.api_key_env {
+            None => Ok(None),
+            Some(var) => match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
+                _ => Err(ProviderError::MissingKey(var.clone())),
+            },
+        }
+    }
+
+    /// Checks that the key is available.
+    pub fn check_key(&self) -> Result<(), ProviderError> {
+        self.key().map(|_| ())
+    }
+
+    /// Sends `request`; an error status is an error, a 2xx starts the stream.
+    pub async fn start(&self, request: &ChatRequest<'_>) -> Result<ChatStream, ProviderError> {
+        let url = format!(
+            "{}/chat/completions",
+            self.config.base_url.trim_end_matches('/')
+        );
+        let mut builder = self.http.post(url).json(request);
+        if let Some(key) = self.key()? {
+            builder = builder.bearer_auth(key.expose());
+        }
+        for (k, v) in &self.config.headers {
+            builder = builder.header(k, v);
+        }
+        let response = tokio::time::timeout(self.idle, builder.send())
+            .await
+            .map_err(|_| ProviderError::Idle(self.idle.as_secs()))?
+            .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let body = response.text().await.unwrap_or_default();
+            return Err(ProviderError::Status {
+                status: status.as_u16(),
+                retry_after,
+                body: body.chars().take(500).collect(),
+            });
+        }
+        debug_assert!(status == StatusCode::OK || status.is_success());
+        Ok(ChatStream {
+            body: response.bytes_stream().boxed(),
+            decoder: SseDecoder::default(),
+            assembler: Some(Assembler::default()),
+            pending: std::collections::VecDeque::new(),
+            idle: self.idle,
+            done: false,
+        })
+    }
+}
+
+impl ChatStream {
+    /// The next delta, then the completion, then `None`.
+    pub async fn next(&mut self) -> Result<Option<StreamItem>, ProviderError> {
+        loop {
+            if let Some(payload) = self.pending.pop_front() {
+                if payload.trim() == "[DONE]" {
+                    self.done = true;
+                    self.pending.clear();
+                    return Ok(self.complete());
+                }
+                let chunk: Chunk = serde_json::from_str(&payload)
+                    .map_err(|e| ProviderError::Protocol(format!("{e}: {}", truncate(&payload))))?;
+                if let Some(a) = self.assembler.as_mut()
+                    && let Some(text) = a.push(chunk)
+                {
+                    return Ok(Some(StreamItem::Delta(text)));
+                }
+                continue;
+            }
+            if self.done {
+                return Ok(self.complete());
+            }
+            let next = tokio::time::timeout(self.idle, self.body.next())
+                .await
+                .map_err(|_| ProviderError::Idle(self.idle.as_secs()))?;
+            match next {
+                Some(Ok(bytes)) => self.pending.extend(self.decoder.feed(&bytes)),
+                Some(Err(e)) => return Err(ProviderError::Transport(e.without_url().to_string())),
+                None => {
+                    self.done = true;
+                    if let Some(rest) = self.decoder.finish() {
+                        self.pending.push_back(rest);
+                        continue;
+                    }
+                    // No [DONE]: complete only if the model said it was finished.
+                    if !self.assembler.as_ref().is_some_and(Assembler::finished) {
+                        if self.assembler.is_some() {
+                            return Err(ProviderError::Truncated);
+                        }
+                        return Ok(None);
+                    }
+                    return Ok(self.complete());
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self) -> Option<StreamItem> {
+        self.assembler.take().map(|a| StreamItem::Done(a.finish()))
+    }
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// Retry-After as seconds (an HTTP date is treated as "soon": 1 s).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    Some(match v.parse::<f64>() {
+        Ok(secs) if secs >= 0.0 => Duration::from_secs_f64(secs),
+        _ => Duration::from_secs(1),
+    })
+}

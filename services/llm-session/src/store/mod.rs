@@ -1,0 +1,113 @@
+//! Durable sessions, events and history behind [`SessionStore`]: SQLite is the embedded
+//! default ([`sqlite::SqliteStore`]); a shared deployment implements the same trait over
+//! PostgreSQL with the same tables.
+
+pub mod sqlite;
+
+use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
+
+use crate::provider::wire::ChatMessage;
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed.
+    #[error("session store: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A stored row could not be decoded.
+    #[error("session store: corrupt row: {0}")]
+    Corrupt(String),
+}
+
+/// One message of a session's history, as the provider will see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Seq of the event it came from.
+    pub seq: u64,
+    /// The turn (user message id) it belongs to.
+    pub parent_id: String,
+    /// The message.
+    pub message: ChatMessage,
+}
+
+/// Where sessions live. Every method is one atomic step.
+#[async_trait::async_trait]
+pub trait SessionStore: Send + Sync + std::fmt::Debug {
+    /// Stores a new session.
+    async fn create_session(&self, session: &Session) -> Result<(), StoreError>;
+    /// One session.
+    async fn get_session(&self, id: &str) -> Result<Option<Session>, StoreError>;
+    /// Sessions newest first, of `workspace_root` (empty = all), after the page cursor.
+    async fn list_sessions(
+        &self,
+        workspace_root: &str,
+        limit: u32,
+        after: Option<&PageCursor>,
+    ) -> Result<Vec<Session>, StoreError>;
+    /// Replaces a session's record (usage, title, timestamps).
+    async fn update_session(&self, session: &Session) -> Result<(), StoreError>;
+    /// Appends an event whose seq is the session's last seq + 1 (checked) and records the new
+    /// last seq.
+    async fn append_event(&self, event: &SessionEvent) -> Result<(), StoreError>;
+    /// Events with seq > `after_seq`, in order, at most `limit`.
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<SessionEvent>, StoreError>;
+    /// Appends messages to the history.
+    async fn append_messages(
+        &self,
+        session_id: &str,
+        messages: &[StoredMessage],
+    ) -> Result<(), StoreError>;
+    /// The whole history, oldest first.
+    async fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
+    /// The answer a `client_request_id` got, if any.
+    async fn find_request(
+        &self,
+        session_id: &str,
+        client_request_id: &str,
+    ) -> Result<Option<SendMessageResponse>, StoreError>;
+    /// Records the answer to a `client_request_id`.
+    async fn save_request(
+        &self,
+        session_id: &str,
+        client_request_id: &str,
+        response: &SendMessageResponse,
+    ) -> Result<(), StoreError>;
+    /// Marks the turn running (`Some(parent_id)`) or finished (`None`).
+    async fn set_running(
+        &self,
+        session_id: &str,
+        parent_id: Option<&str>,
+    ) -> Result<(), StoreError>;
+    /// Sessions whose turn was running when the service stopped: (session id, parent id).
+    async fn running(&self) -> Result<Vec<(String, String)>, StoreError>;
+}
+
+/// Position in the session listing: (created ms, session id) of the last session returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageCursor {
+    /// Creation time of the last session of the previous page, in ms.
+    pub created_ms: i64,
+    /// Its id.
+    pub session_id: String,
+}
+
+impl PageCursor {
+    /// The opaque page token.
+    pub fn token(&self) -> String {
+        format!("{}.{}", self.created_ms, self.session_id)
+    }
+
+    /// Parses a page token.
+    pub fn parse(token: &str) -> Option<Self> {
+        let (ms, id) = token.split_once('.')?;
+        Some(Self {
+            created_ms: ms.parse().ok()?,
+            session_id: id.to_owned(),
+        })
+    }
+}

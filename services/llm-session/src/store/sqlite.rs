@@ -1,0 +1,292 @@
+//! The SQLite [`SessionStore`]: sessions, events and history messages in one file (WAL).
+
+use std::path::Path;
+use std::str::FromStr;
+
+use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
+use prost::Message;
+use sqlx::Row;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+use super::{PageCursor, SessionStore, StoreError, StoredMessage};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    workspace_root TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    running_parent TEXT,
+    session BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_created ON sessions (created_ms DESC, id DESC);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    parent_id TEXT NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx)
+);
+CREATE TABLE IF NOT EXISTS requests (
+    session_id TEXT NOT NULL,
+    client_request_id TEXT NOT NULL,
+    response BLOB NOT NULL,
+    PRIMARY KEY (session_id, client_request_id)
+);
+";
+
+/// Sessions in a SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+fn ms(t: Option<&prost_types::Timestamp>) -> i64 {
+    t.map(|t| t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
+        .unwrap_or(0)
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (creating) the database at `path`.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        Ok(Self { pool })
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SqliteStore {
+    async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session) VALUES (?, ?, ?, ?, ?)")
+            .bind(&session.session_id)
+            .bind(&session.workspace_root)
+            .bind(ms(session.created_at.as_ref()))
+            .bind(session.last_seq as i64)
+            .bind(session.encode_to_vec())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn get_session(&self, id: &str) -> Result<Option<Session>, StoreError> {
+        let row = sqlx::query("SELECT session, last_seq FROM sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| decode_session(&r)).transpose()
+    }
+
+    async fn list_sessions(
+        &self,
+        workspace_root: &str,
+        limit: u32,
+        after: Option<&PageCursor>,
+    ) -> Result<Vec<Session>, StoreError> {
+        let mut q = sqlx::QueryBuilder::new("SELECT session, last_seq FROM sessions WHERE 1 = 1");
+        if !workspace_root.is_empty() {
+            q.push(" AND workspace_root = ").push_bind(workspace_root);
+        }
+        if let Some(c) = after {
+            q.push(" AND (created_ms < ")
+                .push_bind(c.created_ms)
+                .push(" OR (created_ms = ")
+                .push_bind(c.created_ms)
+                .push(" AND id < ")
+                .push_bind(c.session_id.clone())
+                .push("))");
+        }
+        q.push(" ORDER BY created_ms DESC, id DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = q.build().fetch_all(&self.pool).await?;
+        rows.iter().map(decode_session).collect()
+    }
+
+    async fn update_session(&self, session: &Session) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET session = ? WHERE id = ?")
+            .bind(session.encode_to_vec())
+            .bind(&session.session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn append_event(&self, event: &SessionEvent) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("UPDATE sessions SET last_seq = ? WHERE id = ? AND last_seq = ?")
+            .bind(event.seq as i64)
+            .bind(&event.session_id)
+            .bind(event.seq as i64 - 1)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() != 1 {
+            return Err(StoreError::Corrupt(format!(
+                "event {} of session {} is not the next seq",
+                event.seq, event.session_id
+            )));
+        }
+        sqlx::query("INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)")
+            .bind(&event.session_id)
+            .bind(event.seq as i64)
+            .bind(event.encode_to_vec())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<SessionEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT event FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(session_id)
+        .bind(after_seq as i64)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let bytes: Vec<u8> = r.try_get("event")?;
+                SessionEvent::decode(bytes.as_slice()).map_err(corrupt)
+            })
+            .collect()
+    }
+
+    async fn append_messages(
+        &self,
+        session_id: &str,
+        messages: &[StoredMessage],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let next: i64 =
+            sqlx::query("SELECT COALESCE(MAX(idx), 0) AS n FROM messages WHERE session_id = ?")
+                .bind(session_id)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("n")?;
+        for (i, m) in messages.iter().enumerate() {
+            let json = serde_json::to_string(&m.message).map_err(corrupt)?;
+            sqlx::query("INSERT INTO messages (session_id, idx, seq, parent_id, message) VALUES (?, ?, ?, ?, ?)")
+                .bind(session_id)
+                .bind(next + 1 + i as i64)
+                .bind(m.seq as i64)
+                .bind(&m.parent_id)
+                .bind(json)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, parent_id, message FROM messages WHERE session_id = ? ORDER BY idx",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.try_get("seq")?;
+                let text: String = r.try_get("message")?;
+                Ok(StoredMessage {
+                    seq: seq as u64,
+                    parent_id: r.try_get("parent_id")?,
+                    message: serde_json::from_str(&text).map_err(corrupt)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn find_request(
+        &self,
+        session_id: &str,
+        client_request_id: &str,
+    ) -> Result<Option<SendMessageResponse>, StoreError> {
+        let row = sqlx::query(
+            "SELECT response FROM requests WHERE session_id = ? AND client_request_id = ?",
+        )
+        .bind(session_id)
+        .bind(client_request_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            let bytes: Vec<u8> = r.try_get("response")?;
+            SendMessageResponse::decode(bytes.as_slice()).map_err(corrupt)
+        })
+        .transpose()
+    }
+
+    async fn save_request(
+        &self,
+        session_id: &str,
+        client_request_id: &str,
+        response: &SendMessageResponse,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT OR IGNORE INTO requests (session_id, client_request_id, response) VALUES (?, ?, ?)")
+            .bind(session_id)
+            .bind(client_request_id)
+            .bind(response.encode_to_vec())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_running(
+        &self,
+        session_id: &str,
+        parent_id: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET running_parent = ? WHERE id = ?")
+            .bind(parent_id)
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn running(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id, running_parent FROM sessions WHERE running_parent IS NOT NULL")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("running_parent")?)))
+            .collect()
+    }
+}
+
+fn decode_session(row: &sqlx::sqlite::SqliteRow) -> Result<Session, StoreError> {
+    let bytes: Vec<u8> = row.try_get("session")?;
+    let last_seq: i64 = row.try_get("last_seq")?;
+    let mut s = Session::decode(bytes.as_slice()).map_err(corrupt)?;
+    s.last_seq = last_seq as u64;
+    Ok(s)
+}

@@ -1,0 +1,208 @@
+//! Fitting the history into the model's context window: tokens counted with tiktoken for
+//! OpenAI-family models (chars/4 otherwise); the system prompt and the current turn always go
+//! in; older turns are dropped whole, oldest first; what was dropped is reported.
+
+use ploke_proto::session::v1::{ContextPlan, DroppedMessage};
+
+use crate::provider::wire::ChatMessage;
+use crate::store::StoredMessage;
+
+/// Counts tokens the way the model's tokenizer does, or approximately.
+#[derive(Clone, Copy)]
+pub struct TokenCounter {
+    bpe: Option<&'static tiktoken_rs::CoreBPE>,
+    name: &'static str,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl TokenCounter {
+    /// The counter for `model` (a provider prefix such as `openai/` is ignored).
+    pub fn for_model(model: &str) -> Self {
+        use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
+        let bare = model.rsplit('/').next().unwrap_or(model);
+        match get_tokenizer(bare) {
+            Some(Tokenizer::O200kBase | Tokenizer::O200kHarmony) => Self {
+                bpe: Some(tiktoken_rs::o200k_base_singleton()),
+                name: "o200k_base",
+            },
+            Some(Tokenizer::Cl100kBase) => Self {
+                bpe: Some(tiktoken_rs::cl100k_base_singleton()),
+                name: "cl100k_base",
+            },
+            _ => Self {
+                bpe: None,
+                name: "chars/4",
+            },
+        }
+    }
+
+    /// The tokenizer's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Tokens of `text`.
+    pub fn count(&self, text: &str) -> u32 {
+        let n = match self.bpe {
+            Some(bpe) => bpe.encode_with_special_tokens(text).len(),
+            None => text.chars().count().div_ceil(4),
+        };
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// Tokens of one message, with the per-message overhead of the chat format.
+    pub fn message(&self, m: &ChatMessage) -> u32 {
+        let mut n = 4 + self.count(m.content.as_deref().unwrap_or(""));
+        for c in &m.tool_calls {
+            n += 4 + self.count(&c.function.name) + self.count(&c.function.arguments);
+        }
+        n
+    }
+}
+
+/// The messages of one request and what went into choosing them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// System prompt, then history.
+    pub messages: Vec<ChatMessage>,
+    /// The plan to report.
+    pub plan: ContextPlan,
+}
+
+/// Fits `system` (always kept), `history` (older turns dropped whole, oldest first; the
+/// turn `current_parent` always kept) and `tools_tokens` into `window - reserve`.
+pub fn fit(
+    counter: &TokenCounter,
+    system: &[ChatMessage],
+    history: &[StoredMessage],
+    current_parent: &str,
+    tools_tokens: u32,
+    window: u32,
+    reserve: u32,
+) -> Fitted {
+    let budget = window.saturating_sub(reserve);
+    let fixed: u32 = system.iter().map(|m| counter.message(m)).sum::<u32>() + tools_tokens;
+    // Turns in order, each a run of messages with one parent_id.
+    let mut turns: Vec<Vec<(&StoredMessage, u32)>> = Vec::new();
+    for m in history {
+        let tokens = counter.message(&m.message);
+        match turns.last_mut() {
+            Some(t) if t[0].0.parent_id == m.parent_id => t.push((m, tokens)),
+            _ => turns.push(vec![(m, tokens)]),
+        }
+    }
+    let cost = |t: &Vec<(&StoredMessage, u32)>| t.iter().map(|(_, n)| *n).sum::<u32>();
+    let mut used = fixed;
+    let mut keep = vec![false; turns.len()];
+    // The current turn first, then older turns newest first while they fit.
+    for (i, t) in turns.iter().enumerate().rev() {
+        let is_current = t[0].0.parent_id == current_parent;
+        if is_current || used + cost(t) <= budget {
+            keep[i] = true;
+            used += cost(t);
+        } else {
+            break;
+        }
+    }
+    let mut messages = system.to_vec();
+    let mut dropped = Vec::new();
+    let mut included = 0;
+    for (t, kept) in turns.iter().zip(&keep) {
+        for (m, tokens) in t {
+            if *kept {
+                messages.push(m.message.clone());
+                included += 1;
+            } else {
+                dropped.push(DroppedMessage {
+                    seq: m.seq,
+                    role: m.message.role.clone(),
+                    tokens: *tokens,
+                });
+            }
+        }
+    }
+    Fitted {
+        messages,
+        plan: ContextPlan {
+            context_window: window,
+            reply_reserve: reserve,
+            prompt_tokens: used,
+            tokenizer: counter.name().to_owned(),
+            messages_included: included,
+            dropped,
+            auto_context: Vec::new(),
+            auto_context_tokens: 0,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(seq: u64, parent: &str, role: &str, text: &str) -> StoredMessage {
+        StoredMessage {
+            seq,
+            parent_id: parent.into(),
+            message: ChatMessage::text(role, text),
+        }
+    }
+
+    #[test]
+    fn known_models_use_tiktoken_and_others_chars_over_four() {
+        assert_eq!(TokenCounter::for_model("gpt-4o-mini").name(), "o200k_base");
+        assert_eq!(
+            TokenCounter::for_model("openai/gpt-4.1").name(),
+            "o200k_base"
+        );
+        assert_eq!(TokenCounter::for_model("gpt-4").name(), "cl100k_base");
+        let other = TokenCounter::for_model("qwen2.5-coder:7b");
+        assert_eq!((other.name(), other.count("abcdefghi")), ("chars/4", 3));
+        assert_eq!(TokenCounter::for_model("gpt-4o").count("hello world"), 2);
+    }
+
+    #[test]
+    fn older_turns_are_dropped_whole_and_the_current_turn_kept() {
+        let counter = TokenCounter::for_model("unknown");
+        let long = "x".repeat(400); // 100 tokens + 4
+        let history = vec![
+            stored(1, "t1", "user", &long),
+            stored(2, "t1", "assistant", &long),
+            stored(3, "t2", "user", &long),
+            stored(4, "t2", "assistant", &long),
+            stored(5, "t3", "user", &long),
+        ];
+        let system = vec![ChatMessage::text("system", "sys")]; // 1 + 4
+        // Budget 400: system 5 + current 104 + t2 208 = 317 fits; t1 would not.
+        let f = fit(&counter, &system, &history, "t3", 0, 500, 100);
+        assert_eq!(f.messages.len(), 4);
+        assert_eq!(f.plan.messages_included, 3);
+        assert_eq!(
+            f.plan.dropped,
+            vec![
+                DroppedMessage {
+                    seq: 1,
+                    role: "user".into(),
+                    tokens: 104
+                },
+                DroppedMessage {
+                    seq: 2,
+                    role: "assistant".into(),
+                    tokens: 104
+                },
+            ]
+        );
+        assert_eq!(
+            (f.plan.prompt_tokens, f.plan.tokenizer.as_str()),
+            (317, "chars/4")
+        );
+        // Even a current turn over budget is sent whole.
+        let f = fit(&counter, &system, &history, "t3", 0, 50, 40);
+        assert_eq!((f.messages.len(), f.plan.dropped.len()), (2, 4));
+    }
+}

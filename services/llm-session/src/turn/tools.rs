@@ -1,0 +1,337 @@
+//! Running the model's tool calls through tool-executor: arguments parsed into typed calls with
+//! the registry (a parse failure is a typed error the model reads), one ExecuteTool per call,
+//! its progress, proposals and outcome recorded as events, the outcome rendered for the model.
+
+use std::time::{Duration, Instant};
+
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::registry::ToolRegistry;
+use ploke_proto::session::v1::{
+    EditDecided, EditProposed, ToolCallCompleted, ToolCallFailed, ToolCallProgress,
+    ToolCallRequested, session_event::Event,
+};
+use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
+use ploke_proto::tools::v1::{
+    ExecuteToolRequest, ListToolsRequest, ProposalState, ToolCall, ToolError, ToolErrorCode,
+    ToolResult, execute_tool_event, tool_call, tool_result,
+};
+use ploke_runtime::client::TracedChannel;
+use tracing::Instrument;
+
+use super::render;
+use crate::events::EventLog;
+use crate::provider::AssembledCall;
+use crate::provider::wire::{FunctionSpec, ToolSpec};
+
+/// tool-executor as the loop uses it.
+#[derive(Debug, Clone)]
+pub struct ToolRunner {
+    client: ToolExecutorClient<TracedChannel>,
+    registry: &'static ToolRegistry,
+    timeout: Duration,
+}
+
+/// Where a call's events go.
+#[derive(Debug, Clone)]
+pub struct CallScope<'a> {
+    /// The event log.
+    pub log: &'a EventLog,
+    /// Session id.
+    pub session_id: &'a str,
+    /// The step's correlation (call_id filled per call).
+    pub correlation: Correlation,
+    /// Workspace root.
+    pub workspace_root: &'a str,
+    /// The turn's user message.
+    pub user_message: &'a str,
+}
+
+/// What a call produced for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The provider's call id.
+    pub call_id: String,
+    /// Tool message text.
+    pub text: String,
+    /// The typed result, when it succeeded.
+    pub result: Option<ToolResult>,
+}
+
+impl ToolRunner {
+    /// A runner over `channel`; `timeout` bounds read-only tools (edits wait for approval).
+    pub fn new(channel: TracedChannel, registry: &'static ToolRegistry, timeout: Duration) -> Self {
+        Self {
+            client: ToolExecutorClient::new(channel),
+            registry,
+            timeout,
+        }
+    }
+
+    /// The tools to offer the model.
+    pub async fn definitions(&self) -> Result<Vec<ToolSpec>, String> {
+        let listed = self
+            .client
+            .clone()
+            .list_tools(ListToolsRequest {})
+            .await
+            .map_err(|s| format!("tool-executor: {}", s.message()))?
+            .into_inner();
+        listed
+            .tools
+            .into_iter()
+            .map(|t| {
+                let parameters = serde_json::from_str(&t.parameters_json_schema)
+                    .map_err(|e| format!("tool {} has an invalid schema: {e}", t.name))?;
+                Ok(ToolSpec {
+                    kind: "function",
+                    function: FunctionSpec {
+                        name: t.name,
+                        description: t.description,
+                        parameters,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// Runs one call the model asked for; every path ends with an event and a tool message.
+    pub async fn run(&self, scope: &CallScope<'_>, call: &AssembledCall) -> CallOutcome {
+        let started = Instant::now();
+        let mut correlation = scope.correlation.clone();
+        correlation.call_id = call.id.clone();
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            ploke.request_id = %correlation.request_id,
+            ploke.parent_id = %correlation.parent_id,
+            ploke.call_id = %call.id,
+        );
+        async {
+            let typed = match self.registry.parse_call(&call.name, &call.arguments) {
+                Ok(t) => t,
+                Err(e) => {
+                    return self
+                        .failed(scope, &correlation, call, e.to_tool_error(), started, None)
+                        .await;
+                }
+            };
+            let _ = scope
+                .log
+                .append(
+                    scope.session_id,
+                    &correlation,
+                    Event::ToolCallRequested(ToolCallRequested {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        call: Some(typed.clone()),
+                    }),
+                )
+                .await;
+            self.execute(scope, &correlation, call, typed, started)
+                .await
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn execute(
+        &self,
+        scope: &CallScope<'_>,
+        correlation: &Correlation,
+        call: &AssembledCall,
+        typed: ToolCall,
+        started: Instant,
+    ) -> CallOutcome {
+        let is_edit = matches!(
+            typed.args,
+            Some(tool_call::Args::ApplyCodeEdit(_) | tool_call::Args::CreateFile(_))
+        );
+        let request = ExecuteToolRequest {
+            correlation: Some(correlation.clone()),
+            workspace_root: scope.workspace_root.to_owned(),
+            call: Some(typed),
+            user_message: scope.user_message.to_owned(),
+            // Edit tools wait for a decision under their own (approval) timeout.
+            timeout_ms: if is_edit {
+                0
+            } else {
+                self.timeout.as_millis() as u32
+            },
+        };
+        let mut proposal_id = None;
+        let run = async {
+            let mut stream = self
+                .client
+                .clone()
+                .execute_tool(request)
+                .await
+                .map_err(|s| unavailable(&s))?
+                .into_inner();
+            while let Some(e) = stream.message().await.map_err(|s| unavailable(&s))? {
+                match e.event {
+                    Some(execute_tool_event::Event::Progress(p)) => {
+                        let _ = scope
+                            .log
+                            .append(
+                                scope.session_id,
+                                correlation,
+                                Event::ToolCallProgress(ToolCallProgress {
+                                    call_id: call.id.clone(),
+                                    progress: Some(p),
+                                }),
+                            )
+                            .await;
+                    }
+                    Some(execute_tool_event::Event::EditProposed(p)) => {
+                        proposal_id = Some(p.proposal_id.clone());
+                        let _ = scope
+                            .log
+                            .append(
+                                scope.session_id,
+                                correlation,
+                                Event::EditProposed(EditProposed { proposal: Some(p) }),
+                            )
+                            .await;
+                    }
+                    Some(execute_tool_event::Event::Result(r)) => return Ok(r),
+                    Some(execute_tool_event::Event::Error(e)) => return Err(e),
+                    None => {}
+                }
+            }
+            Err(ToolError {
+                code: ToolErrorCode::Internal as i32,
+                field: String::new(),
+                message: "tool-executor ended the call without an outcome".into(),
+                retry_hint: String::new(),
+            })
+        };
+        let outcome = if is_edit {
+            run.await
+        } else {
+            // The tool stops itself at its timeout; this bounds a stuck connection.
+            tokio::time::timeout(self.timeout + Duration::from_secs(5), run)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ToolError {
+                        code: ToolErrorCode::Timeout as i32,
+                        field: String::new(),
+                        message: format!("no answer within {} ms", self.timeout.as_millis() + 5000),
+                        retry_hint: String::new(),
+                    })
+                })
+        };
+        match outcome {
+            Ok(result) => {
+                if let Some(id) = &proposal_id {
+                    decided(scope, correlation, id, Ok(&result)).await;
+                }
+                let text = render::result(&result);
+                let _ = scope
+                    .log
+                    .append(
+                        scope.session_id,
+                        correlation,
+                        Event::ToolCallCompleted(ToolCallCompleted {
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            result: Some(result.clone()),
+                            duration_ms: started.elapsed().as_millis() as u64,
+                        }),
+                    )
+                    .await;
+                CallOutcome {
+                    call_id: call.id.clone(),
+                    text,
+                    result: Some(result),
+                }
+            }
+            Err(error) => {
+                self.failed(scope, correlation, call, error, started, proposal_id)
+                    .await
+            }
+        }
+    }
+
+    async fn failed(
+        &self,
+        scope: &CallScope<'_>,
+        correlation: &Correlation,
+        call: &AssembledCall,
+        error: ToolError,
+        started: Instant,
+        proposal_id: Option<String>,
+    ) -> CallOutcome {
+        if let Some(id) = &proposal_id {
+            decided(scope, correlation, id, Err(&error)).await;
+        }
+        let text = render::error(&error);
+        tracing::info!(call_id = %call.id, tool = %call.name, code = error.code().as_str_name(), "tool call failed");
+        let _ = scope
+            .log
+            .append(
+                scope.session_id,
+                correlation,
+                Event::ToolCallFailed(ToolCallFailed {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    error: Some(error),
+                    duration_ms: started.elapsed().as_millis() as u64,
+                }),
+            )
+            .await;
+        CallOutcome {
+            call_id: call.id.clone(),
+            text,
+            result: None,
+        }
+    }
+}
+
+/// Records how an edit proposal ended.
+async fn decided(
+    scope: &CallScope<'_>,
+    correlation: &Correlation,
+    proposal_id: &str,
+    outcome: Result<&ToolResult, &ToolError>,
+) {
+    let (state, applied) = match outcome {
+        Ok(ToolResult {
+            result: Some(tool_result::Result::ApplyCodeEdit(o) | tool_result::Result::CreateFile(o)),
+        }) => (o.state(), o.applied_edits.clone()),
+        Ok(_) => return,
+        Err(e) => (
+            match e.code() {
+                ToolErrorCode::Denied => ProposalState::Denied,
+                ToolErrorCode::Stale => ProposalState::Stale,
+                ToolErrorCode::Expired | ToolErrorCode::Cancelled => ProposalState::Expired,
+                ToolErrorCode::Unavailable => ProposalState::Pending,
+                _ => ProposalState::Failed,
+            },
+            Vec::new(),
+        ),
+    };
+    let _ = scope
+        .log
+        .append(
+            scope.session_id,
+            correlation,
+            Event::EditDecided(EditDecided {
+                proposal_id: proposal_id.to_owned(),
+                state: state as i32,
+                applied_edits: applied,
+            }),
+        )
+        .await;
+}
+
+fn unavailable(s: &tonic::Status) -> ToolError {
+    ToolError {
+        code: ToolErrorCode::Unavailable as i32,
+        field: String::new(),
+        message: format!("tool-executor: {}", s.message()),
+        retry_hint: "retry in a moment".into(),
+    }
+}

@@ -1,0 +1,225 @@
+//! llm-session against the fake OpenAI provider: whole turns through real gRPC, with
+//! tool-executor and rag-search running in the Sandbox.
+
+mod events;
+mod loop_;
+mod provider;
+
+use std::collections::BTreeMap;
+
+use ploke_e2e::Sandbox;
+use ploke_e2e::fake_provider::{FakeProvider, Received};
+use ploke_proto::rag::v1::IndexWorkspaceRequest;
+use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
+use ploke_proto::session::v1::*;
+use ploke_runtime::config::{ModelConfig, PlokeConfig, ProviderConfig};
+use tonic::transport::Channel;
+
+pub const LIB_RS: &str =
+    "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+
+/// The env var whose value the fake provider's "API key" is (set by cargo for every test).
+pub const KEY_ENV: &str = "CARGO_MANIFEST_DIR";
+
+pub struct Chat {
+    pub sandbox: Sandbox,
+    pub fake: FakeProvider,
+    pub session_id: String,
+}
+
+pub async fn chat() -> Chat {
+    chat_with(|_| {}).await
+}
+
+pub async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
+    let fake = FakeProvider::start().await.unwrap();
+    let url = fake.url().to_owned();
+    let sandbox = Sandbox::start_with(move |c| {
+        c.providers = BTreeMap::from([(
+            "fake".to_owned(),
+            ProviderConfig {
+                base_url: url,
+                api_key_env: Some(KEY_ENV.into()),
+                default_model: Some("fake-model".into()),
+                headers: BTreeMap::new(),
+                models: vec![ModelConfig {
+                    id: "fake-model".into(),
+                    context_window: Some(16_000),
+                    supports_tools: Some(true),
+                }],
+                preferences: None,
+            },
+        )]);
+        c.session.retry_base_ms = 1;
+        c.session.retry_max_ms = 2000;
+        adjust(c);
+    })
+    .await
+    .unwrap();
+    let root = sandbox.workspace_root().to_owned();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), LIB_RS).unwrap();
+    let mut progress = sandbox
+        .rag()
+        .index_workspace(IndexWorkspaceRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    while progress.message().await.unwrap().is_some() {}
+    let session = sandbox
+        .sessions()
+        .create_session(CreateSessionRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    Chat {
+        sandbox,
+        fake,
+        session_id: session.session_id,
+    }
+}
+
+impl Chat {
+    pub fn client(&self) -> LlmSessionClient<Channel> {
+        self.sandbox.sessions()
+    }
+
+    pub async fn send(&self, text: &str) -> SendMessageResponse {
+        self.client()
+            .send_message(SendMessageRequest {
+                session_id: self.session_id.clone(),
+                content: text.into(),
+                client_request_id: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+    }
+
+    /// Events after `after_seq`, following live until a turn ends.
+    pub async fn until_turn_end(&self, after_seq: u64) -> Vec<SessionEvent> {
+        let mut stream = self
+            .client()
+            .stream_events(StreamEventsRequest {
+                session_id: self.session_id.clone(),
+                after_seq,
+                no_follow: false,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut out = Vec::new();
+        while let Some(e) = stream.message().await.unwrap() {
+            let end = matches!(
+                e.event,
+                Some(session_event::Event::TurnCompleted(_) | session_event::Event::TurnFailed(_))
+            );
+            out.push(e);
+            if end {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Every stored event (replay only).
+    pub async fn all_events(&self, after_seq: u64) -> Vec<SessionEvent> {
+        let mut stream = self
+            .client()
+            .stream_events(StreamEventsRequest {
+                session_id: self.session_id.clone(),
+                after_seq,
+                no_follow: true,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut out = Vec::new();
+        while let Some(e) = stream.message().await.unwrap() {
+            out.push(e);
+        }
+        out
+    }
+
+    /// Sends `text` and returns the turn's events.
+    pub async fn turn(&self, text: &str) -> Vec<SessionEvent> {
+        let sent = self.send(text).await;
+        self.until_turn_end(sent.seq - 1).await
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.fake.received()
+    }
+}
+
+/// The name of each event, in order; consecutive deltas collapse into one.
+pub fn kinds(events: &[SessionEvent]) -> Vec<&'static str> {
+    use session_event::Event as E;
+    let mut out: Vec<&'static str> = Vec::new();
+    for e in events {
+        let k = match &e.event {
+            Some(E::UserMessage(_)) => "user_message",
+            Some(E::AssistantDelta(_)) => "assistant_delta",
+            Some(E::AssistantMessage(_)) => "assistant_message",
+            Some(E::ToolCallRequested(_)) => "tool_call_requested",
+            Some(E::ToolCallProgress(_)) => "tool_call_progress",
+            Some(E::ToolCallCompleted(_)) => "tool_call_completed",
+            Some(E::ToolCallFailed(_)) => "tool_call_failed",
+            Some(E::EditProposed(_)) => "edit_proposed",
+            Some(E::EditDecided(_)) => "edit_decided",
+            Some(E::ContextPlan(_)) => "context_plan",
+            Some(E::Notice(_)) => "notice",
+            Some(E::TurnCompleted(_)) => "turn_completed",
+            Some(E::TurnFailed(_)) => "turn_failed",
+            None => "none",
+        };
+        if !(k == "assistant_delta" && out.last() == Some(&"assistant_delta")) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// The messages of a recorded provider request, as (role, content or tool-call names).
+pub fn messages(r: &Received) -> Vec<(String, String)> {
+    r.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap_or("").to_owned();
+            let text = match m["tool_calls"].as_array() {
+                Some(calls) => calls
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}#{}",
+                            c["function"]["name"].as_str().unwrap(),
+                            c["id"].as_str().unwrap()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+                None => m["content"].as_str().unwrap_or("").to_owned(),
+            };
+            (role, text)
+        })
+        .collect()
+}
+
+pub fn failure(events: &[SessionEvent]) -> TurnFailed {
+    match events.last().and_then(|e| e.event.clone()) {
+        Some(session_event::Event::TurnFailed(f)) => f,
+        other => panic!("expected turn_failed, got {other:?}"),
+    }
+}
+
+pub fn notices(events: &[SessionEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Some(session_event::Event::Notice(n)) => Some(n.text.clone()),
+            _ => None,
+        })
+        .collect()
+}

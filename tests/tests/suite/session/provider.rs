@@ -1,0 +1,172 @@
+//! The provider edge: retries (429 with Retry-After, 500 ×3, a stream cut off), the 404
+//! "no tool support" fallback, the API key kept out of events, idempotent SendMessage.
+
+use ploke_e2e::fake_provider::Reply;
+use ploke_proto::session::v1::*;
+
+use super::{KEY_ENV, chat, failure, kinds, notices};
+
+#[tokio::test]
+async fn rate_limited_then_success_honours_retry_after() {
+    let c = chat().await;
+    c.fake
+        .push([Reply::rate_limited(1), Reply::text(&["fine"])]);
+    let events = c.turn("hi").await;
+    assert!(matches!(
+        events.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
+    assert_eq!(
+        notices(&events),
+        vec!["provider answered HTTP 429: {\"error\":{\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached\",\"type\":\"requests\"}}; retrying in 1.0 s (try 2 of 3)".to_owned()]
+    );
+    assert_eq!(c.requests().len(), 2);
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn three_server_errors_fail_the_turn() {
+    let c = chat().await;
+    c.fake.push([
+        Reply::status(500, "boom"),
+        Reply::status(502, "bad gateway"),
+        Reply::status(500, "boom"),
+    ]);
+    let events = c.turn("hi").await;
+    let f = failure(&events);
+    assert_eq!(
+        (f.reason(), f.message.as_str()),
+        (
+            TurnFailureReason::Provider,
+            "provider answered HTTP 500: boom"
+        )
+    );
+    assert_eq!(notices(&events).len(), 2);
+    assert_eq!(c.requests().len(), 3);
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_tool_support_is_retried_once_without_tools() {
+    let c = chat().await;
+    c.fake.push([
+        Reply::status(
+            404,
+            r#"{"error":{"message":"No endpoints found that support tool use.","code":404}}"#,
+        ),
+        Reply::text(&["plain answer"]),
+    ]);
+    let events = c.turn("hi").await;
+    assert!(matches!(
+        events.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
+    assert!(
+        notices(&events)[0].starts_with("model fake-model does not accept tools"),
+        "{:?}",
+        notices(&events)
+    );
+    let requests = c.requests();
+    assert!(requests[0].body.get("tools").is_some());
+    assert!(requests[1].body.get("tools").is_none());
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stream_cut_off_midway_is_retried() {
+    let c = chat().await;
+    c.fake.push([
+        Reply::text(&["Hel", "lo"]).cut_after(2),
+        Reply::text(&["Hello"]),
+    ]);
+    let events = c.turn("hi").await;
+    assert!(
+        matches!(
+            events.last().unwrap().event,
+            Some(session_event::Event::TurnCompleted(_))
+        ),
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(notices(&events).len(), 1, "{:?}", notices(&events));
+    let Some(session_event::Event::AssistantMessage(m)) = &events[events.len() - 2].event else {
+        panic!()
+    };
+    assert_eq!(m.text, "Hello");
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_api_key_is_sent_but_never_recorded() {
+    let c = chat().await;
+    let key = std::env::var(KEY_ENV).unwrap();
+    c.fake
+        .push([Reply::status(401, "invalid key"), Reply::text(&["unused"])]);
+    let events = c.turn("hi").await;
+    assert_eq!(
+        c.requests()[0].authorization.as_deref(),
+        Some(format!("Bearer {key}").as_str())
+    );
+    let f = failure(&events);
+    assert_eq!(f.reason(), TurnFailureReason::Provider);
+    let all = format!("{:?}", c.all_events(0).await);
+    assert!(!all.contains(&key), "the key leaked into events");
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn send_message_is_idempotent_on_client_request_id() {
+    let c = chat().await;
+    c.fake.push([Reply::text(&["once"])]);
+    let send = |id: &str| SendMessageRequest {
+        session_id: c.session_id.clone(),
+        content: "hi".into(),
+        client_request_id: id.into(),
+    };
+    let first = c
+        .client()
+        .send_message(send("req-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    let events = c.until_turn_end(0).await;
+    let again = c
+        .client()
+        .send_message(send("req-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        again,
+        SendMessageResponse {
+            duplicate: true,
+            ..first.clone()
+        }
+    );
+    assert_eq!(
+        c.all_events(0).await.len(),
+        events.len(),
+        "nothing new was started"
+    );
+    assert_eq!(c.requests().len(), 1);
+    let e = c
+        .client()
+        .send_message(SendMessageRequest {
+            session_id: "nope".into(),
+            content: "x".into(),
+            client_request_id: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    let e = c
+        .client()
+        .send_message(SendMessageRequest {
+            content: " ".into(),
+            ..send("x")
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    c.sandbox.stop().await.unwrap();
+}
