@@ -24,11 +24,23 @@ const RAG: &str = "rag-search";
 pub struct GatewayGrpc {
     upstreams: Upstreams,
     timeout: Duration,
+    subscriber_buffer: usize,
+    subscriber_grace: Duration,
 }
 
 impl GatewayGrpc {
-    pub fn new(upstreams: Upstreams, timeout: Duration) -> Self {
-        Self { upstreams, timeout }
+    pub fn new(
+        upstreams: Upstreams,
+        timeout: Duration,
+        subscriber_buffer: usize,
+        subscriber_grace: Duration,
+    ) -> Self {
+        Self {
+            upstreams,
+            timeout,
+            subscriber_buffer,
+            subscriber_grace,
+        }
     }
 }
 
@@ -82,12 +94,19 @@ impl Gateway for GatewayGrpc {
         request: Request<session::StreamEventsRequest>,
     ) -> Result<Response<Self::StreamEventsStream>, Status> {
         let mut client = self.upstreams.sessions.clone();
+        let r = request.into_inner();
+        let after_seq = r.after_seq;
         let stream = client
-            .stream_events(request.into_inner())
+            .stream_events(r)
             .await
             .map_err(|s| upstream_status(SESSIONS, s))?
             .into_inner();
-        Ok(Response::new(Box::pin(stream)))
+        Ok(Response::new(crate::relay::relay(
+            stream,
+            self.subscriber_buffer,
+            self.subscriber_grace,
+            after_seq,
+        )))
     }
 
     async fn cancel_turn(

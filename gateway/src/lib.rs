@@ -4,6 +4,7 @@
 
 mod forward;
 mod grpc;
+mod relay;
 mod upstreams;
 
 use std::path::PathBuf;
@@ -33,6 +34,10 @@ pub struct Config {
     pub allow_unauthenticated: bool,
     /// Deadline of forwarded unary calls.
     pub forward_timeout: Duration,
+    /// Events buffered per StreamEvents subscriber before a slow one is cut off.
+    pub subscriber_buffer: usize,
+    /// How long a full subscriber buffer may take to drain before the cut.
+    pub subscriber_grace: Duration,
     /// Server limits.
     pub limits: LimitsConfig,
 }
@@ -45,6 +50,8 @@ impl From<&PlokeConfig> for Config {
             tokens_file: c.gateway.tokens_file.clone(),
             allow_unauthenticated: c.gateway.allow_unauthenticated,
             forward_timeout: Duration::from_secs(30),
+            subscriber_buffer: c.gateway.subscriber_buffer,
+            subscriber_grace: Duration::from_millis(c.gateway.subscriber_grace_ms),
             limits: c.limits,
         }
     }
@@ -95,9 +102,14 @@ pub async fn serve(
     let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     let upstreams = Upstreams::connect(&config.upstreams)?;
     let max = config.limits.max_message_bytes;
-    let server = GatewayServer::new(grpc::GatewayGrpc::new(upstreams, config.forward_timeout))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
+    let server = GatewayServer::new(grpc::GatewayGrpc::new(
+        upstreams,
+        config.forward_timeout,
+        config.subscriber_buffer,
+        config.subscriber_grace,
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max);
     let routes = if config.allow_unauthenticated {
         tracing::warn!("gateway serves without authentication");
         tonic::service::Routes::new(server)

@@ -45,6 +45,8 @@ pub enum Reply {
 pub struct Received {
     /// `Authorization` header, if any.
     pub authorization: Option<String>,
+    /// Every header, names lowercased.
+    pub headers: Vec<(String, String)>,
     /// The JSON body.
     pub body: Value,
 }
@@ -53,6 +55,18 @@ pub struct Received {
 struct State {
     script: VecDeque<Reply>,
     received: Vec<Received>,
+    timeline: Vec<(Moment, std::time::Instant)>,
+}
+
+/// A point in the fake's life, for latency measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// A request's body was read.
+    Request,
+    /// A stream's first event was written.
+    FirstByte,
+    /// A stream's last event was written.
+    StreamEnd,
 }
 
 /// The running fake.
@@ -218,6 +232,8 @@ impl FakeProvider {
         let server = fake.clone();
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
+                // As a real server does: no Nagle delay between small SSE writes.
+                let _ = socket.set_nodelay(true);
                 let server = server.clone();
                 tokio::spawn(async move { server.connection(socket).await });
             }
@@ -245,6 +261,20 @@ impl FakeProvider {
             .unwrap_or_default()
     }
 
+    /// When each request arrived and each stream started and ended.
+    pub fn timeline(&self) -> Vec<(Moment, std::time::Instant)> {
+        self.state
+            .lock()
+            .map(|s| s.timeline.clone())
+            .unwrap_or_default()
+    }
+
+    fn mark(&self, moment: Moment) {
+        if let Ok(mut s) = self.state.lock() {
+            s.timeline.push((moment, std::time::Instant::now()));
+        }
+    }
+
     /// Resolves when a held stream's client has gone away.
     pub async fn disconnected(&self) {
         self.disconnected.notified().await;
@@ -261,18 +291,23 @@ impl FakeProvider {
             let Some((head, body)) = read_request(&mut socket, &mut buf).await else {
                 return;
             };
-            let authorization = head
+            let headers: Vec<(String, String)> = head
                 .lines()
-                .find_map(|l| {
-                    l.strip_prefix("authorization: ")
-                        .or_else(|| l.strip_prefix("Authorization: "))
-                })
-                .map(str::to_owned);
+                .skip(1)
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .collect();
+            let authorization = headers
+                .iter()
+                .find(|(k, _)| k == "authorization")
+                .map(|(_, v)| v.clone());
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            self.mark(Moment::Request);
             let reply = {
                 let Ok(mut s) = self.state.lock() else { return };
                 s.received.push(Received {
                     authorization,
+                    headers,
                     body,
                 });
                 s.script.pop_front()
@@ -347,10 +382,13 @@ impl FakeProvider {
             }
             let _ = socket.flush().await;
             if i == 0 {
+                self.mark(Moment::FirstByte);
                 self.first_byte.notify_one();
             }
         }
-        socket.write_all(b"0\r\n\r\n").await.is_ok()
+        let ended = socket.write_all(b"0\r\n\r\n").await.is_ok();
+        self.mark(Moment::StreamEnd);
+        ended
     }
 }
 

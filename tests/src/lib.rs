@@ -180,6 +180,24 @@ impl Sandbox {
     }
 
     /// A gateway client that sends `token` (or nothing).
+    /// A gateway client on a connection of its own with small (64 KiB) HTTP/2 windows, like a
+    /// reader on a slow link (flow control is per connection: a subscriber that stops reading
+    /// holds up every stream of its connection, and only those).
+    pub async fn gateway_on_new_connection(&self) -> Result<AuthedGateway, SandboxError> {
+        let url = self.addrs().url(ServiceKind::Gateway);
+        let channel = Endpoint::from_shared(url.clone())
+            .map_err(|e| SandboxError::Connect(url.clone(), e))?
+            .initial_stream_window_size(64 * 1024)
+            .initial_connection_window_size(64 * 1024)
+            .connect()
+            .await
+            .map_err(|e| SandboxError::Connect(url, e))?;
+        Ok(GatewayClient::with_interceptor(
+            channel,
+            BearerToken(TOKEN.to_owned()),
+        ))
+    }
+
     pub fn gateway_with_token(&self, token: Option<&str>) -> AuthedGateway {
         let token = token.unwrap_or_default().to_owned();
         GatewayClient::with_interceptor(self.channels.gateway.clone(), BearerToken(token))

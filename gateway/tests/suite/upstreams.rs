@@ -28,6 +28,8 @@ async fn unreachable_upstreams_are_reported() {
         tokens_file: None,
         allow_unauthenticated: true,
         forward_timeout: Duration::from_secs(5),
+        subscriber_buffer: 16,
+        subscriber_grace: Duration::from_secs(1),
         limits: LimitsConfig::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

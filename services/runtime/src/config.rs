@@ -361,6 +361,11 @@ pub struct GatewayConfig {
     /// Serve without authentication (only `ploke up` on loopback sets this).
     #[serde(skip)]
     pub allow_unauthenticated: bool,
+    /// Events buffered per StreamEvents subscriber; a subscriber that falls this far behind
+    /// is cut off with RESOURCE_EXHAUSTED and resumes from its last seq.
+    pub subscriber_buffer: usize,
+    /// Milliseconds a full subscriber buffer may take to drain (a burst is not a slow reader).
+    pub subscriber_grace_ms: u64,
 }
 
 impl Default for GatewayConfig {
@@ -370,6 +375,8 @@ impl Default for GatewayConfig {
             tokens_file: None,
             tokens: Vec::new(),
             allow_unauthenticated: false,
+            subscriber_buffer: 1024,
+            subscriber_grace_ms: 1000,
         }
     }
 }

@@ -1,3 +1,4 @@
 mod auth;
 mod session;
+mod through_gateway;
 mod wiring;

@@ -387,3 +387,35 @@ async fn cancel_mid_stream_aborts_the_http_stream_and_fails_the_turn() {
     assert!(!again.cancelled);
     c.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn light_auto_context_adds_retrieved_code_before_the_first_call() {
+    let c = chat_with(|c| c.session.auto_context = ploke_runtime::config::AutoContext::Light).await;
+    c.fake.push([Reply::text(&["It adds."])]);
+    let events = c.turn("what does add do with two numbers").await;
+    let plan = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Some(session_event::Event::ContextPlan(p)) => Some(p.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(plan.auto_context[0].canon_path, "crate::add");
+    assert!(plan.auto_context_tokens > 0);
+    assert_eq!(
+        (
+            plan.context_window,
+            plan.reply_reserve,
+            plan.tokenizer.as_str()
+        ),
+        (16_000, 4096, "chars/4")
+    );
+    let sent = messages(&c.requests()[0]);
+    assert_eq!(sent[1].0, "system");
+    assert!(
+        sent[1].1.contains("pub fn add(a: i32, b: i32)"),
+        "{:?}",
+        sent[1]
+    );
+    c.sandbox.stop().await.unwrap();
+}

@@ -170,3 +170,81 @@ async fn send_message_is_idempotent_on_client_request_id() {
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     c.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn openrouter_preferences_and_extra_headers_are_sent() {
+    use ploke_runtime::config::ProviderPreferences;
+    let c = super::chat_with(|c| {
+        let p = c.providers.get_mut("fake").unwrap();
+        p.preferences = Some(ProviderPreferences {
+            order: vec!["anthropic".into(), "openai".into()],
+            allow_fallbacks: Some(false),
+            require_parameters: Some(true),
+            ..Default::default()
+        });
+        p.headers
+            .insert("HTTP-Referer".into(), "https://github.com/ploke".into());
+        p.headers.insert("X-Title".into(), "ploke".into());
+    })
+    .await;
+    c.fake.push([Reply::text(&["ok"])]);
+    c.turn("hi").await;
+    let r = &c.requests()[0];
+    assert_eq!(
+        r.body["provider"],
+        serde_json::json!({"order": ["anthropic", "openai"], "allow_fallbacks": false, "require_parameters": true})
+    );
+    assert_eq!(r.body["model"], "fake-model");
+    assert_eq!(r.body["tool_choice"], "auto");
+    assert!(
+        r.headers
+            .contains(&("x-title".to_owned(), "ploke".to_owned())),
+        "{:?}",
+        r.headers
+    );
+    assert!(r.headers.contains(&(
+        "http-referer".to_owned(),
+        "https://github.com/ploke".to_owned()
+    )));
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_local_provider_without_a_key_sends_no_authorization() {
+    // Ollama, vLLM and llama.cpp's server on localhost take no key.
+    let c = super::chat_with(|c| {
+        let p = c.providers.get_mut("fake").unwrap();
+        p.api_key_env = None;
+    })
+    .await;
+    c.fake.push([Reply::text(&["ok"])]);
+    c.turn("hi").await;
+    assert_eq!(c.requests()[0].authorization, None);
+    assert!(c.requests()[0].body.get("provider").is_none());
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_key_is_refused_before_the_turn_starts() {
+    let c = super::chat_with(|c| {
+        let p = c.providers.get_mut("fake").unwrap();
+        p.api_key_env = Some("PLOKE_TEST_KEY_THAT_IS_NOT_SET".into());
+    })
+    .await;
+    let e = c
+        .client()
+        .send_message(SendMessageRequest {
+            session_id: c.session_id.clone(),
+            content: "hi".into(),
+            client_request_id: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(
+        e.message(),
+        "provider `fake`: environment variable PLOKE_TEST_KEY_THAT_IS_NOT_SET (the provider's api_key_env) is not set"
+    );
+    assert!(c.requests().is_empty());
+    c.sandbox.stop().await.unwrap();
+}
