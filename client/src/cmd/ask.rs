@@ -1,0 +1,210 @@
+//! `ploke ask`: one question, the answer streamed to stdout, tool calls summarised on stderr,
+//! edits shown as diffs and decided (a prompt on a terminal, `--approve`, else denied); exits
+//! non-zero when the turn fails. A broken event stream is resumed from the last seq.
+
+use std::io::{IsTerminal as _, Write as _};
+
+use anyhow::bail;
+use ploke_proto::session::v1::{
+    CreateSessionRequest, SendMessageRequest, StreamEventsRequest, TurnFailureReason,
+    session_event::Event,
+};
+use ploke_proto::tools::v1::{DecideEditRequest, Decision};
+
+use super::{Conn, Target, edits, providers};
+
+/// `ploke ask` options.
+#[derive(Debug, clap::Args)]
+pub struct AskArgs {
+    /// The question.
+    pub question: String,
+    /// Provider name from ploke.toml (default: the configured or detected one).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id (default: the provider's).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Apply proposed edits without asking.
+    #[arg(long)]
+    pub approve: bool,
+}
+
+const RESUMES: u32 = 5;
+
+/// Runs one turn.
+pub async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    let result = turn(&mut conn, &args).await;
+    conn.close().await?;
+    result
+}
+
+async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
+    if conn.indexed && conn.provider.is_none() && args.provider.is_none() {
+        bail!("no model provider is reachable: {}", providers::NONE_HINT);
+    }
+    let session = conn
+        .gateway
+        .create_session(CreateSessionRequest {
+            workspace_root: String::new(),
+            provider: args.provider.clone().unwrap_or_default(),
+            model: args.model.clone().unwrap_or_default(),
+            title: args.question.chars().take(60).collect(),
+        })
+        .await
+        .map_err(|s| match s.code() {
+            tonic::Code::FailedPrecondition => {
+                anyhow::anyhow!("{} ({})", s.message(), providers::NONE_HINT)
+            }
+            _ => anyhow::anyhow!("creating a session: {}", s.message()),
+        })?
+        .into_inner();
+    let sent = conn
+        .gateway
+        .send_message(SendMessageRequest {
+            session_id: session.session_id.clone(),
+            content: args.question.clone(),
+            client_request_id: uuid::Uuid::now_v7().to_string(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .into_inner();
+    let mut last_seq = sent.seq - 1;
+    let mut resumes = 0;
+    let mut open_line = false;
+    loop {
+        let mut stream = conn
+            .gateway
+            .stream_events(StreamEventsRequest {
+                session_id: session.session_id.clone(),
+                after_seq: last_seq,
+                no_follow: false,
+            })
+            .await
+            .map_err(|s| anyhow::anyhow!("events: {}", s.message()))?
+            .into_inner();
+        loop {
+            let event = match stream.message().await {
+                Ok(Some(e)) => e,
+                Ok(None) => break,
+                Err(s) => {
+                    eprintln!("\n(event stream interrupted: {}; resuming)", s.message());
+                    break;
+                }
+            };
+            last_seq = event.seq;
+            let Some(event) = event.event else { continue };
+            match event {
+                Event::AssistantDelta(d) => {
+                    print!("{}", d.text);
+                    let _ = std::io::stdout().flush();
+                    open_line = !d.text.ends_with('\n');
+                }
+                Event::AssistantMessage(_) => {
+                    if open_line {
+                        println!();
+                        open_line = false;
+                    }
+                }
+                Event::ToolCallRequested(r) => {
+                    let args = r
+                        .call
+                        .as_ref()
+                        .and_then(|c| {
+                            ploke_proto::registry::ToolRegistry::global()
+                                .ok()?
+                                .render_call(c)
+                        })
+                        .map(|(_, json)| json)
+                        .unwrap_or_default();
+                    let short: String = args.chars().take(100).collect();
+                    eprintln!("→ {} {short}", r.name);
+                }
+                Event::ToolCallCompleted(c) => eprintln!("  ✓ {} ({} ms)", c.name, c.duration_ms),
+                Event::ToolCallFailed(f) => {
+                    let e = f.error.unwrap_or_default();
+                    eprintln!("  ✗ {}: {}", f.name, e.message);
+                }
+                Event::EditProposed(p) => {
+                    if let Some(p) = p.proposal {
+                        decide_edit(conn, &p, args.approve).await?;
+                    }
+                }
+                Event::Notice(n) => eprintln!("! {}", n.text),
+                Event::TurnCompleted(t) => {
+                    let u = t.usage.unwrap_or_default();
+                    eprintln!(
+                        "({} round(s), {} tokens in, {} out, {:.1} s)",
+                        t.rounds,
+                        u.input_tokens,
+                        u.output_tokens,
+                        t.duration_ms as f64 / 1000.0
+                    );
+                    return Ok(());
+                }
+                Event::TurnFailed(f) => {
+                    let reason = TurnFailureReason::try_from(f.reason)
+                        .map(|r| {
+                            r.as_str_name()
+                                .trim_start_matches("TURN_FAILURE_REASON_")
+                                .to_lowercase()
+                        })
+                        .unwrap_or_default();
+                    bail!("the turn failed ({reason}): {}", f.message);
+                }
+                Event::UserMessage(_)
+                | Event::ToolCallProgress(_)
+                | Event::EditDecided(_)
+                | Event::ContextPlan(_) => {}
+            }
+        }
+        resumes += 1;
+        if resumes > RESUMES {
+            bail!(
+                "the event stream kept breaking; the session is {}",
+                session.session_id
+            );
+        }
+    }
+}
+
+async fn decide_edit(
+    conn: &mut Conn,
+    p: &ploke_proto::tools::v1::EditProposal,
+    approve: bool,
+) -> anyhow::Result<()> {
+    eprintln!();
+    edits::print_proposal(&mut std::io::stderr(), p, true);
+    let (decision, reason) = if approve {
+        (Decision::Approve, String::new())
+    } else if std::io::stdin().is_terminal() {
+        eprint!("apply this change? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let answer = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        })
+        .await??;
+        if answer.trim().eq_ignore_ascii_case("y") || answer.trim().eq_ignore_ascii_case("yes") {
+            (Decision::Approve, String::new())
+        } else {
+            (Decision::Deny, "the user declined".to_owned())
+        }
+    } else {
+        eprintln!("(not a terminal: denied; rerun with --approve to apply edits)");
+        (
+            Decision::Deny,
+            "`ploke ask` ran without a terminal and without --approve".to_owned(),
+        )
+    };
+    conn.gateway
+        .decide_edit(DecideEditRequest {
+            proposal_id: p.proposal_id.clone(),
+            decision: decision as i32,
+            edit_indices: Vec::new(),
+            reason,
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("deciding {}: {}", p.proposal_id, s.message()))?;
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! `ploke edits`: list staged edit proposals with their diffs, approve or deny them (whole or
+//! chosen edits).
+
+use ploke_proto::tools::v1::{
+    DecideEditRequest, Decision, EditProposal, ListEditsRequest, ProposalState,
+};
+
+use super::{Conn, Target};
+
+/// What to do with proposals.
+#[derive(Debug, clap::Subcommand)]
+pub enum EditsCommand {
+    /// List proposals, newest first (pending only unless --all).
+    List {
+        /// Every state, not only pending.
+        #[arg(long)]
+        all: bool,
+        /// Print each file's diff.
+        #[arg(long)]
+        diff: bool,
+    },
+    /// Apply a proposal, or only the listed edits (the others are denied).
+    Approve {
+        /// Proposal id.
+        id: String,
+        /// Edit indices, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',')]
+        edits: Vec<u32>,
+    },
+    /// Deny a proposal, or only the listed edits (the others are applied).
+    Deny {
+        /// Proposal id.
+        id: String,
+        /// Edit indices, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',')]
+        edits: Vec<u32>,
+        /// Why, for the model.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+}
+
+fn state_name(s: ProposalState) -> String {
+    s.as_str_name()
+        .trim_start_matches("PROPOSAL_STATE_")
+        .to_lowercase()
+}
+
+/// Writes a proposal: id, state, edits, and the diffs when asked.
+pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool) {
+    let _ = writeln!(
+        out,
+        "{}  {}  {}  {} edit(s)",
+        p.proposal_id,
+        state_name(p.state()),
+        p.tool_name,
+        p.edits.len()
+    );
+    if !p.state_reason.is_empty() {
+        let _ = writeln!(out, "    {}", p.state_reason);
+    }
+    for e in &p.edits {
+        let _ = writeln!(out, "    [{}] {}", e.index, e.summary);
+    }
+    if diff {
+        for f in &p.files {
+            let _ = write!(out, "{}", f.unified_diff);
+        }
+    }
+}
+
+/// `ploke edits …`.
+pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    match command {
+        EditsCommand::List { all, diff } => {
+            let states = if all {
+                Vec::new()
+            } else {
+                vec![ProposalState::Pending as i32]
+            };
+            let listed = conn
+                .gateway
+                .list_edits(ListEditsRequest {
+                    session_id: String::new(),
+                    states,
+                    limit: 0,
+                })
+                .await
+                .map_err(|s| anyhow::anyhow!("edits: {}", s.message()))?
+                .into_inner();
+            if listed.proposals.is_empty() {
+                println!("no {}proposals", if all { "" } else { "pending " });
+            }
+            for p in &listed.proposals {
+                print_proposal(&mut std::io::stdout(), p, diff);
+            }
+        }
+        EditsCommand::Approve { id, edits } => {
+            decide(&mut conn, id, Decision::Approve, edits, String::new()).await?
+        }
+        EditsCommand::Deny { id, edits, reason } => {
+            decide(&mut conn, id, Decision::Deny, edits, reason).await?
+        }
+    }
+    conn.close().await
+}
+
+async fn decide(
+    conn: &mut Conn,
+    id: String,
+    decision: Decision,
+    edit_indices: Vec<u32>,
+    reason: String,
+) -> anyhow::Result<()> {
+    let decided = conn
+        .gateway
+        .decide_edit(DecideEditRequest {
+            proposal_id: id,
+            decision: decision as i32,
+            edit_indices,
+            reason,
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .into_inner();
+    if let Some(p) = decided.proposal {
+        print_proposal(&mut std::io::stdout(), &p, false);
+        if matches!(p.state(), ProposalState::Stale | ProposalState::Failed) {
+            anyhow::bail!("nothing was written");
+        }
+    }
+    Ok(())
+}

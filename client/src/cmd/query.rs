@@ -1,0 +1,124 @@
+//! `ploke search`, `ploke index` and `ploke sessions`.
+
+use ploke_proto::common::v1::ItemKind;
+use ploke_proto::rag::v1::{SearchRequest, Strategy};
+use ploke_proto::session::v1::{ListSessionsRequest, SessionState};
+
+use super::{Conn, Target, up};
+
+/// Search strategies on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum StrategyArg {
+    /// Keywords (tantivy BM25).
+    Bm25,
+    /// Embeddings.
+    Dense,
+    /// Both, fused with RRF.
+    Hybrid,
+}
+
+/// `ploke search`.
+pub async fn search(
+    target: &Target,
+    query: &str,
+    strategy: StrategyArg,
+    top_k: u32,
+) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    let strategy = match strategy {
+        StrategyArg::Bm25 => Strategy::Bm25,
+        StrategyArg::Dense => Strategy::Dense,
+        StrategyArg::Hybrid => Strategy::Hybrid,
+    };
+    let found = conn
+        .gateway
+        .search(SearchRequest {
+            query: query.to_owned(),
+            strategy: strategy as i32,
+            top_k,
+            ..Default::default()
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("search: {}", s.message()))?
+        .into_inner();
+    if !found.dense_used && !matches!(strategy, Strategy::Bm25) {
+        eprintln!("(keywords only: {})", found.dense_unavailable_reason);
+    }
+    if found.hits.is_empty() {
+        println!("no matches");
+    }
+    for (i, hit) in found.hits.iter().enumerate() {
+        let part = hit.part.clone().unwrap_or_default();
+        let span = part.span.unwrap_or_default();
+        let kind = ItemKind::try_from(part.kind)
+            .map(|k| {
+                k.as_str_name()
+                    .trim_start_matches("ITEM_KIND_")
+                    .to_lowercase()
+            })
+            .unwrap_or_default();
+        let name = if part.canon_path.is_empty() {
+            kind.clone()
+        } else {
+            format!("{} ({kind})", part.canon_path)
+        };
+        println!(
+            "{:>3}. {}:{}-{}  {name}  score {:.3}",
+            i + 1,
+            part.file_path,
+            span.line_start,
+            span.line_end,
+            hit.score
+        );
+        if let Some(first) = part
+            .snippet
+            .lines()
+            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("///"))
+        {
+            println!("       {}", first.trim());
+        }
+    }
+    conn.close().await
+}
+
+/// `ploke index`.
+pub async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    // In-process services have just indexed; a remote or running one is asked to.
+    if !conn.indexed || force {
+        up::index(&mut conn.gateway, force, false).await?;
+    }
+    conn.close().await
+}
+
+/// `ploke sessions`.
+pub async fn sessions(target: &Target) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    let listed = conn
+        .gateway
+        .list_sessions(ListSessionsRequest::default())
+        .await
+        .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
+        .into_inner();
+    if listed.sessions.is_empty() {
+        println!("no sessions");
+    }
+    for s in listed.sessions {
+        let running = if s.state() == SessionState::Running {
+            "  (running)"
+        } else {
+            ""
+        };
+        let usage = s.usage.unwrap_or_default();
+        println!(
+            "{}  {}/{}  {} events  {} tokens  {}{running}",
+            s.session_id,
+            s.provider,
+            s.model,
+            s.last_seq,
+            usage.input_tokens + usage.output_tokens,
+            s.title
+        );
+    }
+    conn.close().await
+}

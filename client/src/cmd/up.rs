@@ -1,0 +1,190 @@
+//! `ploke up` (all four services in this process on loopback), the configuration of that
+//! embedded deployment, indexing with a progress line, and `ploke status`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use ploke_client::embedded::Embedded;
+use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState, SystemStatus};
+use ploke_proto::rag::v1::{IndexPhase, IndexWorkspaceRequest};
+use ploke_runtime::cli::CommonArgs;
+use ploke_runtime::{PlokeConfig, ServiceKind};
+
+use super::{Gateway, providers};
+
+/// The configuration of the embedded deployment for `workspace`: state under
+/// `WORKSPACE/.ploke`, loopback only, no token, the cached model if there is one, and a
+/// provider from `ploke.toml` or the environment.
+pub async fn embedded_config(
+    workspace: &Path,
+    config: Option<PathBuf>,
+) -> anyhow::Result<(PlokeConfig, Option<String>)> {
+    let args = CommonArgs {
+        config,
+        workspace: vec![workspace.to_owned()],
+        ..CommonArgs::default()
+    };
+    let mut cfg = PlokeConfig::load_from_process(ServiceKind::Gateway, &args)?;
+    if !cfg.workspaces.iter().any(|w| w == workspace) {
+        cfg.workspaces.insert(0, workspace.to_owned());
+    }
+    if cfg.data_dir == PlokeConfig::default().data_dir {
+        cfg.data_dir = workspace.join(".ploke");
+    }
+    // The embedded gateway needs no token, but only while every service stays on loopback.
+    for kind in [
+        ServiceKind::Gateway,
+        ServiceKind::LlmSession,
+        ServiceKind::ToolExecutor,
+        ServiceKind::RagSearch,
+    ] {
+        if !cfg.listen(kind).ip().is_loopback() {
+            bail!(
+                "`ploke` runs the services on loopback only; {} is configured to listen on {}",
+                kind.binary(),
+                cfg.listen(kind)
+            );
+        }
+    }
+    cfg.gateway.allow_unauthenticated = true;
+    if cfg.rag_search.embed_model.is_none() {
+        cfg.rag_search.embed_model = cached_model();
+    }
+    let provider = providers::detect(&mut cfg).await;
+    std::fs::create_dir_all(&cfg.data_dir)
+        .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    Ok((cfg, provider))
+}
+
+/// The model `scripts/fetch-model` puts in the user's cache, if it is there.
+fn cached_model() -> Option<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let dir = cache.join("ploke/models/all-MiniLM-L6-v2");
+    dir.join("model.safetensors").is_file().then_some(dir)
+}
+
+/// The workspace a command means: `--workspace`, else the current directory.
+pub fn workspace(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let dir = match dir {
+        Some(d) => d,
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    std::fs::canonicalize(&dir).with_context(|| format!("workspace {}", dir.display()))
+}
+
+/// `ploke up`.
+pub async fn up(
+    workspace_dir: Option<PathBuf>,
+    config: Option<PathBuf>,
+    check: bool,
+) -> anyhow::Result<()> {
+    let workspace = workspace(workspace_dir)?;
+    let (cfg, provider) = embedded_config(&workspace, config).await?;
+    let _telemetry = ploke_runtime::telemetry::init("ploke", &cfg.telemetry)?;
+    let embedded = Embedded::start(cfg).await?;
+    let url = embedded.addrs.url(ServiceKind::Gateway);
+    println!("ploke up: workspace {}", workspace.display());
+    let mut gateway = super::connect(&url, None).await?;
+    let status = system_status(&mut gateway).await?;
+    print_status(&url, &status);
+    match provider {
+        Some(p) => println!("  model provider: {p}"),
+        None => println!("  model provider: none ({})", providers::NONE_HINT),
+    }
+    index(&mut gateway, false, false).await?;
+    if check {
+        embedded.stop().await?;
+        return Ok(());
+    }
+    println!(
+        "\nthe services run until Ctrl-C; in another terminal: `ploke ask \"…\"`, `ploke search \"…\"`, \
+         `ploke edits`, or `grpcurl -plaintext {} list`",
+        embedded.addrs.gateway
+    );
+    let stop = embedded.shutdown_handle();
+    tokio::spawn(async move {
+        ploke_runtime::shutdown::signal().await;
+        stop.trigger();
+    });
+    embedded.wait().await?;
+    Ok(())
+}
+
+/// Indexes the gateway's default workspace, with a progress line on stderr unless `quiet`.
+pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::Result<()> {
+    let mut stream = gateway
+        .index_workspace(IndexWorkspaceRequest {
+            workspace_root: String::new(),
+            force,
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("indexing: {}", s.message()))?
+        .into_inner();
+    let mut last = None;
+    while let Some(p) = stream
+        .message()
+        .await
+        .map_err(|s| anyhow::anyhow!("indexing: {}", s.message()))?
+    {
+        if !quiet {
+            let phase = IndexPhase::try_from(p.phase)
+                .map(|ph| {
+                    ph.as_str_name()
+                        .trim_start_matches("INDEX_PHASE_")
+                        .to_lowercase()
+                })
+                .unwrap_or_default();
+            eprint!(
+                "\r  indexing: {phase:<10} files {}/{}  items {}  embedded {}      ",
+                p.files_done, p.files_total, p.items_done, p.embedded_done
+            );
+            let _ = std::io::stderr().flush();
+        }
+        last = Some(p);
+    }
+    if !quiet {
+        eprintln!();
+        if let Some(p) = last {
+            eprintln!("  {}", p.message);
+        }
+    }
+    Ok(())
+}
+
+/// The gateway's view of the system.
+pub async fn system_status(gateway: &mut Gateway) -> anyhow::Result<SystemStatus> {
+    Ok(gateway
+        .get_system_status(GetSystemStatusRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("gateway: {}: {}", s.code(), s.message()))?
+        .into_inner())
+}
+
+/// Prints the status table.
+pub fn print_status(gateway: &str, status: &SystemStatus) {
+    println!(
+        "  {:<30} {:<28} SERVING   (version {})",
+        "ploke.gateway.v1.Gateway", gateway, status.version
+    );
+    for s in &status.services {
+        let state = ServingState::try_from(s.state)
+            .map(|st| {
+                st.as_str_name()
+                    .trim_start_matches("SERVING_STATE_")
+                    .to_owned()
+            })
+            .unwrap_or_else(|_| s.state.to_string());
+        let detail = if s.message.is_empty() {
+            format!("{} µs", s.latency_us)
+        } else {
+            s.message.clone()
+        };
+        println!(
+            "  {:<30} {:<28} {:<9} {}",
+            s.service, s.endpoint, state, detail
+        );
+    }
+}

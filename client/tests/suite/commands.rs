@@ -1,0 +1,202 @@
+//! `ploke search`, `ask`, `sessions` and `edits` as a user runs them.
+
+use ploke_e2e::fake_provider::Reply;
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::tools::v1::*;
+
+use super::{env, text};
+
+#[tokio::test]
+async fn search_prints_ranked_hits() {
+    let e = env().await;
+    let out = e
+        .ploke(&["search", "add two numbers", "--strategy", "bm25"])
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("  1. src/lib.rs:1-4  crate::add (function)  score "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("pub fn add(a: i32, b: i32) -> i32 {"),
+        "{stdout}"
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn ask_streams_the_answer_and_summarises_tool_calls() {
+    let e = env().await;
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "read_file", r#"{"file": "src/lib.rs"}"#)]),
+        Reply::text(&["`add` returns ", "`a + b`."]),
+    ]);
+    let out = e.ploke(&["ask", "what does add return?"]).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), "`add` returns `a + b`.\n");
+    assert!(
+        stderr.contains("→ read_file {\"file\":\"src/lib.rs\"}"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  ✓ read_file ("), "{stderr}");
+    assert!(
+        stderr.contains("(2 round(s), 300 tokens in, 22 out,"),
+        "{stderr}"
+    );
+    let sessions = e.ploke(&["sessions"]).await;
+    assert!(
+        text(&sessions.stdout).contains("fake/fake-model"),
+        "{}",
+        text(&sessions.stdout)
+    );
+    assert!(text(&sessions.stdout).contains("what does add return?"));
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn ask_without_a_terminal_denies_edits_and_says_so() {
+    let e = env().await;
+    let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a - b"}}]}"#;
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Left it alone."]),
+    ]);
+    let out = e.ploke(&["ask", "subtract instead"]).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("-    a + b\n+    a - b"), "{stderr}");
+    assert!(stderr.contains("not a terminal: denied"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/lib.rs")).unwrap(),
+        super::LIB_RS
+    );
+    // With --approve the same edit is applied.
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Done."]),
+    ]);
+    let out = e.ploke(&["ask", "subtract instead", "--approve"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/lib.rs"))
+            .unwrap()
+            .contains("a - b")
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_turn_exits_non_zero() {
+    let e = env().await;
+    e.fake.push([
+        Reply::status(500, "down"),
+        Reply::status(500, "down"),
+        Reply::status(500, "down"),
+    ]);
+    let out = e.ploke(&["ask", "hello"]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("the turn failed (provider): provider answered HTTP 500: down"),
+        "{}",
+        text(&out.stderr)
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn edits_lists_pending_proposals_and_approves_them() {
+    let e = env().await;
+    let request = ExecuteToolRequest {
+        correlation: Some(Correlation {
+            call_id: "c1".into(),
+            request_id: "r1".into(),
+            ..Default::default()
+        }),
+        call: Some(ToolCall {
+            args: Some(tool_call::Args::ApplyCodeEdit(ApplyCodeEditArgs {
+                edits: vec![CodeEdit {
+                    edit: Some(code_edit::Edit::SearchReplace(SearchReplaceEdit {
+                        file_path: "src/lib.rs".into(),
+                        search: "a + b".into(),
+                        replace: "b + a".into(),
+                    })),
+                }],
+            })),
+        }),
+        ..Default::default()
+    };
+    let mut stream = e
+        .sandbox
+        .tools()
+        .execute_tool(request)
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(execute_tool_event::Event::EditProposed(p)) =
+        stream.message().await.unwrap().unwrap().event
+    else {
+        panic!()
+    };
+    let listed = e.ploke(&["edits"]).await;
+    let stdout = text(&listed.stdout);
+    assert!(
+        stdout.starts_with(&format!(
+            "{}  pending  apply_code_edit  1 edit(s)\n    [0] search/replace in src/lib.rs\n",
+            p.proposal_id
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("-    a + b\n+    b + a\n"), "{stdout}");
+    let approved = e.ploke(&["edits", "approve", &p.proposal_id]).await;
+    assert!(approved.status.success(), "{}", text(&approved.stderr));
+    assert!(
+        text(&approved.stdout).contains("applied"),
+        "{}",
+        text(&approved.stdout)
+    );
+    assert!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/lib.rs"))
+            .unwrap()
+            .contains("b + a")
+    );
+    let again = e.ploke(&["edits", "deny", &p.proposal_id]).await;
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("only a pending proposal can be decided"),
+        "{}",
+        text(&again.stderr)
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn search_without_a_gateway_runs_the_services_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), super::LIB_RS).unwrap();
+    let out = super::run(
+        dir.path(),
+        vec![
+            "search".into(),
+            "add".into(),
+            "--strategy".into(),
+            "bm25".into(),
+        ],
+        &[("OPENAI_API_KEY", ""), ("OPENROUTER_API_KEY", "")],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("src/lib.rs:1-4  crate::add (function)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("indexed 1 files"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(dir.path().join(".ploke").is_dir());
+}

@@ -1,0 +1,90 @@
+//! Runs the real `ploke` binary against a Sandbox (all four services) whose provider is the
+//! fake OpenAI server.
+
+mod commands;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+
+use ploke_e2e::Sandbox;
+use ploke_e2e::fake_provider::FakeProvider;
+use ploke_proto::rag::v1::IndexWorkspaceRequest;
+use ploke_runtime::ServiceKind;
+use ploke_runtime::config::ProviderConfig;
+
+pub const LIB_RS: &str =
+    "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+
+pub struct Env {
+    pub sandbox: Sandbox,
+    pub fake: FakeProvider,
+}
+
+pub async fn env() -> Env {
+    let fake = FakeProvider::start().await.unwrap();
+    let url = fake.url().to_owned();
+    let sandbox = Sandbox::start_with(move |c| {
+        c.providers = BTreeMap::from([(
+            "fake".to_owned(),
+            ProviderConfig {
+                base_url: url,
+                api_key_env: None,
+                default_model: Some("fake-model".into()),
+                headers: BTreeMap::new(),
+                models: Vec::new(),
+                preferences: None,
+            },
+        )]);
+        c.session.retry_base_ms = 1;
+    })
+    .await
+    .unwrap();
+    let root = sandbox.workspace_root().to_owned();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), LIB_RS).unwrap();
+    let mut progress = sandbox
+        .rag()
+        .index_workspace(IndexWorkspaceRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    while progress.message().await.unwrap().is_some() {}
+    Env { sandbox, fake }
+}
+
+impl Env {
+    /// Runs `ploke ARGS --gateway URL` with the Sandbox token.
+    pub async fn ploke(&self, args: &[&str]) -> Output {
+        let url = self.sandbox.addrs().url(ServiceKind::Gateway);
+        let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        all.extend(["--gateway".to_owned(), url]);
+        run(
+            self.sandbox.workspace_root(),
+            all,
+            &[("PLOKE_TOKEN", ploke_e2e::TOKEN)],
+        )
+        .await
+    }
+}
+
+/// Runs the binary in `dir` (a blocking wait on another thread: the services run on this
+/// test's runtime).
+pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ploke"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_remove("PLOKE_GATEWAY");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.stdin(std::process::Stdio::null());
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
