@@ -3,6 +3,7 @@
 //! in-process for the workspace when none serves it.
 
 mod cmd;
+mod tui;
 
 use std::path::PathBuf;
 
@@ -30,6 +31,23 @@ enum Command {
         /// Start, print the status and stop (a smoke test of the deployment).
         #[arg(long)]
         check: bool,
+        /// Serve without opening the terminal UI (the default when not on a terminal).
+        #[arg(long)]
+        no_tui: bool,
+    },
+    /// Chat in the terminal UI (a new session, or --session ID to resume one).
+    Chat {
+        /// Resume this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Provider name (new sessions).
+        #[arg(long)]
+        provider: Option<String>,
+        /// Model id (new sessions).
+        #[arg(long)]
+        model: Option<String>,
+        #[command(flatten)]
+        target: Target,
     },
     /// Ask one question; the answer streams to stdout, tool calls to stderr.
     Ask {
@@ -86,8 +104,15 @@ async fn main() -> anyhow::Result<()> {
             workspace,
             config,
             check,
-        } => cmd::up::up(workspace, config, check).await,
+            no_tui,
+        } => cmd::up::up(workspace, config, check, no_tui).await,
         Command::Ask { args, target } => cmd::ask::ask(&target, args).await,
+        Command::Chat {
+            session,
+            provider,
+            model,
+            target,
+        } => cmd::chat::chat(&target, session, provider, model).await,
         Command::Search {
             query,
             strategy,

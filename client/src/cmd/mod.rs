@@ -3,6 +3,7 @@
 //! port, else the services started in this process for the workspace.
 
 pub mod ask;
+pub mod chat;
 pub mod edits;
 pub mod providers;
 pub mod query;

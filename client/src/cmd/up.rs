@@ -1,7 +1,7 @@
 //! `ploke up` (all four services in this process on loopback), the configuration of that
 //! embedded deployment, indexing with a progress line, and `ploke status`.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -80,6 +80,7 @@ pub async fn up(
     workspace_dir: Option<PathBuf>,
     config: Option<PathBuf>,
     check: bool,
+    no_tui: bool,
 ) -> anyhow::Result<()> {
     let workspace = workspace(workspace_dir)?;
     let (cfg, provider) = embedded_config(&workspace, config).await?;
@@ -98,6 +99,17 @@ pub async fn up(
     if check {
         embedded.stop().await?;
         return Ok(());
+    }
+    if !no_tui && std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        match super::chat::open_session(&mut gateway, None, None, None).await {
+            Ok(s) => {
+                let model = format!("{}/{}", s.provider, s.model);
+                let ran = crate::tui::run(gateway.clone(), s.session_id, model).await;
+                embedded.stop().await?;
+                return ran;
+            }
+            Err(e) => println!("\nno chat: {e}"),
+        }
     }
     println!(
         "\nthe services run until Ctrl-C; in another terminal: `ploke ask \"…\"`, `ploke search \"…\"`, \

@@ -2,6 +2,7 @@
 //! fake OpenAI server.
 
 mod commands;
+mod tui;
 
 use std::collections::BTreeMap;
 use std::path::Path;
