@@ -200,3 +200,22 @@ async fn search_without_a_gateway_runs_the_services_in_process() {
     );
     assert!(dir.path().join(".ploke").is_dir());
 }
+
+#[tokio::test]
+async fn ask_without_any_provider_says_how_to_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "# empty\n").unwrap();
+    let out = super::run(
+        dir.path(),
+        vec!["ask".into(), "hello".into()],
+        &[("OPENAI_API_KEY", ""), ("OPENROUTER_API_KEY", "")],
+    )
+    .await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    // (An Ollama answering on 127.0.0.1:11434 would be picked up instead; none runs here.)
+    assert!(
+        stderr.contains("no model provider is reachable: set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on 127.0.0.1:11434, or configure [providers.NAME] in ploke.toml"),
+        "{stderr}"
+    );
+}
