@@ -20,13 +20,6 @@ pub fn not_found(what: impl std::fmt::Display) -> Status {
     Status::not_found(format!("{what} not found"))
 }
 
-/// `UNIMPLEMENTED` for an RPC whose capability has not landed yet.
-pub fn not_yet(method: &str, capability: &str) -> Status {
-    Status::unimplemented(format!(
-        "{method} is not implemented yet: it needs the {capability} capability"
-    ))
-}
-
 /// The field violations of a status, as `(field, description)` pairs.
 pub fn field_violations(status: &Status) -> Vec<(String, String)> {
     status

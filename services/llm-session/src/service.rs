@@ -361,7 +361,14 @@ impl SessionService {
         // The entry exists before the task can remove it.
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let task = tokio::spawn(tracing::Instrument::instrument(
-            async move { service.finish_turn(spec).await },
+            ploke_runtime::correlation::scope(
+                ploke_runtime::correlation::Correlation {
+                    session_id: session_id.to_owned(),
+                    parent_id: response.parent_id.clone(),
+                    ..Default::default()
+                },
+                async move { service.finish_turn(spec).await },
+            ),
             span,
         ));
         running.insert(

@@ -208,6 +208,11 @@ impl ToolRunner {
                 retry_hint: String::new(),
             })
         };
+        // The ids travel as x-ploke-* metadata too (the client interceptor reads this scope).
+        let run = ploke_runtime::correlation::scope(
+            ploke_runtime::correlation::Correlation::from(correlation.clone()),
+            run,
+        );
         let outcome = if is_edit {
             run.await
         } else {

@@ -4,6 +4,7 @@
 mod events;
 mod loop_;
 mod provider;
+mod spans;
 
 use std::collections::BTreeMap;
 
