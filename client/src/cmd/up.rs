@@ -150,8 +150,12 @@ pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::R
                 })
                 .unwrap_or_default();
             eprint!(
-                "\r  indexing: {phase:<10} files {}/{}  items {}  embedded {}      ",
-                p.files_done, p.files_total, p.items_done, p.embedded_done
+                "\r  indexing {} {phase:<10} files {}/{}  items {}  embedded {}   ",
+                bar(p.files_done, p.files_total),
+                p.files_done,
+                p.files_total,
+                p.items_done,
+                p.embedded_done
             );
             let _ = std::io::stderr().flush();
         }
@@ -164,6 +168,21 @@ pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::R
         }
     }
     Ok(())
+}
+
+/// A 24-cell progress bar.
+fn bar(done: u64, total: u64) -> String {
+    const CELLS: u64 = 24;
+    let filled = if total == 0 {
+        0
+    } else {
+        (done.min(total) * CELLS / total) as usize
+    };
+    format!(
+        "[{}{}]",
+        "#".repeat(filled),
+        " ".repeat(CELLS as usize - filled)
+    )
 }
 
 /// The gateway's view of the system.
@@ -198,5 +217,18 @@ pub fn print_status(gateway: &str, status: &SystemStatus) {
             "  {:<30} {:<28} {:<9} {}",
             s.service, s.endpoint, state, detail
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_progress_bar_fills_with_the_files_done() {
+        assert_eq!(super::bar(0, 0), format!("[{}]", " ".repeat(24)));
+        assert_eq!(
+            super::bar(1, 2),
+            format!("[{}{}]", "#".repeat(12), " ".repeat(12))
+        );
+        assert_eq!(super::bar(5, 4), format!("[{}]", "#".repeat(24)));
     }
 }
