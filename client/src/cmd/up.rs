@@ -174,7 +174,56 @@ pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::R
 fn bar(done: u64, total: u64) -> String {
     const CELLS: u64 = 24;
     let filled = (done.min(total) * CELLS).checked_div(total).unwrap_or(0) as usize;
-    format!("[{}{}]", "#".repeat(12), " ".repeat(12))
+    format!(
+        "[{}{}]",
+        "#".repeat(filled),
+        " ".repeat(CELLS as usize - filled)
+    )
+}
+
+/// The gateway's view of the system.
+pub async fn system_status(gateway: &mut Gateway) -> anyhow::Result<SystemStatus> {
+    Ok(gateway
+        .get_system_status(GetSystemStatusRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("gateway: {}: {}", s.code(), s.message()))?
+        .into_inner())
+}
+
+/// Prints the status table.
+pub fn print_status(gateway: &str, status: &SystemStatus) {
+    println!(
+        "  {:<30} {:<28} SERVING   (version {})",
+        "ploke.gateway.v1.Gateway", gateway, status.version
+    );
+    for s in &status.services {
+        let state = ServingState::try_from(s.state)
+            .map(|st| {
+                st.as_str_name()
+                    .trim_start_matches("SERVING_STATE_")
+                    .to_owned()
+            })
+            .unwrap_or_else(|_| s.state.to_string());
+        let detail = if s.message.is_empty() {
+            format!("{} µs", s.latency_us)
+        } else {
+            s.message.clone()
+        };
+        println!(
+            "  {:<30} {:<28} {:<9} {}",
+            s.service, s.endpoint, state, detail
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_progress_bar_fills_with_the_files_done() {
+        assert_eq!(super::bar(0, 0), format!("[{}]", " ".repeat(24)));
+        assert_eq!(
+            super::bar(1, 2),
+            format!("[{}{}]", "#".repeat(12), " ".repeat(12))
         );
         assert_eq!(super::bar(5, 4), format!("[{}]", "#".repeat(24)));
     }
