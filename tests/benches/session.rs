@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::{FakeProvider, Moment, Reply};
 use ploke_proto::session::v1::*;
-use ploke_runtime::config::{ModelConfig, ProviderConfig};
 
 fn summary(name: &str, mut samples: Vec<Duration>) {
     samples.sort();
@@ -33,23 +32,9 @@ async fn main() {
         turns = args[i + 1].parse().unwrap();
     }
     let fake = FakeProvider::start().await.unwrap();
-    let url = fake.url().to_owned();
+    let provider = fake.provider_config(Some(128_000));
     let sandbox = Sandbox::start_with(move |c| {
-        c.providers = BTreeMap::from([(
-            "fake".to_owned(),
-            ProviderConfig {
-                base_url: url,
-                api_key_env: None,
-                default_model: Some("fake-model".into()),
-                headers: BTreeMap::new(),
-                models: vec![ModelConfig {
-                    id: "fake-model".into(),
-                    context_window: Some(128_000),
-                    supports_tools: Some(true),
-                }],
-                preferences: None,
-            },
-        )]);
+        c.providers = BTreeMap::from([("fake".to_owned(), provider)]);
     })
     .await
     .unwrap();

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ploke_runtime::config::{ModelConfig, ProviderConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -239,6 +240,26 @@ impl FakeProvider {
             }
         });
         Ok(fake)
+    }
+
+    /// A provider entry for `ploke.toml` that points at this fake (model `fake-model`, no key;
+    /// with a context window, the model is listed as supporting tools).
+    pub fn provider_config(&self, context_window: Option<u32>) -> ProviderConfig {
+        ProviderConfig {
+            base_url: self.url.clone(),
+            api_key_env: None,
+            default_model: Some(MODEL.into()),
+            headers: Default::default(),
+            models: context_window
+                .map(|w| ModelConfig {
+                    id: MODEL.into(),
+                    context_window: Some(w),
+                    supports_tools: Some(true),
+                })
+                .into_iter()
+                .collect(),
+            preferences: None,
+        }
     }
 
     /// The base URL (`http://127.0.0.1:PORT/v1`).

@@ -33,6 +33,9 @@ pub enum SandboxError {
     /// A client could not connect.
     #[error("connecting to {0}: {1}")]
     Connect(String, tonic::transport::Error),
+    /// Indexing the workspace failed.
+    #[error("indexing: {0}")]
+    Index(tonic::Status),
 }
 
 /// Adds `authorization: Bearer <token>` to every call.
@@ -180,6 +183,30 @@ impl Sandbox {
     }
 
     /// A gateway client that sends `token` (or nothing).
+    /// Writes `files` (relative path, text) into the workspace and indexes it.
+    pub async fn index_files(&self, files: &[(&str, &str)]) -> Result<(), SandboxError> {
+        for (path, text) in files {
+            let abs = self.workspace_root().join(path);
+            if let Some(dir) = abs.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(abs, text)?;
+        }
+        let mut progress = self
+            .rag()
+            .index_workspace(ploke_proto::rag::v1::IndexWorkspaceRequest::default())
+            .await
+            .map_err(SandboxError::Index)?
+            .into_inner();
+        while progress
+            .message()
+            .await
+            .map_err(SandboxError::Index)?
+            .is_some()
+        {}
+        Ok(())
+    }
+
     /// A gateway client on a connection of its own with small (64 KiB) HTTP/2 windows, like a
     /// reader on a slow link (flow control is per connection: a subscriber that stops reading
     /// holds up every stream of its connection, and only those).

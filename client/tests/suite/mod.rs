@@ -10,9 +10,7 @@ use std::process::Output;
 
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::FakeProvider;
-use ploke_proto::rag::v1::IndexWorkspaceRequest;
 use ploke_runtime::ServiceKind;
-use ploke_runtime::config::ProviderConfig;
 
 pub const LIB_RS: &str =
     "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
@@ -24,33 +22,17 @@ pub struct Env {
 
 pub async fn env() -> Env {
     let fake = FakeProvider::start().await.unwrap();
-    let url = fake.url().to_owned();
+    let provider = fake.provider_config(None);
     let sandbox = Sandbox::start_with(move |c| {
-        c.providers = BTreeMap::from([(
-            "fake".to_owned(),
-            ProviderConfig {
-                base_url: url,
-                api_key_env: None,
-                default_model: Some("fake-model".into()),
-                headers: BTreeMap::new(),
-                models: Vec::new(),
-                preferences: None,
-            },
-        )]);
+        c.providers = BTreeMap::from([("fake".to_owned(), provider)]);
         c.session.retry_base_ms = 1;
     })
     .await
     .unwrap();
-    let root = sandbox.workspace_root().to_owned();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(root.join("src/lib.rs"), LIB_RS).unwrap();
-    let mut progress = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
+    sandbox
+        .index_files(&[("src/lib.rs", LIB_RS)])
         .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
+        .unwrap();
     Env { sandbox, fake }
 }
 

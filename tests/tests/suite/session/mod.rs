@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::{FakeProvider, Received};
-use ploke_proto::rag::v1::IndexWorkspaceRequest;
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::session::v1::*;
-use ploke_runtime::config::{ModelConfig, PlokeConfig, ProviderConfig};
+use ploke_runtime::config::PlokeConfig;
 use tonic::transport::Channel;
 
 pub const LIB_RS: &str =
@@ -34,39 +33,20 @@ pub async fn chat() -> Chat {
 
 pub async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
     let fake = FakeProvider::start().await.unwrap();
-    let url = fake.url().to_owned();
+    let mut provider = fake.provider_config(Some(16_000));
+    provider.api_key_env = Some(KEY_ENV.into());
     let sandbox = Sandbox::start_with(move |c| {
-        c.providers = BTreeMap::from([(
-            "fake".to_owned(),
-            ProviderConfig {
-                base_url: url,
-                api_key_env: Some(KEY_ENV.into()),
-                default_model: Some("fake-model".into()),
-                headers: BTreeMap::new(),
-                models: vec![ModelConfig {
-                    id: "fake-model".into(),
-                    context_window: Some(16_000),
-                    supports_tools: Some(true),
-                }],
-                preferences: None,
-            },
-        )]);
+        c.providers = BTreeMap::from([("fake".to_owned(), provider)]);
         c.session.retry_base_ms = 1;
         c.session.retry_max_ms = 2000;
         adjust(c);
     })
     .await
     .unwrap();
-    let root = sandbox.workspace_root().to_owned();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(root.join("src/lib.rs"), LIB_RS).unwrap();
-    let mut progress = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
+    sandbox
+        .index_files(&[("src/lib.rs", LIB_RS)])
         .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
+        .unwrap();
     let session = sandbox
         .sessions()
         .create_session(CreateSessionRequest::default())
