@@ -97,7 +97,13 @@ impl SessionService {
                 parent_id: parent_id.clone(),
                 ..Correlation::default()
             };
-            close_interrupted(&*self.store, &session_id, &parent_id).await?;
+            turn::history::answer_open_calls(
+                &*self.store,
+                &session_id,
+                &parent_id,
+                "interrupted: the service restarted before the tool finished",
+            )
+            .await?;
             self.deps
                 .log
                 .append(
@@ -413,10 +419,7 @@ impl SessionService {
             tracing::error!(error = %e, "recording the end of a turn failed");
         }
         if let Ok(Some(mut s)) = self.store.get_session(&spec.session_id).await {
-            let total = s.usage.get_or_insert_with(TokenUsage::default);
-            total.input_tokens += usage.input_tokens;
-            total.output_tokens += usage.output_tokens;
-            total.total_tokens += usage.total_tokens;
+            turn::add_usage(s.usage.get_or_insert_with(TokenUsage::default), &usage);
             s.updated_at = Some(now());
             let _ = self.store.update_session(&s).await;
         }
@@ -484,35 +487,4 @@ impl SessionService {
             }
         }
     }
-}
-
-/// Closes tool calls an interrupted turn left unanswered so that the history stays valid.
-async fn close_interrupted(
-    store: &dyn SessionStore,
-    session_id: &str,
-    parent_id: &str,
-) -> Result<(), StoreError> {
-    let history = store.messages(session_id).await?;
-    let answered: std::collections::HashSet<&str> = history
-        .iter()
-        .filter_map(|m| m.message.tool_call_id.as_deref())
-        .collect();
-    let open: Vec<StoredMessage> = history
-        .iter()
-        .filter(|m| m.parent_id == parent_id)
-        .flat_map(|m| m.message.tool_calls.iter().map(move |c| (m.seq, c)))
-        .filter(|(_, c)| !answered.contains(c.id.as_str()))
-        .map(|(seq, c)| StoredMessage {
-            seq,
-            parent_id: parent_id.to_owned(),
-            message: ChatMessage::tool(
-                &c.id,
-                "interrupted: the service restarted before the tool finished",
-            ),
-        })
-        .collect();
-    if open.is_empty() {
-        return Ok(());
-    }
-    store.append_messages(session_id, &open).await
 }

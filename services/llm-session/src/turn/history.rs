@@ -5,7 +5,7 @@
 use ploke_proto::session::v1::{ContextPlan, DroppedMessage};
 
 use crate::provider::wire::ChatMessage;
-use crate::store::StoredMessage;
+use crate::store::{SessionStore, StoreError, StoredMessage};
 
 /// Counts tokens the way the model's tokenizer does, or approximately.
 #[derive(Clone, Copy)]
@@ -139,6 +139,46 @@ pub fn fit(
             auto_context_tokens: 0,
         },
     }
+}
+
+/// Answers, with `text`, every tool call of turn `parent_id` that has no tool message yet, so
+/// that the history stays a well-formed request (a cancelled, interrupted or cut-off turn).
+pub async fn answer_open_calls(
+    store: &dyn SessionStore,
+    session_id: &str,
+    parent_id: &str,
+    text: &str,
+) -> Result<(), StoreError> {
+    let history = store.messages(session_id).await?;
+    // Only the turn's last step can be open (each step's calls are answered before the next):
+    // its calls minus the tool messages after it (ids are not unique across steps everywhere).
+    let turn: Vec<&StoredMessage> = history
+        .iter()
+        .filter(|m| m.parent_id == parent_id)
+        .collect();
+    let Some(last) = turn.iter().rposition(|m| !m.message.tool_calls.is_empty()) else {
+        return Ok(());
+    };
+    let answered: Vec<&str> = turn[last + 1..]
+        .iter()
+        .filter_map(|m| m.message.tool_call_id.as_deref())
+        .collect();
+    let step = turn[last];
+    let open: Vec<StoredMessage> = step
+        .message
+        .tool_calls
+        .iter()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .map(|c| StoredMessage {
+            seq: step.seq,
+            parent_id: parent_id.to_owned(),
+            message: ChatMessage::tool(&c.id, text),
+        })
+        .collect();
+    if open.is_empty() {
+        return Ok(());
+    }
+    store.append_messages(session_id, &open).await
 }
 
 #[cfg(test)]

@@ -84,7 +84,8 @@ enum StepError {
     Store(String),
 }
 
-fn add_usage(total: &mut TokenUsage, u: &TokenUsage) {
+/// Adds `u` to `total`.
+pub(crate) fn add_usage(total: &mut TokenUsage, u: &TokenUsage) {
     total.input_tokens += u.input_tokens;
     total.output_tokens += u.output_tokens;
     total.total_tokens += u.total_tokens;
@@ -118,7 +119,13 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
         Err(StepError::Cancelled) => {
             // Calls the model made but that never got an answer are closed in the history so
             // that the next turn's request is well-formed.
-            close_open_calls(deps, spec).await;
+            let _ = history::answer_open_calls(
+                &*deps.store,
+                &spec.session_id,
+                &spec.parent_id,
+                "cancelled by the user before it finished",
+            )
+            .await;
             if spec.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
                 return TurnEnd::Failed(TurnFailed {
                     reason: TurnFailureReason::Interrupted as i32,
@@ -297,11 +304,9 @@ async fn steps(
                     "not run: the turn reached its limit of {} tool rounds",
                     s.max_tool_rounds
                 );
-                let closing = calls
-                    .iter()
-                    .map(|c| ChatMessage::tool(&c.id, text.clone()))
-                    .collect();
-                remember(deps, spec, closing).await?;
+                history::answer_open_calls(&*deps.store, &spec.session_id, &spec.parent_id, &text)
+                    .await
+                    .map_err(|e| StepError::Store(e.to_string()))?;
                 return Err(StepError::MaxRounds(s.max_tool_rounds));
             }
             tool_rounds += 1;
@@ -380,27 +385,6 @@ async fn remember(
         .append_messages(&spec.session_id, &stored)
         .await
         .map_err(|e| StepError::Store(e.to_string()))
-}
-
-/// Answers every tool call of the turn that has no tool message yet.
-async fn close_open_calls(deps: &TurnDeps, spec: &TurnSpec) {
-    let Ok(history) = deps.store.messages(&spec.session_id).await else {
-        return;
-    };
-    let answered: std::collections::HashSet<&str> = history
-        .iter()
-        .filter_map(|m| m.message.tool_call_id.as_deref())
-        .collect();
-    let open: Vec<ChatMessage> = history
-        .iter()
-        .filter(|m| m.parent_id == spec.parent_id)
-        .flat_map(|m| m.message.tool_calls.iter())
-        .filter(|c| !answered.contains(c.id.as_str()))
-        .map(|c| ChatMessage::tool(&c.id, "cancelled by the user before it finished"))
-        .collect();
-    if !open.is_empty() {
-        let _ = remember(deps, spec, open).await;
-    }
 }
 
 /// One provider request with retries: 429 / 5xx / transport errors up to `provider_tries`
