@@ -3,6 +3,7 @@
 //! in-process for the workspace when none serves it.
 
 mod cmd;
+mod describe;
 mod tui;
 
 use std::path::PathBuf;

@@ -6,8 +6,7 @@ use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::bail;
 use ploke_proto::session::v1::{
-    CreateSessionRequest, SendMessageRequest, StreamEventsRequest, TurnFailureReason,
-    session_event::Event,
+    CreateSessionRequest, SendMessageRequest, StreamEventsRequest, session_event::Event,
 };
 use ploke_proto::tools::v1::{DecideEditRequest, Decision};
 
@@ -107,16 +106,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                     }
                 }
                 Event::ToolCallRequested(r) => {
-                    let args = r
-                        .call
-                        .as_ref()
-                        .and_then(|c| {
-                            ploke_proto::registry::ToolRegistry::global()
-                                .ok()?
-                                .render_call(c)
-                        })
-                        .map(|(_, json)| json)
-                        .unwrap_or_default();
+                    let args = crate::describe::call_args(r.call.as_ref());
                     let short: String = args.chars().take(100).collect();
                     eprintln!("→ {} {short}", r.name);
                 }
@@ -143,13 +133,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                     return Ok(());
                 }
                 Event::TurnFailed(f) => {
-                    let reason = TurnFailureReason::try_from(f.reason)
-                        .map(|r| {
-                            r.as_str_name()
-                                .trim_start_matches("TURN_FAILURE_REASON_")
-                                .to_lowercase()
-                        })
-                        .unwrap_or_default();
+                    let reason = crate::describe::turn_failure(f.reason);
                     bail!("the turn failed ({reason}): {}", f.message);
                 }
                 Event::UserMessage(_)

@@ -41,9 +41,7 @@ pub enum EditsCommand {
 }
 
 fn state_name(s: ProposalState) -> String {
-    s.as_str_name()
-        .trim_start_matches("PROPOSAL_STATE_")
-        .to_lowercase()
+    crate::describe::lower(s.as_str_name(), "PROPOSAL_STATE_")
 }
 
 /// Writes a proposal: id, state, edits, and the diffs when asked.

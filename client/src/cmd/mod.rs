@@ -52,7 +52,12 @@ pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway
         .connect()
         .await
         .with_context(|| format!("connecting to the gateway at {url}"))?;
-    let auth = match token {
+    Ok(GatewayClient::with_interceptor(channel, auth(token)?))
+}
+
+/// The interceptor that sends `token`.
+fn auth(token: Option<String>) -> anyhow::Result<Auth> {
+    let value = match token {
         Some(t) => Some(
             format!("Bearer {t}")
                 .parse()
@@ -60,7 +65,7 @@ pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway
         ),
         None => None,
     };
-    Ok(GatewayClient::with_interceptor(channel, Auth(auth)))
+    Ok(Auth(value))
 }
 
 /// Where a command's services are.
@@ -139,8 +144,7 @@ async fn serving(workspace: &std::path::Path, token: Option<String>) -> Option<G
         .connect()
         .await
         .ok()?;
-    let auth = token.and_then(|t| format!("Bearer {t}").parse().ok());
-    let mut gateway = GatewayClient::with_interceptor(channel, Auth(auth));
+    let mut gateway = GatewayClient::with_interceptor(channel, auth(token).ok()?);
     let status = gateway
         .index_status(IndexStatusRequest {
             workspace_root: workspace.display().to_string(),

@@ -51,11 +51,7 @@ pub async fn search(
         let part = hit.part.clone().unwrap_or_default();
         let span = part.span.unwrap_or_default();
         let kind = ItemKind::try_from(part.kind)
-            .map(|k| {
-                k.as_str_name()
-                    .trim_start_matches("ITEM_KIND_")
-                    .to_lowercase()
-            })
+            .map(|k| crate::describe::lower(k.as_str_name(), "ITEM_KIND_"))
             .unwrap_or_default();
         let name = if part.canon_path.is_empty() {
             kind.clone()

@@ -143,11 +143,7 @@ pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::R
     {
         if !quiet {
             let phase = IndexPhase::try_from(p.phase)
-                .map(|ph| {
-                    ph.as_str_name()
-                        .trim_start_matches("INDEX_PHASE_")
-                        .to_lowercase()
-                })
+                .map(|ph| crate::describe::lower(ph.as_str_name(), "INDEX_PHASE_"))
                 .unwrap_or_default();
             eprint!(
                 "\r  indexing {} {phase:<10} files {}/{}  items {}  embedded {}   ",

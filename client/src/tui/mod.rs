@@ -107,11 +107,7 @@ async fn index_text(gateway: &mut Gateway) -> String {
         Ok(s) => {
             let s = s.into_inner();
             let state = IndexState::try_from(s.state)
-                .map(|st| {
-                    st.as_str_name()
-                        .trim_start_matches("INDEX_STATE_")
-                        .to_lowercase()
-                })
+                .map(|st| crate::describe::lower(st.as_str_name(), "INDEX_STATE_"))
                 .unwrap_or_default();
             let dense = if s.dense_available { "hybrid" } else { "bm25" };
             format!("{state}, {} items, {dense}", s.items)

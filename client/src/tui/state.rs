@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use ploke_proto::session::v1::{SessionEvent, TurnFailureReason, session_event::Event};
+use ploke_proto::session::v1::{SessionEvent, session_event::Event};
 use ploke_proto::tools::v1::EditProposal;
 
 /// Who said a line of the conversation.
@@ -174,16 +174,10 @@ impl App {
                 }
             }
             Event::ToolCallRequested(r) => {
-                let args = r
-                    .call
-                    .as_ref()
-                    .and_then(|c| {
-                        ploke_proto::registry::ToolRegistry::global()
-                            .ok()?
-                            .render_call(c)
-                    })
-                    .map(|(_, json)| json.chars().take(60).collect())
-                    .unwrap_or_default();
+                let args = crate::describe::call_args(r.call.as_ref())
+                    .chars()
+                    .take(60)
+                    .collect();
                 self.calls.push(Call {
                     id: r.call_id.clone(),
                     name: r.name.clone(),
@@ -223,13 +217,7 @@ impl App {
             Event::TurnCompleted(_) => self.running = false,
             Event::TurnFailed(f) => {
                 self.running = false;
-                let reason = TurnFailureReason::try_from(f.reason)
-                    .map(|r| {
-                        r.as_str_name()
-                            .trim_start_matches("TURN_FAILURE_REASON_")
-                            .to_lowercase()
-                    })
-                    .unwrap_or_default();
+                let reason = crate::describe::turn_failure(f.reason);
                 self.push(
                     Speaker::System,
                     &format!("turn failed ({reason}): {}", f.message),
