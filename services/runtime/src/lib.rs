@@ -12,6 +12,8 @@ pub mod language;
 pub mod probe;
 pub mod server;
 pub mod shutdown;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod telemetry;
 pub mod testing;
 mod trace_layer;

@@ -1,12 +1,11 @@
 //! The SQLite [`SessionStore`]: sessions, events and history messages in one file (WAL).
 
 use std::path::Path;
-use std::str::FromStr;
 
 use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
 use prost::Message;
 use sqlx::Row;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::SqlitePool;
 
 use super::{PageCursor, SessionStore, StoreError, StoredMessage};
 
@@ -60,18 +59,7 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
 impl SqliteStore {
     /// Opens (creating) the database at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
-        }
-        let options = SqliteConnectOptions::from_str("sqlite://")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        let pool = ploke_runtime::sqlite::open(path, SCHEMA).await?;
         Ok(Self { pool })
     }
 }

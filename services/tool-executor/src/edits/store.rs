@@ -2,11 +2,10 @@
 //! protobuf encoding beside the columns it is filtered by, and its plan.
 
 use std::path::Path;
-use std::str::FromStr;
 
 use ploke_proto::tools::v1::{EditProposal, ProposalState};
 use prost::Message;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::SqlitePool;
 use sqlx::{QueryBuilder, Row};
 
 use super::plan::Plan;
@@ -56,18 +55,7 @@ fn created_ms(p: &EditProposal) -> i64 {
 impl Store {
     /// Opens (creating) the database file at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
-        }
-        let options = SqliteConnectOptions::from_str("sqlite://")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        let pool = ploke_runtime::sqlite::open(path, SCHEMA).await?;
         Ok(Self { pool })
     }
 
