@@ -8,10 +8,12 @@ use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-    Value,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
 
 use crate::parse::Kind;
 use crate::tokenize::{CodeTokenizer, code_tokens};
@@ -117,6 +119,36 @@ pub enum Bm25Error {
     Closed,
 }
 
+/// One BM25 hit: the item id, its score and where its document lies.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    /// Item id.
+    pub id: u64,
+    /// BM25 score.
+    pub score: f32,
+    address: DocAddress,
+}
+
+/// BM25 hits, best first, with the index snapshot they came from (to read texts later).
+pub struct Candidates {
+    searcher: Searcher,
+    text: Field,
+    /// The hits, best first.
+    pub hits: Vec<Candidate>,
+}
+
+impl Candidates {
+    /// The stored source text of a hit of this search.
+    pub fn text(&self, hit: &Candidate) -> Result<String, Bm25Error> {
+        let doc: TantivyDocument = self.searcher.doc(hit.address)?;
+        Ok(doc
+            .get_first(self.text)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned())
+    }
+}
+
 /// A workspace's BM25 index.
 pub struct Bm25 {
     index: Index,
@@ -145,7 +177,7 @@ fn schema() -> (Schema, Fields) {
         if stored { o.set_stored() } else { o }
     };
     let fields = Fields {
-        id: b.add_u64_field("id", INDEXED | STORED),
+        id: b.add_u64_field("id", INDEXED | STORED | FAST),
         file: b.add_text_field("file", STRING | STORED),
         dirs: b.add_text_field("dirs", STRING),
         kind: b.add_text_field("kind", STRING),
@@ -189,7 +221,18 @@ impl Bm25 {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
-        let index = Index::open_or_create(directory, schema)?;
+        let index = match Index::open_or_create(directory, schema.clone()) {
+            Ok(index) => index,
+            // An index written by an older version (another schema): start it over; the
+            // workspace index notices the empty BM25 side and re-indexes every file.
+            Err(tantivy::TantivyError::SchemaError(reason)) => {
+                tracing::warn!(dir = %dir.display(), %reason, "bm25 index of another schema; rebuilding");
+                std::fs::remove_dir_all(dir)?;
+                std::fs::create_dir_all(dir)?;
+                Index::create_in_dir(dir, schema)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         index.tokenizers().register(TOKENIZER, CodeTokenizer);
         let reader = index
             .reader_builder()
@@ -275,21 +318,27 @@ impl Bm25 {
             .unwrap_or(0)
     }
 
-    /// The best `limit` items for `query` as (id, score, source text), best first.
+    /// The best `limit` items for `query` by BM25 score, best first; their texts are read
+    /// afterwards, for the few that are kept, with [`Candidates::texts`].
     pub fn search(
         &self,
         query: &str,
         filters: &Filters,
         limit: usize,
-    ) -> Result<Vec<(u64, f32, String)>, Bm25Error> {
+    ) -> Result<Candidates, Bm25Error> {
         let f = self.fields;
         let mut seen = HashSet::new();
         let tokens: Vec<String> = code_tokens(query)
             .into_iter()
             .filter(|t| !crate::tokenize::is_stopword(t) && seen.insert(t.clone()))
             .collect();
+        let searcher = self.reader.searcher();
         if tokens.is_empty() || limit == 0 {
-            return Ok(Vec::new());
+            return Ok(Candidates {
+                searcher,
+                text: f.text,
+                hits: Vec::new(),
+            });
         }
         let b = self.boosts;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -338,21 +387,22 @@ impl Bm25 {
             clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
         }
         let query = BooleanQuery::new(clauses);
-        let searcher = self.reader.searcher();
         let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
-        let mut out = Vec::with_capacity(top.len());
+        let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let doc: TantivyDocument = searcher.doc(address)?;
-            if let Some(id) = doc.get_first(f.id).and_then(|v| v.as_u64()) {
-                let text = doc
-                    .get_first(f.text)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                out.push((id, score, text));
+            let ids = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .u64("id")?;
+            if let Some(id) = ids.first(address.doc_id) {
+                hits.push(Candidate { id, score, address });
             }
         }
-        Ok(out)
+        Ok(Candidates {
+            searcher,
+            text: f.text,
+            hits,
+        })
     }
 
     /// Source texts of items by id.
@@ -428,10 +478,12 @@ mod tests {
         bm.commit().unwrap();
         assert_eq!(bm.num_docs(), 3);
 
-        let ids =
-            |hits: Vec<(u64, f32, String)>| hits.into_iter().map(|(i, _, _)| i).collect::<Vec<_>>();
+        let ids = |c: Candidates| c.hits.iter().map(|h| h.id).collect::<Vec<_>>();
         let hits = bm.search("config", &Filters::default(), 10).unwrap();
-        assert_eq!(hits[0].2, "fn load_config() { read_file() }");
+        assert_eq!(
+            hits.text(&hits.hits[0]).unwrap(),
+            "fn load_config() { read_file() }"
+        );
         assert_eq!(ids(hits), vec![1]);
         assert_eq!(
             ids(bm.search("http client", &Filters::default(), 10).unwrap()),
@@ -455,15 +507,23 @@ mod tests {
 
         bm.remove_file("src/net/http.rs");
         bm.commit().unwrap();
-        assert!(
-            bm.search("HttpClient", &Filters::default(), 10)
-                .unwrap()
-                .is_empty()
-        );
-        assert!(bm.search("", &Filters::default(), 10).unwrap().is_empty());
+        assert!(ids(bm.search("HttpClient", &Filters::default(), 10).unwrap()).is_empty());
+        assert!(ids(bm.search("", &Filters::default(), 10).unwrap()).is_empty());
         drop(bm);
         // Persisted: reopening sees the same documents.
         let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
         assert_eq!(bm.num_docs(), 2);
+    }
+
+    #[test]
+    fn an_index_of_another_schema_is_started_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Schema::builder();
+        b.add_u64_field("id", INDEXED | STORED);
+        let old = Index::create_in_dir(dir.path(), b.build()).unwrap();
+        drop(old);
+        let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+        assert_eq!(bm.num_docs(), 0);
+        assert_eq!(bm.index().schema(), schema().0);
     }
 }

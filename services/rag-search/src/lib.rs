@@ -9,6 +9,7 @@ pub mod fusion;
 mod grpc;
 pub mod index;
 pub mod parse;
+pub mod rank;
 pub mod scan;
 pub mod service;
 pub mod tokenize;
@@ -57,6 +58,7 @@ impl From<&PlokeConfig> for Config {
             limits: c.limits,
             retrieval: service::Retrieval {
                 boosts: bm25::Boosts::default(),
+                prior: rank::LengthPrior::default(),
                 rrf: fusion::Rrf {
                     k: c.rag_search.rrf_k,
                     bm25_weight: c.rag_search.bm25_weight,

@@ -19,6 +19,7 @@ use crate::index::{
     DenseSpec, Hit, IndexError, ItemRecord, Progress, Summary, WorkspaceIndex, workspace_key,
 };
 use crate::parse::Kind;
+use crate::rank::LengthPrior;
 
 /// Retrieval method, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +202,8 @@ pub struct RagService {
 pub struct Retrieval {
     /// BM25 field boosts.
     pub boosts: Boosts,
+    /// Length prior applied to every retriever's scores.
+    pub prior: LengthPrior,
     /// Hybrid fusion.
     pub rrf: Rrf,
 }
@@ -265,7 +268,8 @@ impl RagService {
                 model: e.name(),
                 dims: e.dims(),
             });
-            let index = WorkspaceIndex::open(root, &dir, retrieval.boosts, dense)?;
+            let index =
+                WorkspaceIndex::open(root, &dir, (retrieval.boosts, retrieval.prior), dense)?;
             let state = if index.last_indexed_at().is_some() {
                 IndexState::Ready
             } else {

@@ -13,6 +13,7 @@ use ploke_rag_search::context::{self, Budget, Candidate};
 use ploke_rag_search::embed::Embedder;
 use ploke_rag_search::fusion::{self, Rrf};
 use ploke_rag_search::index::{DenseSpec, WorkspaceIndex};
+use ploke_rag_search::rank::LengthPrior;
 use ploke_rag_search::vectors::{Vectors, text_hash};
 
 #[derive(Debug, Parser)]
@@ -116,7 +117,12 @@ fn main() -> anyhow::Result<()> {
     // ---------------------------------------------------------------- large: parse + BM25
     let root = std::fs::canonicalize(&args.large)?;
     let bytes = source_bytes(&root);
-    let mut large = WorkspaceIndex::open(&root, &args.work.join("large"), Boosts::default(), None)?;
+    let mut large = WorkspaceIndex::open(
+        &root,
+        &args.work.join("large"),
+        (Boosts::default(), LengthPrior::default()),
+        None,
+    )?;
     let (summary, took) = time(|| large.index_all(true, None, &mut |_| {}));
     let summary = summary?;
     let secs = took.as_secs_f64();
@@ -236,7 +242,7 @@ fn main() -> anyhow::Result<()> {
     let mut small = WorkspaceIndex::open(
         &root,
         &args.work.join("small"),
-        Boosts::default(),
+        (Boosts::default(), LengthPrior::default()),
         Some(spec),
     )?;
     let (summary, took) = time(|| small.index_all(true, Some(&model), &mut |_| {}));

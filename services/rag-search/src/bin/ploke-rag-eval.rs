@@ -44,6 +44,12 @@ struct Args {
     /// BM25 field boosts `name,path,signature,doc,body` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     boosts: Option<Vec<f32>>,
+    /// Length prior exponents `function,other` (tuning; default: the service's).
+    #[arg(long, value_delimiter = ',')]
+    prior: Option<Vec<f32>>,
+    /// Hits asked per query (the scorer reads the first 10; deeper lists are for analysis).
+    #[arg(long, default_value_t = 10)]
+    top_k: u32,
 }
 
 fn read_jsonl(path: &std::path::Path) -> anyhow::Result<Vec<Value>> {
@@ -110,6 +116,15 @@ async fn main() -> anyhow::Result<()> {
             body: b[4],
         };
     }
+    if let Some(p) = &args.prior {
+        if p.len() != 2 {
+            bail!("--prior takes 2 numbers: function,other");
+        }
+        rag_config.retrieval.prior = ploke_rag_search::rank::LengthPrior {
+            function: p[0],
+            other: p[1],
+        };
+    }
     if let Some(r) = &args.rrf {
         if r.len() != 3 {
             bail!("--rrf takes 3 numbers: k,bm25_weight,dense_weight");
@@ -173,7 +188,7 @@ async fn main() -> anyhow::Result<()> {
                     workspace_root: root.display().to_string(),
                     query: str_of(q, "query")?.to_owned(),
                     strategy: strategy as i32,
-                    top_k: 10,
+                    top_k: args.top_k,
                     filters: Some(SearchFilters {
                         path_prefixes: files.iter().cloned().collect(),
                         ..Default::default()
@@ -184,10 +199,19 @@ async fn main() -> anyhow::Result<()> {
             let ranked: Vec<Value> = response
                 .hits
                 .iter()
-                .filter_map(|h| h.part.as_ref())
-                .filter_map(|p| {
+                .filter_map(|h| {
+                    let p = h.part.as_ref()?;
                     let s = p.span.as_ref()?;
-                    Some(json!({"file": p.file_path, "start_line": s.line_start, "end_line": s.line_end}))
+                    Some(json!({
+                        "file": p.file_path,
+                        "start_line": s.line_start,
+                        "end_line": s.line_end,
+                        "canon_path": p.canon_path,
+                        "kind": p.kind,
+                        "score": h.score,
+                        "bm25_rank": h.bm25_rank,
+                        "dense_rank": h.dense_rank,
+                    }))
                 })
                 .collect();
             writeln!(out, "{}", json!({"id": str_of(q, "id")?, "ranked": ranked}))?;

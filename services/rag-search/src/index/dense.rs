@@ -5,9 +5,7 @@ use crate::bm25::Filters;
 use crate::embed::{self, EmbedError, Embedder};
 use crate::vectors::TextHash;
 
-use super::{
-    Hit, IndexError, ItemRecord, Phase, Progress, Summary, WorkspaceIndex, hex_hash, rank_factor,
-};
+use super::{Hit, IndexError, ItemRecord, Phase, Progress, Summary, WorkspaceIndex, hex_hash};
 
 impl WorkspaceIndex {
     /// Gives every item without a vector one: from the content-hash cache when its embedded
@@ -100,10 +98,10 @@ impl WorkspaceIndex {
             return Ok(Vec::new());
         };
         let keep = |id: u64| self.items.get(&id).is_some_and(|r| passes(r, filters));
-        let mut found = vectors.search(query, limit.saturating_mul(2), keep)?;
+        let mut found = vectors.search(query, crate::rank::window(limit), keep)?;
         for (id, similarity) in &mut found {
             if let Some(r) = self.items.get(id) {
-                *similarity *= rank_factor(r);
+                *similarity *= crate::rank::factor(r, self.prior);
             }
         }
         found.sort_by(|a, b| b.1.total_cmp(&a.1));

@@ -6,16 +6,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::bm25::{Bm25, Bm25Error, Boosts, Filters};
+use crate::bm25::{Bm25, Bm25Error, Boosts, Candidate, Filters};
 use crate::embed::{EmbedError, Embedder};
 use crate::parse::{self, Kind, ParsedItem};
+use crate::rank::{self, LengthPrior};
 use crate::scan::{self, ScannedFile};
 use crate::vectors::{TextHash, VectorError, Vectors};
 
 const META_FILE: &str = "meta.json";
 /// Bumped whenever parsing, tokenization or item ids change meaning: an index of another
 /// version is rebuilt from scratch (embeddings are still reused by content hash).
-const META_VERSION: u32 = 2;
+const META_VERSION: u32 = 3;
 
 /// An item as the index keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -196,6 +197,7 @@ pub struct WorkspaceIndex {
     next_id: u64,
     last_indexed_at: Option<SystemTime>,
     vectors: Option<Vectors>,
+    prior: LengthPrior,
 }
 
 /// The model a workspace's vectors come from.
@@ -225,7 +227,7 @@ impl WorkspaceIndex {
     pub fn open(
         root: &Path,
         dir: &Path,
-        boosts: Boosts,
+        (boosts, prior): (Boosts, LengthPrior),
         dense: Option<DenseSpec<'_>>,
     ) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
@@ -262,6 +264,7 @@ impl WorkspaceIndex {
                 .last_indexed_at_ms
                 .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
             vectors,
+            prior,
         };
         // A crash between the BM25 commit and the metadata write leaves them out of step:
         // start over rather than serve items that do not exist.
@@ -554,33 +557,34 @@ impl WorkspaceIndex {
         Ok(())
     }
 
-    /// BM25 hits for `query`, best first (test code down-weighted, see [`rank_factor`]).
+    /// BM25 hits for `query`, best first, after the ranking priors ([`crate::rank`]).
     pub fn search_bm25(
         &self,
         query: &str,
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<Hit<'_>>, IndexError> {
-        let raw = self.bm25.search(query, filters, limit.saturating_mul(2))?;
-        let mut scored: Vec<(&ItemRecord, f32, String)> = raw
-            .into_iter()
-            .filter_map(|(id, score, text)| {
-                let record = self.items.get(&id)?;
-                Some((record, score * rank_factor(record), text))
+        let found = self.bm25.search(query, filters, rank::window(limit))?;
+        let mut scored: Vec<(&ItemRecord, f32, &Candidate)> = found
+            .hits
+            .iter()
+            .filter_map(|c| {
+                let record = self.items.get(&c.id)?;
+                Some((record, c.score * rank::factor(record, self.prior), c))
             })
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
         scored.truncate(limit);
-        Ok(scored
-            .into_iter()
-            .enumerate()
-            .map(|(i, (record, score, text))| Hit {
+        let mut hits = Vec::with_capacity(scored.len());
+        for (i, (record, score, c)) in scored.into_iter().enumerate() {
+            hits.push(Hit {
                 record,
                 score,
                 rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
-                text,
-            })
-            .collect())
+                text: found.text(c)?,
+            });
+        }
+        Ok(hits)
     }
 
     /// Releases the index's writer and lock.
@@ -623,25 +627,6 @@ impl WorkspaceIndex {
             ))
         });
         out
-    }
-}
-
-/// Score factor for test code (items inside `mod tests` / `mod test`): tests repeat the words
-/// of the code they test and crowd it out of the top ranks; halving their score raised R@10
-/// from 0.461 to 0.476 on ../shared/eval (docs/RETRIEVAL.md). They stay findable.
-const TEST_CODE_FACTOR: f32 = 0.5;
-
-/// The factor a hit's score is multiplied by before ranking.
-pub(crate) fn rank_factor(record: &ItemRecord) -> f32 {
-    let p = &record.item.canon_path;
-    if p.contains("::tests::")
-        || p.ends_with("::tests")
-        || p.contains("::test::")
-        || p.ends_with("::test")
-    {
-        TEST_CODE_FACTOR
-    } else {
-        1.0
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::rank::LengthPrior;
 
 struct Fixture {
     ws: tempfile::TempDir,
@@ -30,7 +31,13 @@ impl Fixture {
     }
 
     fn open(&self) -> WorkspaceIndex {
-        WorkspaceIndex::open(self.ws.path(), self.data.path(), Boosts::default(), None).unwrap()
+        WorkspaceIndex::open(
+            self.ws.path(),
+            self.data.path(),
+            (Boosts::default(), LengthPrior::default()),
+            None,
+        )
+        .unwrap()
     }
 }
 
@@ -167,8 +174,13 @@ fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
         dims: model.dims(),
     };
     let f = Fixture::new();
-    let mut index =
-        WorkspaceIndex::open(f.ws.path(), f.data.path(), Boosts::default(), Some(spec())).unwrap();
+    let mut index = WorkspaceIndex::open(
+        f.ws.path(),
+        f.data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        Some(spec()),
+    )
+    .unwrap();
     let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
     assert_eq!((s.items_embedded, s.embeddings_reused), (5, 0));
     assert_eq!(index.embedded_count(), 5);
@@ -216,8 +228,13 @@ fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
     drop(index);
 
     // Restart: every vector is there, nothing is embedded again.
-    let mut index =
-        WorkspaceIndex::open(f.ws.path(), f.data.path(), Boosts::default(), Some(spec())).unwrap();
+    let mut index = WorkspaceIndex::open(
+        f.ws.path(),
+        f.data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        Some(spec()),
+    )
+    .unwrap();
     assert_eq!(index.embedded_count(), 5);
     let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
     assert_eq!(
@@ -274,6 +291,6 @@ fn test_code_ranks_below_the_code_it_tests() {
         .position(|n| *n == "crate::parser::tests::parse_header_line_parses_header_line")
         .unwrap();
     assert!(code < test, "{names:?}");
-    assert_eq!(rank_factor(hits[test].record), 0.5);
-    assert_eq!(rank_factor(hits[code].record), 1.0);
+    assert!(crate::rank::is_test_code(hits[test].record));
+    assert!(!crate::rank::is_test_code(hits[code].record));
 }
