@@ -10,6 +10,7 @@ pub mod config;
 pub mod correlation;
 pub mod language;
 pub mod probe;
+pub mod retry;
 pub mod server;
 pub mod shutdown;
 #[cfg(feature = "sqlite")]

@@ -180,7 +180,7 @@ impl Provider {
             .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
         let status = response.status();
         if !status.is_success() {
-            let retry_after = retry_after(response.headers());
+            let retry_after = ploke_runtime::retry::retry_after(response.headers());
             let body = response.text().await.unwrap_or_default();
             return Err(ProviderError::Status {
                 status: status.as_u16(),
@@ -254,17 +254,4 @@ impl ChatStream {
 
 fn truncate(s: &str) -> String {
     s.chars().take(200).collect()
-}
-
-/// Retry-After as seconds (an HTTP date is treated as "soon": 1 s).
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let v = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    Some(match v.parse::<f64>() {
-        Ok(secs) if secs >= 0.0 => Duration::from_secs_f64(secs),
-        _ => Duration::from_secs(1),
-    })
 }

@@ -8,7 +8,7 @@ mod render;
 pub mod tools;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ploke_proto::common::v1::{Correlation, TokenUsage};
 use ploke_proto::session::v1::{
@@ -418,7 +418,12 @@ async fn request(
                 .await;
             }
             Err(StepError::Provider(e)) if e.retryable() && attempt < tries => {
-                let delay = backoff(s.retry_base_ms, s.retry_max_ms, attempt, e.retry_after());
+                let delay = ploke_runtime::retry::backoff(
+                    s.retry_base_ms,
+                    s.retry_max_ms,
+                    attempt,
+                    e.retry_after(),
+                );
                 append_notice(
                     deps,
                     spec,
@@ -457,33 +462,6 @@ async fn append_notice(
             }),
         )
         .await;
-}
-
-/// The wait before try `attempt + 1`: Retry-After when given, else base·2^(attempt−1) with
-/// full jitter; never more than `max_ms`.
-pub fn backoff(base_ms: u64, max_ms: u64, attempt: u32, retry_after: Option<Duration>) -> Duration {
-    let cap = Duration::from_millis(max_ms);
-    if let Some(r) = retry_after {
-        return r.min(cap);
-    }
-    let exp = base_ms
-        .saturating_mul(1u64 << (attempt - 1).min(16))
-        .min(max_ms);
-    let jitter = {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(attempt);
-        h.finish()
-    };
-    // Between half and all of the exponential step.
-    let half = exp / 2;
-    Duration::from_millis(
-        half + if half == 0 {
-            0
-        } else {
-            jitter % (exp - half + 1)
-        },
-    )
 }
 
 async fn attempt_once(
