@@ -413,7 +413,7 @@ impl FakeProvider {
     }
 }
 
-async fn respond_status(
+pub(crate) async fn respond_status(
     socket: &mut TcpStream,
     status: u16,
     headers: &[(String, String)],
@@ -432,7 +432,10 @@ async fn respond_status(
 }
 
 /// Reads one request (head and Content-Length body) from `socket`, keeping extra bytes in `buf`.
-async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+pub(crate) async fn read_request(
+    socket: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
     let mut scratch = [0u8; 8192];
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {

@@ -2,6 +2,7 @@
 //! workspace and data dir, the gateway requiring a bearer token, and connected clients for the
 //! gateway (authenticated) and every service.
 
+pub mod fake_embeddings;
 pub mod fake_provider;
 
 use std::net::{Ipv4Addr, SocketAddr};

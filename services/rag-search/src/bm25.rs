@@ -11,9 +11,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
 };
-use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
-};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::parse::Kind;
 use crate::tokenize::{CodeTokenizer, code_tokens};
@@ -119,34 +117,13 @@ pub enum Bm25Error {
     Closed,
 }
 
-/// One BM25 hit: the item id, its score and where its document lies.
-#[derive(Debug, Clone, Copy)]
+/// One BM25 hit.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     /// Item id.
     pub id: u64,
     /// BM25 score.
     pub score: f32,
-    address: DocAddress,
-}
-
-/// BM25 hits, best first, with the index snapshot they came from (to read texts later).
-pub struct Candidates {
-    searcher: Searcher,
-    text: Field,
-    /// The hits, best first.
-    pub hits: Vec<Candidate>,
-}
-
-impl Candidates {
-    /// The stored source text of a hit of this search.
-    pub fn text(&self, hit: &Candidate) -> Result<String, Bm25Error> {
-        let doc: TantivyDocument = self.searcher.doc(hit.address)?;
-        Ok(doc
-            .get_first(self.text)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned())
-    }
 }
 
 /// A workspace's BM25 index.
@@ -318,27 +295,22 @@ impl Bm25 {
             .unwrap_or(0)
     }
 
-    /// The best `limit` items for `query` by BM25 score, best first; their texts are read
-    /// afterwards, for the few that are kept, with [`Candidates::texts`].
+    /// The best `limit` items for `query` by BM25 score, best first (ids only: texts are read
+    /// afterwards, with [`Bm25::texts`], for the few hits that are kept).
     pub fn search(
         &self,
         query: &str,
         filters: &Filters,
         limit: usize,
-    ) -> Result<Candidates, Bm25Error> {
+    ) -> Result<Vec<Candidate>, Bm25Error> {
         let f = self.fields;
         let mut seen = HashSet::new();
         let tokens: Vec<String> = code_tokens(query)
             .into_iter()
             .filter(|t| !crate::tokenize::is_stopword(t) && seen.insert(t.clone()))
             .collect();
-        let searcher = self.reader.searcher();
         if tokens.is_empty() || limit == 0 {
-            return Ok(Candidates {
-                searcher,
-                text: f.text,
-                hits: Vec::new(),
-            });
+            return Ok(Vec::new());
         }
         let b = self.boosts;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -387,6 +359,7 @@ impl Bm25 {
             clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
         }
         let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
         let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
@@ -395,14 +368,10 @@ impl Bm25 {
                 .fast_fields()
                 .u64("id")?;
             if let Some(id) = ids.first(address.doc_id) {
-                hits.push(Candidate { id, score, address });
+                hits.push(Candidate { id, score });
             }
         }
-        Ok(Candidates {
-            searcher,
-            text: f.text,
-            hits,
-        })
+        Ok(hits)
     }
 
     /// Source texts of items by id.
@@ -478,13 +447,13 @@ mod tests {
         bm.commit().unwrap();
         assert_eq!(bm.num_docs(), 3);
 
-        let ids = |c: Candidates| c.hits.iter().map(|h| h.id).collect::<Vec<_>>();
+        let ids = |c: Vec<Candidate>| c.iter().map(|h| h.id).collect::<Vec<_>>();
         let hits = bm.search("config", &Filters::default(), 10).unwrap();
+        assert_eq!(ids(hits), vec![1]);
         assert_eq!(
-            hits.text(&hits.hits[0]).unwrap(),
+            bm.texts(&[1]).unwrap()[&1],
             "fn load_config() { read_file() }"
         );
-        assert_eq!(ids(hits), vec![1]);
         assert_eq!(
             ids(bm.search("http client", &Filters::default(), 10).unwrap()),
             vec![2]

@@ -19,6 +19,9 @@ pub enum RagError {
     /// Dense retrieval was asked for but is unavailable.
     #[error("dense retrieval is unavailable: {0}")]
     DenseUnavailable(String),
+    /// The query could not be embedded.
+    #[error(transparent)]
+    Embedding(crate::embed::EmbedError),
     /// A path in the request is not a relative path inside the workspace.
     #[error("`{path}` {reason}")]
     BadPath {

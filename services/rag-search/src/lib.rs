@@ -20,7 +20,7 @@ pub mod watch;
 use std::path::PathBuf;
 
 use ploke_proto::rag::v1::rag_search_server::RagSearchServer;
-use ploke_runtime::config::{LimitsConfig, PlokeConfig};
+use ploke_runtime::config::{EmbeddingConfig, LimitsConfig, PlokeConfig};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use ploke_runtime::workspaces::Workspaces;
 use tokio::net::TcpListener;
@@ -45,8 +45,8 @@ pub struct Config {
     pub retrieval: service::Retrieval,
     /// Watch workspaces and refresh changed files.
     pub watch: bool,
-    /// An `[embedding]` endpoint is configured (not supported yet: refused at start).
-    pub remote_embedding: bool,
+    /// A remote embeddings endpoint (`[embedding]`), instead of a local model.
+    pub embedding: Option<EmbeddingConfig>,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -66,7 +66,7 @@ impl From<&PlokeConfig> for Config {
                 },
             },
             watch: c.rag_search.watch,
-            remote_embedding: c.embedding.is_some(),
+            embedding: c.embedding.clone(),
         }
     }
 }
@@ -74,9 +74,9 @@ impl From<&PlokeConfig> for Config {
 /// rag-search could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The configuration asks for something rag-search does not do.
+    /// The configuration contradicts itself.
     #[error("{0}")]
-    Unsupported(&'static str),
+    Config(&'static str),
     /// The embedding model could not be loaded.
     #[error(transparent)]
     Embed(#[from] embed::EmbedError),
@@ -98,12 +98,20 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
-    if config.remote_embedding {
-        return Err(StartError::Unsupported(
-            "remote embeddings ([embedding] in ploke.toml) are not supported yet; \
-             use a local model with --embed-model DIR",
+    if config.embed_model.is_some() && config.embedding.is_some() {
+        return Err(StartError::Config(
+            "both a local model (--embed-model) and an [embedding] endpoint are configured; \
+             keep one",
         ));
     }
+    let remote = match &config.embedding {
+        Some(c) => {
+            let e = embed::Embedder::remote(c).await?;
+            tracing::info!(model = e.name(), dims = e.dims(), url = %c.base_url, "embedding endpoint connected");
+            Some(std::sync::Arc::new(e))
+        }
+        None => None,
+    };
     let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     let workspaces = Workspaces::new(&config.workspaces);
     let data_dir = config.data_dir.clone();
@@ -116,7 +124,7 @@ pub async fn serve(
                 tracing::info!(model = e.name(), dims = e.dims(), "embedding model loaded");
                 Some(std::sync::Arc::new(e))
             }
-            None => None,
+            None => remote,
         };
         Ok::<_, StartError>(service::RagService::open(
             workspaces, &data_dir, embedder, retrieval,

@@ -16,7 +16,7 @@ use crate::embed::Embedder;
 use crate::error::RagError;
 use crate::fusion::{self, Rrf};
 use crate::index::{
-    DenseSpec, Hit, IndexError, ItemRecord, Progress, Summary, WorkspaceIndex, workspace_key,
+    DenseSpec, IndexError, ItemRecord, Progress, Ranked, Summary, WorkspaceIndex, workspace_key,
 };
 use crate::parse::Kind;
 use crate::rank::LengthPrior;
@@ -442,57 +442,64 @@ impl RagService {
         let rrf = self.rrf;
         let reason = self.dense_reason();
         tokio::task::spawn_blocking(move || {
-            let query_vector = match (&embedder, strategy) {
-                (Some(e), Strategy::Dense | Strategy::Hybrid) => e
-                    .embed_batch(&[query.query.as_str()])
-                    .map_err(IndexError::from)?
-                    .pop(),
-                _ => None,
+            // A failed query embedding fails DENSE; HYBRID answers with BM25 alone and says why.
+            let (strategy, query_vector, reason) = match (&embedder, strategy) {
+                (Some(e), Strategy::Dense | Strategy::Hybrid) => {
+                    match e.embed_batch(&[query.query.as_str()]) {
+                        Ok(mut v) => (strategy, v.pop(), reason),
+                        Err(e) if strategy == Strategy::Dense => return Err(RagError::Embedding(e)),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "query embedding failed; answering with bm25");
+                            (Strategy::Bm25, None, e.to_string())
+                        }
+                    }
+                }
+                _ => (strategy, None, reason),
             };
             let index = slot.index.read().map_err(|_| lock_poisoned())?;
-            let to_hit = |h: Hit<'_>, bm25_rank: u32, dense_rank: u32, score: f32| SearchHit {
-                record: h.record.clone(),
-                text: h.text,
-                score,
-                bm25_rank,
-                dense_rank,
-            };
-            let hits = match (strategy, query_vector) {
+            let ranked: Vec<(Ranked<'_>, u32, u32)> = match (strategy, &query_vector) {
                 (Strategy::Dense, Some(v)) => index
-                    .search_dense(&v, &query.filters, query.top_k)?
+                    .rank_dense(v, &query.filters, query.top_k)?
                     .into_iter()
-                    .map(|h| {
-                        let (rank, score) = (h.rank, h.score);
-                        to_hit(h, 0, rank, score)
-                    })
+                    .map(|r| (r, 0, r.rank))
                     .collect(),
                 (Strategy::Hybrid, Some(v)) => {
                     let depth = query.top_k.max(FUSION_DEPTH);
-                    let bm25 = index.search_bm25(&query.query, &query.filters, depth)?;
-                    let dense = index.search_dense(&v, &query.filters, depth)?;
+                    let bm25 = index.rank_bm25(&query.query, &query.filters, depth)?;
+                    let dense = index.rank_dense(v, &query.filters, depth)?;
                     let bm25_ids: Vec<u64> = bm25.iter().map(|h| h.record.id).collect();
                     let dense_ids: Vec<u64> = dense.iter().map(|h| h.record.id).collect();
-                    let mut pool: HashMap<u64, Hit<'_>> = HashMap::new();
+                    let mut pool: HashMap<u64, Ranked<'_>> = HashMap::new();
                     for h in bm25.into_iter().chain(dense) {
                         pool.entry(h.record.id).or_insert(h);
                     }
                     fusion::fuse(&bm25_ids, &dense_ids, rrf, query.top_k)
                         .into_iter()
                         .filter_map(|f| {
-                            pool.remove(&f.id)
-                                .map(|h| to_hit(h, f.bm25_rank, f.dense_rank, f.score))
+                            let r = pool.remove(&f.id)?;
+                            Some((Ranked { score: f.score, ..r }, f.bm25_rank, f.dense_rank))
                         })
                         .collect()
                 }
                 _ => index
-                    .search_bm25(&query.query, &query.filters, query.top_k)?
+                    .rank_bm25(&query.query, &query.filters, query.top_k)?
                     .into_iter()
-                    .map(|h| {
-                        let (rank, score) = (h.rank, h.score);
-                        to_hit(h, rank, 0, score)
-                    })
+                    .map(|r| (r, r.rank, 0))
                     .collect(),
             };
+            let ranks: Vec<(u32, u32)> = ranked.iter().map(|(_, b, d)| (*b, *d)).collect();
+            let hits = index
+                .with_texts(ranked.into_iter().map(|(r, _, _)| r).collect())?
+                .into_iter()
+                .zip(ranks)
+                .map(|(h, (bm25_rank, dense_rank))| SearchHit {
+                    record: h.record.clone(),
+                    text: h.text,
+                    score: h.score,
+                    bm25_rank,
+                    dense_rank,
+                })
+                .collect();
             Ok(SearchOutcome {
                 hits,
                 strategy,

@@ -1,4 +1,5 @@
 mod auth;
+mod remote_embeddings;
 mod session;
 mod through_gateway;
 mod wiring;

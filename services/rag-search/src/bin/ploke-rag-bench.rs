@@ -267,7 +267,7 @@ fn main() -> anyhow::Result<()> {
             )
         })
         .collect();
-    let tokens = model.token_count(&long[0]);
+    let tokens = model.token_count(&long[0]).unwrap_or(0);
     for threads in [1, 2] {
         let (_, t) = time(|| model.embed_all(&long, threads, &|_| {}));
         println!(

@@ -18,8 +18,9 @@ use convert::{
 };
 
 use crate::context::Budget;
+use crate::embed::EmbedError;
 use crate::error::RagError;
-use crate::index::{Phase, Progress};
+use crate::index::{IndexError, Phase, Progress};
 use crate::service::{
     IndexState, LookupTarget, RagService, SearchQuery, SnippetStatus, SpanRequest, check_relative,
 };
@@ -60,8 +61,26 @@ fn to_status(e: RagError) -> Status {
             ref path,
             reason,
         } => invalid_argument(field, format!("`{path}` {reason}")),
-        e @ RagError::Index(_) => Status::internal(e.to_string()),
+        RagError::Index(IndexError::Embed(e)) | RagError::Embedding(e) => embed_status(&e),
+        e @ RagError::Index(
+            IndexError::Bm25(_)
+            | IndexError::Io { .. }
+            | IndexError::Vectors(_)
+            | IndexError::Corrupt { .. },
+        ) => Status::internal(e.to_string()),
         e @ RagError::Internal(_) => Status::internal(e.to_string()),
+    }
+}
+
+/// An unreachable or busy endpoint is UNAVAILABLE (try again later), a refusal is a
+/// precondition for the operator to fix, a broken model or answer is INTERNAL.
+fn embed_status(e: &EmbedError) -> Status {
+    match e {
+        EmbedError::Unavailable(_) => Status::unavailable(e.to_string()),
+        EmbedError::Refused(_) | EmbedError::Config(_) => {
+            Status::failed_precondition(e.to_string())
+        }
+        EmbedError::Model(_) => Status::internal(e.to_string()),
     }
 }
 

@@ -5,7 +5,12 @@ use crate::bm25::Filters;
 use crate::embed::{self, EmbedError, Embedder};
 use crate::vectors::TextHash;
 
-use super::{Hit, IndexError, ItemRecord, Phase, Progress, Summary, WorkspaceIndex, hex_hash};
+use super::{
+    Hit, IndexError, ItemRecord, Phase, Progress, Ranked, Summary, WorkspaceIndex, hex_hash, ranked,
+};
+
+/// Items embedded (and kept) per step.
+const EMBED_CHUNK: usize = 512;
 
 impl WorkspaceIndex {
     /// Gives every item without a vector one: from the content-hash cache when its embedded
@@ -42,84 +47,86 @@ impl WorkspaceIndex {
         if to_embed.is_empty() {
             return Ok(());
         }
-        let ids: Vec<u64> = to_embed.iter().map(|(id, _)| *id).collect();
-        let texts = self.bm25.texts(&ids)?;
-        let inputs: Vec<String> = to_embed
-            .iter()
-            .map(|(id, _)| {
-                let r = &self.items[id];
-                let body = texts.get(id).map_or("", String::as_str);
-                embed::item_text(&r.item.canon_path, &r.item.signature, &r.item.doc, body)
-            })
-            .collect();
-        let total = inputs.len() as u64;
-        let base = vectors.len() as u64;
+        let total = to_embed.len() as u64;
         let items = self.items.len() as u64;
-        let (tx, rx) = std::sync::mpsc::channel::<usize>();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let embedded = std::thread::scope(|scope| {
-            let worker = scope.spawn(|| {
-                let tx = std::sync::Mutex::new(tx);
-                embedder.embed_all(&inputs, threads, &|done| {
-                    if let Ok(tx) = tx.lock() {
-                        let _ = tx.send(done);
-                    }
+        let mut done_before = 0u64;
+        // In chunks, each kept as soon as it is embedded: a failure (an endpoint going away)
+        // loses at most one chunk, and the next run embeds only what is still missing.
+        for chunk in to_embed.chunks(EMBED_CHUNK) {
+            let ids: Vec<u64> = chunk.iter().map(|(id, _)| *id).collect();
+            let texts = self.bm25.texts(&ids)?;
+            let inputs: Vec<String> = chunk
+                .iter()
+                .map(|(id, _)| {
+                    let r = &self.items[id];
+                    let body = texts.get(id).map_or("", String::as_str);
+                    embed::item_text(&r.item.canon_path, &r.item.signature, &r.item.doc, body)
                 })
-            });
-            for done in rx.iter() {
-                progress(Progress {
-                    phase: Phase::Embedding,
-                    files_done: 0,
-                    files_total: 0,
-                    items_done: items,
-                    embedded_done: base + done as u64,
-                    message: format!("embedded {done} of {total} items"),
+                .collect();
+            let base = vectors.len() as u64;
+            let (tx, rx) = std::sync::mpsc::channel::<usize>();
+            let embedded = std::thread::scope(|scope| {
+                let worker = scope.spawn(|| {
+                    let tx = std::sync::Mutex::new(tx);
+                    embedder.embed_all(&inputs, threads, &|done| {
+                        if let Ok(tx) = tx.lock() {
+                            let _ = tx.send(done);
+                        }
+                    })
                 });
+                for within in rx.iter() {
+                    let within = within as u64;
+                    progress(Progress {
+                        phase: Phase::Embedding,
+                        files_done: 0,
+                        files_total: 0,
+                        items_done: items,
+                        embedded_done: base + within,
+                        message: format!("embedded {} of {total} items", done_before + within),
+                    });
+                }
+                worker.join().unwrap_or_else(|_| {
+                    Err(EmbedError::Model("the embedding thread panicked".into()))
+                })
+            })?;
+            for ((id, hash), vector) in chunk.iter().zip(embedded) {
+                vectors.add(*id, *hash, vector)?;
             }
-            worker
-                .join()
-                .unwrap_or_else(|_| Err(EmbedError("the embedding thread panicked".into())))
-        })?;
-        for ((id, hash), vector) in to_embed.into_iter().zip(embedded) {
-            vectors.add(id, hash, vector)?;
+            done_before += chunk.len() as u64;
+            summary.items_embedded += chunk.len() as u64;
         }
-        summary.items_embedded += total;
         Ok(())
     }
 
-    /// Dense hits for a query vector, best first, as (record, similarity, rank, text).
+    /// Dense ranking for a query vector, best first, after the ranking priors.
+    pub fn rank_dense(
+        &self,
+        query: &[f32],
+        filters: &Filters,
+        limit: usize,
+    ) -> Result<Vec<Ranked<'_>>, IndexError> {
+        let Some(vectors) = self.vectors.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let keep = |id: u64| self.items.get(&id).is_some_and(|r| passes(r, filters));
+        let scored = vectors
+            .search(query, crate::rank::window(limit), keep)?
+            .into_iter()
+            .filter_map(|(id, similarity)| Some((self.items.get(&id)?, similarity)))
+            .collect();
+        Ok(ranked(scored, self.prior, limit))
+    }
+
+    /// Dense hits for a query vector with their texts.
     pub fn search_dense(
         &self,
         query: &[f32],
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<Hit<'_>>, IndexError> {
-        let Some(vectors) = self.vectors.as_ref() else {
-            return Ok(Vec::new());
-        };
-        let keep = |id: u64| self.items.get(&id).is_some_and(|r| passes(r, filters));
-        let mut found = vectors.search(query, crate::rank::window(limit), keep)?;
-        for (id, similarity) in &mut found {
-            if let Some(r) = self.items.get(id) {
-                *similarity *= crate::rank::factor(r, self.prior);
-            }
-        }
-        found.sort_by(|a, b| b.1.total_cmp(&a.1));
-        found.truncate(limit);
-        let ids: Vec<u64> = found.iter().map(|(id, _)| *id).collect();
-        let mut texts = self.bm25.texts(&ids)?;
-        let mut hits = Vec::with_capacity(found.len());
-        for (id, similarity) in found {
-            if let Some(record) = self.items.get(&id) {
-                hits.push(Hit {
-                    record,
-                    score: similarity,
-                    rank: u32::try_from(hits.len() + 1).unwrap_or(u32::MAX),
-                    text: texts.remove(&id).unwrap_or_default(),
-                });
-            }
-        }
-        Ok(hits)
+        let ranked = self.rank_dense(query, filters, limit)?;
+        self.with_texts(ranked)
     }
 }
 

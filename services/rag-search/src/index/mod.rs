@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::bm25::{Bm25, Bm25Error, Boosts, Candidate, Filters};
+use crate::bm25::{Bm25, Bm25Error, Boosts, Filters};
 use crate::embed::{EmbedError, Embedder};
 use crate::parse::{self, Kind, ParsedItem};
 use crate::rank::{self, LengthPrior};
@@ -146,17 +146,50 @@ pub struct Summary {
     pub duration: Duration,
 }
 
-/// A BM25 hit.
+/// An item one retriever found, ranked, without its text.
+#[derive(Debug, Clone, Copy)]
+pub struct Ranked<'a> {
+    /// The item.
+    pub record: &'a ItemRecord,
+    /// The retriever's score after the ranking priors.
+    pub score: f32,
+    /// 1-based rank in the retriever's list.
+    pub rank: u32,
+}
+
+/// A ranked item with its source text.
 #[derive(Debug, Clone)]
 pub struct Hit<'a> {
     /// The item.
     pub record: &'a ItemRecord,
-    /// BM25 score.
+    /// The retriever's score after the ranking priors.
     pub score: f32,
-    /// 1-based rank in the BM25 list.
+    /// 1-based rank in the retriever's list.
     pub rank: u32,
     /// Source text of the item as indexed.
     pub text: String,
+}
+
+/// `scored` best first after the priors, cut to `limit`, with 1-based ranks.
+fn ranked<'a>(
+    mut scored: Vec<(&'a ItemRecord, f32)>,
+    prior: LengthPrior,
+    limit: usize,
+) -> Vec<Ranked<'a>> {
+    for (record, score) in &mut scored {
+        *score *= rank::factor(record, prior);
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.truncate(limit);
+    scored
+        .into_iter()
+        .enumerate()
+        .map(|(i, (record, score))| Ranked {
+            record,
+            score,
+            rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
+        })
+        .collect()
 }
 
 fn record(summary: &mut Summary, outcome: FileOutcome) {
@@ -396,7 +429,8 @@ impl WorkspaceIndex {
                 });
             }
         }
-        self.embed_missing(embedder, &mut summary, progress)?;
+        // Whatever happens to embedding, what was parsed and embedded is committed.
+        let embedded = self.embed_missing(embedder, &mut summary, progress);
         progress(Progress {
             phase: Phase::Committing,
             files_done: total,
@@ -407,6 +441,7 @@ impl WorkspaceIndex {
         });
         self.last_indexed_at = Some(SystemTime::now());
         self.commit()?;
+        embedded?;
         summary.items_total = self.items.len() as u64;
         summary.duration = started.elapsed();
         progress(Progress {
@@ -455,8 +490,9 @@ impl WorkspaceIndex {
                 }
             }
         }
-        self.embed_missing(embedder, &mut summary, &mut |_| {})?;
+        let embedded = self.embed_missing(embedder, &mut summary, &mut |_| {});
         self.commit()?;
+        embedded?;
         summary.items_total = self.items.len() as u64;
         summary.duration = started.elapsed();
         Ok(summary)
@@ -557,34 +593,46 @@ impl WorkspaceIndex {
         Ok(())
     }
 
-    /// BM25 hits for `query`, best first, after the ranking priors ([`crate::rank`]).
+    /// BM25 ranking for `query`, best first, after the ranking priors ([`crate::rank`]).
+    pub fn rank_bm25(
+        &self,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+    ) -> Result<Vec<Ranked<'_>>, IndexError> {
+        let scored = self
+            .bm25
+            .search(query, filters, rank::window(limit))?
+            .into_iter()
+            .filter_map(|c| Some((self.items.get(&c.id)?, c.score)))
+            .collect();
+        Ok(ranked(scored, self.prior, limit))
+    }
+
+    /// BM25 hits for `query` with their texts.
     pub fn search_bm25(
         &self,
         query: &str,
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<Hit<'_>>, IndexError> {
-        let found = self.bm25.search(query, filters, rank::window(limit))?;
-        let mut scored: Vec<(&ItemRecord, f32, &Candidate)> = found
-            .hits
-            .iter()
-            .filter_map(|c| {
-                let record = self.items.get(&c.id)?;
-                Some((record, c.score * rank::factor(record, self.prior), c))
+        let ranked = self.rank_bm25(query, filters, limit)?;
+        self.with_texts(ranked)
+    }
+
+    /// The ranked items with their source texts.
+    pub fn with_texts<'a>(&'a self, ranked: Vec<Ranked<'a>>) -> Result<Vec<Hit<'a>>, IndexError> {
+        let ids: Vec<u64> = ranked.iter().map(|r| r.record.id).collect();
+        let mut texts = self.bm25.texts(&ids)?;
+        Ok(ranked
+            .into_iter()
+            .map(|r| Hit {
+                record: r.record,
+                score: r.score,
+                rank: r.rank,
+                text: texts.remove(&r.record.id).unwrap_or_default(),
             })
-            .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-        scored.truncate(limit);
-        let mut hits = Vec::with_capacity(scored.len());
-        for (i, (record, score, c)) in scored.into_iter().enumerate() {
-            hits.push(Hit {
-                record,
-                score,
-                rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
-                text: found.text(c)?,
-            });
-        }
-        Ok(hits)
+            .collect())
     }
 
     /// Releases the index's writer and lock.

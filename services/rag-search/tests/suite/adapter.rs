@@ -175,23 +175,40 @@ async fn an_unindexed_workspace_says_so() {
 }
 
 #[tokio::test]
-async fn a_remote_embedding_endpoint_is_refused_at_start_not_ignored() {
+async fn an_unreachable_embedding_endpoint_or_two_embedders_stop_the_start() {
+    // A port nothing listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
     let mut config = PlokeConfig::default();
     config.embedding = Some(ploke_runtime::config::EmbeddingConfig {
-        base_url: "http://127.0.0.1:9/v1".into(),
-        model: "text-embedding-3-small".into(),
-        api_key_env: None,
+        tries: 1,
+        ..ploke_runtime::config::EmbeddingConfig::new(
+            format!("http://127.0.0.1:{port}/v1"),
+            "text-embedding-3-small",
+        )
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let err = ploke_rag_search::serve(
-        ploke_rag_search::Config::from(&config),
-        listener,
-        std::future::pending(),
-    )
-    .await
-    .unwrap_err();
+    let start = |config: &PlokeConfig| {
+        let config = ploke_rag_search::Config::from(config);
+        async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            ploke_rag_search::serve(config, listener, std::future::pending())
+                .await
+                .unwrap_err()
+                .to_string()
+        }
+    };
+    let err = start(&config).await;
+    assert!(
+        err.starts_with(&format!(
+            "embedding endpoint unavailable: http://127.0.0.1:{port}/v1/embeddings after 1 tries: could not connect"
+        )),
+        "{err}"
+    );
+    config.rag_search.embed_model = Some("/models/minilm".into());
     assert_eq!(
-        err.to_string(),
-        "remote embeddings ([embedding] in ploke.toml) are not supported yet; use a local model with --embed-model DIR"
+        start(&config).await,
+        "both a local model (--embed-model) and an [embedding] endpoint are configured; keep one"
     );
 }

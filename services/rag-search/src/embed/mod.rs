@@ -1,0 +1,249 @@
+//! Dense embeddings behind one interface with two backends: a local BERT-family model run with
+//! candle ([`bert`]) or an OpenAI-compatible `/v1/embeddings` endpoint ([`remote`]); plus the
+//! compact text an item is embedded from.
+
+pub mod bert;
+pub mod remote;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ploke_runtime::config::EmbeddingConfig;
+
+pub use bert::MAX_TOKENS;
+
+/// Texts per forward pass of the local model.
+const LOCAL_BATCH: usize = 16;
+
+/// Vectors with the input positions they belong to.
+type Indexed = Vec<(usize, Vec<f32>)>;
+
+/// Why embedding failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbedError {
+    /// The local model could not be loaded or run, or an endpoint answered something that is
+    /// not a list of vectors.
+    #[error("embedding model: {0}")]
+    Model(String),
+    /// The `[embedding]` settings are unusable.
+    #[error("[embedding]: {0}")]
+    Config(String),
+    /// The endpoint could not be reached or stayed busy (429, 5xx) through every try.
+    #[error("embedding endpoint unavailable: {0}")]
+    Unavailable(String),
+    /// The endpoint refused the request (401, 403, 404, 400, ...).
+    #[error("embedding endpoint refused the request: {0}")]
+    Refused(String),
+}
+
+/// A loaded embedding backend.
+#[derive(Debug)]
+pub enum Embedder {
+    /// A local model directory, run with candle.
+    Local(Box<bert::Bert>),
+    /// An OpenAI-compatible endpoint.
+    Remote(remote::Remote),
+}
+
+impl Embedder {
+    /// Loads the local model in `dir`.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        bert::Bert::load(dir).map(|m| Self::Local(Box::new(m)))
+    }
+
+    /// Connects to an endpoint; one probe request learns the vector length.
+    pub async fn remote(config: &EmbeddingConfig) -> Result<Self, EmbedError> {
+        remote::Remote::connect(config).await.map(Self::Remote)
+    }
+
+    /// Vector length.
+    pub fn dims(&self) -> usize {
+        match self {
+            Self::Local(m) => m.dims(),
+            Self::Remote(r) => r.dims(),
+        }
+    }
+
+    /// Model name (the local directory's name, or the endpoint's model id).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Local(m) => m.name(),
+            Self::Remote(r) => r.model(),
+        }
+    }
+
+    /// Tokens `text` becomes for the local model (after truncation); `None` for an endpoint,
+    /// whose tokenizer is not known here.
+    pub fn token_count(&self, text: &str) -> Option<usize> {
+        match self {
+            Self::Local(m) => Some(m.token_count(text)),
+            Self::Remote(_) => None,
+        }
+    }
+
+    /// Embeds a few texts in one batch (one forward pass, or one request). Blocking: call it
+    /// from a blocking thread, never from async code.
+    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self {
+            Self::Local(m) => m.embed_batch(texts),
+            Self::Remote(r) => r.embed_blocking(texts),
+        }
+    }
+
+    /// Embeds `texts` (any number): the local model on `threads` threads with batches of
+    /// similar length, an endpoint with its configured batch size and concurrency.
+    /// `progress(done)` is called after each batch. Output order matches input order.
+    pub fn embed_all(
+        &self,
+        texts: &[String],
+        threads: usize,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self {
+            Self::Local(m) => embed_local(m, texts, threads, progress),
+            Self::Remote(r) => r.embed_all_blocking(texts, progress),
+        }
+    }
+}
+
+fn embed_local(
+    model: &bert::Bert,
+    texts: &[String],
+    threads: usize,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|i| texts[*i].len());
+    let batches: Vec<&[usize]> = order.chunks(LOCAL_BATCH).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Vec<Result<Indexed, EmbedError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(batch) = batches.get(b) else {
+                            return Ok(out);
+                        };
+                        let slice: Vec<&str> = batch.iter().map(|i| texts[*i].as_str()).collect();
+                        let vectors = model.embed_batch(&slice)?;
+                        out.extend(batch.iter().copied().zip(vectors));
+                        let d = done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len();
+                        progress(d);
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(EmbedError::Model("an embedding thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    let mut vectors = vec![Vec::new(); texts.len()];
+    for part in results {
+        for (i, v) in part? {
+            vectors[i] = v;
+        }
+    }
+    Ok(vectors)
+}
+
+/// The text embedded for an item: a compact description rather than the whole body (canonical
+/// path as words, signature, doc comment, then the head of the body), which the local model
+/// truncates at [`MAX_TOKENS`].
+pub fn item_text(canon_path: &str, signature: &str, doc: &str, body: &str) -> String {
+    let path_words = canon_path.replace("::", " ").replace(['<', '>'], " ");
+    let mut text = String::with_capacity(512);
+    text.push_str(&path_words);
+    text.push('\n');
+    if !doc.is_empty() {
+        text.push_str(doc);
+        text.push('\n');
+    }
+    text.push_str(signature);
+    text.push('\n');
+    let head: String = body.lines().skip(1).take(12).collect::<Vec<_>>().join("\n");
+    text.push_str(&head);
+    text
+}
+
+/// Cosine similarity of two L2-normalised vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `v` scaled to unit length (left as it is when it is all zeros).
+pub(crate) fn normalise(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in &mut v {
+            *x /= norm;
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The real model (scripts/test fetches it; PLOKE_EMBED_MODEL names it).
+    pub(crate) fn model() -> &'static Embedder {
+        static MODEL: std::sync::OnceLock<Embedder> = std::sync::OnceLock::new();
+        MODEL.get_or_init(|| {
+            let dir = std::env::var("PLOKE_EMBED_MODEL").expect(
+                "PLOKE_EMBED_MODEL must name the model directory: run ./scripts/test, or \
+                 export PLOKE_EMBED_MODEL=$(scripts/fetch-model)",
+            );
+            Embedder::load(Path::new(&dir)).unwrap()
+        })
+    }
+
+    #[test]
+    fn vectors_are_normalised_and_meaningful() {
+        let m = model();
+        assert_eq!(m.dims(), 384);
+        let v = m
+            .embed_batch(&[
+                "parse the configuration file",
+                "read settings from a config file",
+                "the cat sat on the mat",
+            ])
+            .unwrap();
+        for x in &v {
+            assert_eq!(x.len(), 384);
+            let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+        }
+        assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.2);
+    }
+
+    #[test]
+    fn padding_and_threads_do_not_change_results() {
+        let m = model();
+        let texts: Vec<String> = (0..40)
+            .map(|i| format!("fn handler_{i}() {{ {} }}", "x + ".repeat(i)))
+            .collect();
+        let alone = m.embed_batch(&[texts[3].as_str()]).unwrap().remove(0);
+        let all = m.embed_all(&texts, 2, &|_| {}).unwrap();
+        assert_eq!(all.len(), 40);
+        assert!(cosine(&alone, &all[3]) > 0.9999);
+        let single = m.embed_all(&texts, 1, &|_| {}).unwrap();
+        for (a, b) in all.iter().zip(&single) {
+            assert!(cosine(a, b) > 0.9999);
+        }
+    }
+
+    #[test]
+    fn a_missing_model_directory_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Embedder::load(dir.path()).unwrap_err();
+        assert!(e.to_string().ends_with("config.json is missing"), "{e}");
+    }
+}
