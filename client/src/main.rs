@@ -11,6 +11,12 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use cmd::Target;
 
+/// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
+/// allocator returns large ones to the kernel each time (page faults and zeroing cost ~10 % of
+/// embedding throughput; docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ploke: chat with an LLM about your repository, with exact code context.
 #[derive(Debug, Parser)]
 #[command(version)]

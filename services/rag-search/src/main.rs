@@ -6,6 +6,12 @@ use clap::Parser;
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
 
+/// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
+/// allocator returns large ones to the kernel each time (page faults and zeroing cost ~10 % of
+/// embedding throughput; docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ploke rag-search: code index, hybrid search and token-budgeted context over gRPC.
 #[derive(Debug, Parser)]
 #[command(version)]

@@ -14,9 +14,9 @@ use crate::bm25::{Boosts, Filters};
 use crate::context::{self, Assembled, Budget, Candidate};
 use crate::embed::Embedder;
 use crate::error::RagError;
-use crate::fusion::{self, Rrf};
+use crate::fusion::Rrf;
 use crate::index::{
-    DenseSpec, IndexError, ItemRecord, Progress, Ranked, Summary, WorkspaceIndex, workspace_key,
+    DenseSpec, IndexError, ItemRecord, Progress, Query, Summary, WorkspaceIndex, workspace_key,
 };
 use crate::parse::Kind;
 use crate::rank::LengthPrior;
@@ -207,9 +207,6 @@ pub struct Retrieval {
     /// Hybrid fusion.
     pub rrf: Rrf,
 }
-
-/// Candidates each list contributes to hybrid fusion, at least.
-const FUSION_DEPTH: usize = 100;
 
 const NO_MODEL: &str = "no embedding model is configured (--embed-model)";
 
@@ -457,47 +454,24 @@ impl RagService {
                 _ => (strategy, None, reason),
             };
             let index = slot.index.read().map_err(|_| lock_poisoned())?;
-            let ranked: Vec<(Ranked<'_>, u32, u32)> = match (strategy, &query_vector) {
-                (Strategy::Dense, Some(v)) => index
-                    .rank_dense(v, &query.filters, query.top_k)?
-                    .into_iter()
-                    .map(|r| (r, 0, r.rank))
-                    .collect(),
-                (Strategy::Hybrid, Some(v)) => {
-                    let depth = query.top_k.max(FUSION_DEPTH);
-                    let bm25 = index.rank_bm25(&query.query, &query.filters, depth)?;
-                    let dense = index.rank_dense(v, &query.filters, depth)?;
-                    let bm25_ids: Vec<u64> = bm25.iter().map(|h| h.record.id).collect();
-                    let dense_ids: Vec<u64> = dense.iter().map(|h| h.record.id).collect();
-                    let mut pool: HashMap<u64, Ranked<'_>> = HashMap::new();
-                    for h in bm25.into_iter().chain(dense) {
-                        pool.entry(h.record.id).or_insert(h);
-                    }
-                    fusion::fuse(&bm25_ids, &dense_ids, rrf, query.top_k)
-                        .into_iter()
-                        .filter_map(|f| {
-                            let r = pool.remove(&f.id)?;
-                            Some((Ranked { score: f.score, ..r }, f.bm25_rank, f.dense_rank))
-                        })
-                        .collect()
-                }
-                _ => index
-                    .rank_bm25(&query.query, &query.filters, query.top_k)?
-                    .into_iter()
-                    .map(|r| (r, r.rank, 0))
-                    .collect(),
+            let search = match (strategy, &query_vector) {
+                (Strategy::Dense, Some(v)) => Query::Dense(v),
+                (Strategy::Hybrid, Some(v)) => Query::Hybrid {
+                    text: &query.query,
+                    vector: v,
+                    rrf,
+                },
+                _ => Query::Bm25(&query.query),
             };
-            let ranks: Vec<(u32, u32)> = ranked.iter().map(|(_, b, d)| (*b, *d)).collect();
             let hits = index
-                .with_texts(ranked.into_iter().map(|(r, _, _)| r).collect())?
+                .search(search, &query.filters, query.top_k)?
                 .into_iter()
-                .zip(ranks)
-                .map(|(h, (bm25_rank, dense_rank))| SearchHit {
-                    record: h.record.clone(),
-                    text: h.text,
-                    score: h.score,
-                    bm25_rank,
-                    dense_rank,
+                .map(|f| SearchHit {
+                    record: f.hit.record.clone(),
+                    text: f.hit.text,
+                    score: f.hit.score,
+                    bm25_rank: f.bm25_rank,
+                    dense_rank: f.dense_rank,
                 })
                 .collect();
             Ok(SearchOutcome {

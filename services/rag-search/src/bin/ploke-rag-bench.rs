@@ -6,15 +6,19 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use clap::Parser;
 use ploke_rag_search::bm25::{Boosts, Filters};
 use ploke_rag_search::context::{self, Budget, Candidate};
 use ploke_rag_search::embed::Embedder;
-use ploke_rag_search::fusion::{self, Rrf};
-use ploke_rag_search::index::{DenseSpec, WorkspaceIndex};
+use ploke_rag_search::fusion::Rrf;
+use ploke_rag_search::index::{DenseSpec, Query, WorkspaceIndex};
 use ploke_rag_search::rank::LengthPrior;
-use ploke_rag_search::vectors::{Vectors, text_hash};
+
+/// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
+/// allocator returns large ones to the kernel each time (page faults and zeroing cost ~10 % of
+/// embedding throughput; docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -115,13 +119,24 @@ fn main() -> anyhow::Result<()> {
     );
 
     // ---------------------------------------------------------------- large: parse + BM25
+    let model = match &args.embed_model {
+        Some(dir) => Some(Embedder::load(dir)?),
+        None => None,
+    };
     let root = std::fs::canonicalize(&args.large)?;
     let bytes = source_bytes(&root);
+    // The large index has a dense side filled with random unit vectors after parsing (embedding
+    // 100k+ items would take an hour here); query vectors are real embeddings, and HNSW latency
+    // does not depend on the values.
+    let random = model.as_ref().map(|m| DenseSpec {
+        model: "random",
+        dims: m.dims(),
+    });
     let mut large = WorkspaceIndex::open(
         &root,
         &args.work.join("large"),
         (Boosts::default(), LengthPrior::default()),
-        None,
+        random,
     )?;
     let (summary, took) = time(|| large.index_all(true, None, &mut |_| {}));
     let summary = summary?;
@@ -151,31 +166,10 @@ fn main() -> anyhow::Result<()> {
         "re-index with nothing changed: {:.2} s (hashing only)\n",
         again.as_secs_f64()
     );
-
-    let mut bm25_lat = Vec::new();
-    for _ in 0..3 {
-        for q in &queries {
-            let (_, t) = time(|| large.search_bm25(q, &Filters::default(), 10));
-            bm25_lat.push(t);
-        }
-    }
-    let (p50, p99) = percentiles(bm25_lat);
-    println!(
-        "### Search latency at {} items (in-process, top 10)\n",
-        large.item_count()
-    );
-    println!("| strategy | p50 ms | p99 ms |\n|---|---|---|");
-    println!("| BM25 | {p50:.2} | {p99:.2} |");
-
-    let Some(model_dir) = &args.embed_model else {
+    let Some(model) = model else {
+        latency_table(&large, &root, &queries, None)?;
         return Ok(());
     };
-    let model = Embedder::load(model_dir)?;
-    // Dense at scale: usearch over as many vectors as the large index has items (capped);
-    // vectors are random unit vectors (embedding 100k+ items would take an hour here), the
-    // query vectors are real embeddings; HNSW latency does not depend on the values.
-    let n = (large.item_count() as usize).min(args.max_vectors);
-    let mut vectors = Vectors::open(&args.work.join("random-vectors"), "random", model.dims())?;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {
         seed ^= seed << 13;
@@ -183,52 +177,23 @@ fn main() -> anyhow::Result<()> {
         seed ^= seed << 17;
         (seed >> 11) as f32 / (1u64 << 53) as f32 - 0.5
     };
-    let (_, build) = time(|| -> anyhow::Result<()> {
-        for id in 0..n as u64 {
+    let ids = large.item_ids();
+    let n = ids.len().min(args.max_vectors);
+    let (filled, build) = time(|| -> anyhow::Result<()> {
+        for id in &ids[..n] {
             let v: Vec<f32> = (0..model.dims()).map(|_| next()).collect();
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            vectors.add(
-                id + 1,
-                text_hash(&id.to_string()),
-                v.into_iter().map(|x| x / norm).collect(),
-            )?;
+            large.set_vector(*id, v.into_iter().map(|x| x / norm).collect())?;
         }
         Ok(())
     });
-    let qvecs: Vec<(Vec<f32>, Duration)> = queries
-        .iter()
-        .map(|q| {
-            let (v, t) = time(|| model.embed_batch(&[q.as_str()]));
-            v.map(|mut v| (v.remove(0), t)).context("embedding a query")
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let (e50, e99) = percentiles(qvecs.iter().map(|(_, t)| *t).collect());
-    let mut dense_lat = Vec::new();
-    let mut hybrid_lat = Vec::new();
-    for (q, (v, embed_t)) in queries.iter().zip(&qvecs) {
-        let (hits, t) = time(|| vectors.search(v, 10, |_| true));
-        hits?;
-        dense_lat.push(t);
-        let (_, t) = time(|| -> anyhow::Result<()> {
-            let b = large.search_bm25(q, &Filters::default(), 100)?;
-            let d = vectors.search(v, 100, |_| true)?;
-            let b: Vec<u64> = b.iter().map(|h| h.record.id).collect();
-            let d: Vec<u64> = d.iter().map(|(id, _)| *id).collect();
-            let _ = fusion::fuse(&b, &d, Rrf::default(), 10);
-            Ok(())
-        });
-        hybrid_lat.push(t + *embed_t);
-    }
-    let (d50, d99) = percentiles(dense_lat);
-    let (h50, h99) = percentiles(hybrid_lat);
-    println!("| DENSE ({n} vectors, HNSW search only) | {d50:.2} | {d99:.2} |");
-    println!("| query embedding | {e50:.2} | {e99:.2} |");
-    println!("| HYBRID (embed + BM25 100 + dense 100 + RRF) | {h50:.2} | {h99:.2} |\n");
+    filled?;
     println!(
-        "usearch build of {n} vectors: {:.1} s\n",
+        "usearch build of {n} random vectors: {:.1} s\n",
         build.as_secs_f64()
     );
-    drop(vectors);
+    latency_table(&large, &root, &queries, Some(&model))?;
+    drop(large);
 
     // ---------------------------------------------------------------- small: real embeddings
     let Some(small_dir) = &args.small else {
@@ -276,67 +241,94 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!();
-    let mut lat = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-    for q in &queries {
+    latency_table(&small, &root, &queries, Some(&model))?;
+    println!("\npeak RSS: {:.0} MB", peak_rss_mb());
+    Ok(())
+}
+
+/// Search and context latency through [`WorkspaceIndex::search`] (the code path of the Search
+/// RPC after the query is embedded), every query once per row; DENSE and HYBRID include the
+/// query's embedding.
+fn latency_table(
+    index: &WorkspaceIndex,
+    root: &Path,
+    queries: &[String],
+    model: Option<&Embedder>,
+) -> anyhow::Result<()> {
+    let f = Filters::default();
+    let mut rows: Vec<(&str, Vec<Duration>)> = vec![
+        ("BM25", Vec::new()),
+        ("query embedding alone", Vec::new()),
+        ("DENSE (incl. query embedding)", Vec::new()),
+        ("HYBRID (incl. query embedding)", Vec::new()),
+        (
+            "GetContext, HYBRID 30 → 4000-token budget (incl. embedding)",
+            Vec::new(),
+        ),
+    ];
+    for q in queries {
+        let (hits, t) = time(|| index.search(Query::Bm25(q), &f, 10));
+        hits?;
+        rows[0].1.push(t);
+        let Some(model) = model else { continue };
         let (v, et) = time(|| model.embed_batch(&[q.as_str()]));
         let v = v?.remove(0);
-        let (_, t) = time(|| small.search_bm25(q, &Filters::default(), 10));
-        lat[0].push(t);
-        let (_, t) = time(|| small.search_dense(&v, &Filters::default(), 10));
-        lat[1].push(t + et);
-        let (_, t) = time(|| -> anyhow::Result<()> {
-            let b = small.search_bm25(q, &Filters::default(), 100)?;
-            let d = small.search_dense(&v, &Filters::default(), 100)?;
-            let bi: Vec<u64> = b.iter().map(|h| h.record.id).collect();
-            let di: Vec<u64> = d.iter().map(|h| h.record.id).collect();
-            let _ = fusion::fuse(&bi, &di, Rrf::default(), 10);
-            Ok(())
-        });
-        lat[2].push(t + et);
-        let (_, t) = time(|| -> anyhow::Result<()> {
-            let hits = small.search_bm25(q, &Filters::default(), 30)?;
-            let candidates: Vec<Candidate> = hits
+        rows[1].1.push(et);
+        let (hits, t) = time(|| index.search(Query::Dense(&v), &f, 10));
+        hits?;
+        rows[2].1.push(t + et);
+        let hybrid = Query::Hybrid {
+            text: q,
+            vector: &v,
+            rrf: Rrf::default(),
+        };
+        let (hits, t) = time(|| index.search(hybrid, &f, 10));
+        hits?;
+        rows[3].1.push(t + et);
+        let (assembled, t) = time(|| -> anyhow::Result<()> {
+            let candidates: Vec<Candidate> = index
+                .search(hybrid, &f, 30)?
                 .into_iter()
-                .map(|h| Candidate {
-                    file: h.record.file.clone(),
-                    canon_path: h.record.item.canon_path.clone(),
-                    kind: h.record.item.kind,
-                    language: h.record.language.clone(),
-                    byte_start: h.record.item.byte_start,
-                    byte_end: h.record.item.byte_end,
-                    line_start: h.record.item.line_start,
-                    line_end: h.record.item.line_end,
-                    text: h.text,
-                    score: h.score,
-                    file_hash: h.record.file_hash.clone(),
+                .map(|found| {
+                    let h = found.hit;
+                    Candidate {
+                        file: h.record.file.clone(),
+                        canon_path: h.record.item.canon_path.clone(),
+                        kind: h.record.item.kind,
+                        language: h.record.language.clone(),
+                        byte_start: h.record.item.byte_start,
+                        byte_end: h.record.item.byte_end,
+                        line_start: h.record.item.line_start,
+                        line_end: h.record.item.line_end,
+                        text: h.text,
+                        score: h.score,
+                        file_hash: h.record.file_hash.clone(),
+                    }
                 })
                 .collect();
             let _ = context::assemble(
-                &root,
+                root,
                 candidates,
                 Budget::with_defaults(0, 0, 0),
-                &mut |f, _| std::fs::read_to_string(root.join(f)).ok(),
+                &mut |file, _| std::fs::read_to_string(root.join(file)).ok(),
             );
             Ok(())
         });
-        lat[3].push(t);
+        assembled?;
+        rows[4].1.push(t + et);
     }
     println!(
-        "| at {} items | p50 ms | p99 ms |\n|---|---|---|",
-        small.item_count()
+        "### Latency at {} items ({} with vectors; in-process, top 10)\n",
+        index.item_count(),
+        index.embedded_count()
     );
-    for (name, l) in [
-        "BM25",
-        "DENSE (incl. query embedding)",
-        "HYBRID (incl. query embedding)",
-        "GetContext (BM25 30 → 4000-token budget)",
-    ]
-    .iter()
-    .zip(lat)
-    {
-        let (a, b) = percentiles(l);
-        println!("| {name} | {a:.2} | {b:.2} |");
+    println!("| measure | p50 ms | p99 ms |\n|---|---|---|");
+    for (name, l) in rows {
+        if !l.is_empty() {
+            let (a, b) = percentiles(l);
+            println!("| {name} | {a:.2} | {b:.2} |");
+        }
     }
-    println!("\npeak RSS: {:.0} MB", peak_rss_mb());
+    println!();
     Ok(())
 }

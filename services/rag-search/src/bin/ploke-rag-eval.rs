@@ -17,6 +17,12 @@ use ploke_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 use tokio_stream::StreamExt as _;
 
+/// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
+/// allocator returns large ones to the kernel each time (page faults and zeroing cost ~10 % of
+/// embedding throughput; docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Runs the retrieval evaluation and writes run files.
 #[derive(Debug, Parser)]
 struct Args {

@@ -5,8 +5,9 @@ use crate::bm25::Filters;
 use crate::embed::{self, EmbedError, Embedder};
 use crate::vectors::TextHash;
 
+use super::search::ranked;
 use super::{
-    Hit, IndexError, ItemRecord, Phase, Progress, Ranked, Summary, WorkspaceIndex, hex_hash, ranked,
+    Hit, IndexError, ItemRecord, Phase, Progress, Ranked, Summary, WorkspaceIndex, hex_hash,
 };
 
 /// Items embedded (and kept) per step.
@@ -97,6 +98,16 @@ impl WorkspaceIndex {
             summary.items_embedded += chunk.len() as u64;
         }
         Ok(())
+    }
+
+    /// Gives an item a vector computed elsewhere (imported vectors, benchmarks); false when the
+    /// item does not exist or the index has no dense side.
+    pub fn set_vector(&mut self, id: u64, vector: Vec<f32>) -> Result<bool, IndexError> {
+        let (Some(vectors), Some(record)) = (self.vectors.as_mut(), self.items.get(&id)) else {
+            return Ok(false);
+        };
+        vectors.add(id, hex_hash(&record.embed_hash), vector)?;
+        Ok(true)
     }
 
     /// Dense ranking for a query vector, best first, after the ranking priors.

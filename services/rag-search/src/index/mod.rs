@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::bm25::{Bm25, Bm25Error, Boosts, Filters};
+use crate::bm25::{Bm25, Bm25Error, Boosts};
 use crate::embed::{EmbedError, Embedder};
 use crate::parse::{self, Kind, ParsedItem};
-use crate::rank::{self, LengthPrior};
+use crate::rank::LengthPrior;
 use crate::scan::{self, ScannedFile};
 use crate::vectors::{TextHash, VectorError, Vectors};
 
@@ -144,52 +144,6 @@ pub struct Summary {
     pub embeddings_reused: u64,
     /// Wall time.
     pub duration: Duration,
-}
-
-/// An item one retriever found, ranked, without its text.
-#[derive(Debug, Clone, Copy)]
-pub struct Ranked<'a> {
-    /// The item.
-    pub record: &'a ItemRecord,
-    /// The retriever's score after the ranking priors.
-    pub score: f32,
-    /// 1-based rank in the retriever's list.
-    pub rank: u32,
-}
-
-/// A ranked item with its source text.
-#[derive(Debug, Clone)]
-pub struct Hit<'a> {
-    /// The item.
-    pub record: &'a ItemRecord,
-    /// The retriever's score after the ranking priors.
-    pub score: f32,
-    /// 1-based rank in the retriever's list.
-    pub rank: u32,
-    /// Source text of the item as indexed.
-    pub text: String,
-}
-
-/// `scored` best first after the priors, cut to `limit`, with 1-based ranks.
-fn ranked<'a>(
-    mut scored: Vec<(&'a ItemRecord, f32)>,
-    prior: LengthPrior,
-    limit: usize,
-) -> Vec<Ranked<'a>> {
-    for (record, score) in &mut scored {
-        *score *= rank::factor(record, prior);
-    }
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    scored.truncate(limit);
-    scored
-        .into_iter()
-        .enumerate()
-        .map(|(i, (record, score))| Ranked {
-            record,
-            score,
-            rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
-        })
-        .collect()
 }
 
 fn record(summary: &mut Summary, outcome: FileOutcome) {
@@ -338,6 +292,13 @@ impl WorkspaceIndex {
     /// Items in the index.
     pub fn item_count(&self) -> u64 {
         self.items.len() as u64
+    }
+
+    /// Ids of every item, ascending.
+    pub fn item_ids(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.items.keys().copied().collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// Items that have a vector.
@@ -593,48 +554,6 @@ impl WorkspaceIndex {
         Ok(())
     }
 
-    /// BM25 ranking for `query`, best first, after the ranking priors ([`crate::rank`]).
-    pub fn rank_bm25(
-        &self,
-        query: &str,
-        filters: &Filters,
-        limit: usize,
-    ) -> Result<Vec<Ranked<'_>>, IndexError> {
-        let scored = self
-            .bm25
-            .search(query, filters, rank::window(limit))?
-            .into_iter()
-            .filter_map(|c| Some((self.items.get(&c.id)?, c.score)))
-            .collect();
-        Ok(ranked(scored, self.prior, limit))
-    }
-
-    /// BM25 hits for `query` with their texts.
-    pub fn search_bm25(
-        &self,
-        query: &str,
-        filters: &Filters,
-        limit: usize,
-    ) -> Result<Vec<Hit<'_>>, IndexError> {
-        let ranked = self.rank_bm25(query, filters, limit)?;
-        self.with_texts(ranked)
-    }
-
-    /// The ranked items with their source texts.
-    pub fn with_texts<'a>(&'a self, ranked: Vec<Ranked<'a>>) -> Result<Vec<Hit<'a>>, IndexError> {
-        let ids: Vec<u64> = ranked.iter().map(|r| r.record.id).collect();
-        let mut texts = self.bm25.texts(&ids)?;
-        Ok(ranked
-            .into_iter()
-            .map(|r| Hit {
-                record: r.record,
-                score: r.score,
-                rank: r.rank,
-                text: texts.remove(&r.record.id).unwrap_or_default(),
-            })
-            .collect())
-    }
-
     /// Releases the index's writer and lock.
     pub fn close(&mut self) {
         self.bm25.close();
@@ -687,6 +606,9 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
 }
 
 mod dense;
+mod search;
+
+pub use search::{FUSION_DEPTH, Found, Hit, Query, Ranked};
 #[cfg(test)]
 mod tests;
 mod update;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::bm25::Filters;
 use crate::rank::LengthPrior;
 
 struct Fixture {
@@ -293,4 +294,62 @@ fn test_code_ranks_below_the_code_it_tests() {
     assert!(code < test, "{names:?}");
     assert!(crate::rank::is_test_code(hits[test].record));
     assert!(!crate::rank::is_test_code(hits[code].record));
+}
+
+#[test]
+fn vectors_set_from_outside_are_searched_and_fused() {
+    let f = Fixture::new();
+    let mut index = WorkspaceIndex::open(
+        f.ws.path(),
+        f.data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        Some(DenseSpec {
+            model: "imported",
+            dims: 2,
+        }),
+    )
+    .unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    assert_eq!(index.embedded_count(), 0);
+    let id_of = |index: &WorkspaceIndex, canon: &str| index.lookup_canon(canon, None)[0].id;
+    let start = id_of(&index, "crate::start");
+    let load = id_of(&index, "crate::config::Config::load_settings");
+    assert!(index.set_vector(start, vec![1.0, 0.0]).unwrap());
+    assert!(index.set_vector(load, vec![0.0, 1.0]).unwrap());
+    assert!(!index.set_vector(u64::MAX, vec![1.0, 0.0]).unwrap());
+    assert_eq!(index.embedded_count(), 2);
+
+    let paths = |found: Vec<Found<'_>>| -> Vec<(String, u32, u32)> {
+        found
+            .into_iter()
+            .map(|f| {
+                (
+                    f.hit.record.item.canon_path.clone(),
+                    f.bm25_rank,
+                    f.dense_rank,
+                )
+            })
+            .collect()
+    };
+    let none = Filters::default();
+    let dense = index.search(Query::Dense(&[0.0, 1.0]), &none, 1).unwrap();
+    assert_eq!(
+        paths(dense),
+        vec![("crate::config::Config::load_settings".to_owned(), 0, 1)]
+    );
+    // "start" by words, the other by vector: both come back, each with the rank it earned.
+    let hybrid = Query::Hybrid {
+        text: "start",
+        vector: &[0.0, 1.0],
+        rrf: crate::fusion::Rrf::default(),
+    };
+    let mut got = paths(index.search(hybrid, &none, 2).unwrap());
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("crate::config::Config::load_settings".to_owned(), 0, 1),
+            ("crate::start".to_owned(), 1, 2),
+        ]
+    );
 }
