@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::EmbedError;
+use super::encoder::{self, Encoder};
 
 /// Tokens per text the model sees; longer texts are truncated.
 pub const MAX_TOKENS: usize = 128;
@@ -21,7 +22,7 @@ fn err(context: &str) -> impl FnOnce(String) -> EmbedError + '_ {
 
 /// A loaded local model.
 pub struct Bert {
-    model: BertModel,
+    model: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     dims: usize,
@@ -67,7 +68,7 @@ impl Bert {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|e| err("loading weights")(e.to_string()))?;
         let model =
-            BertModel::load(vb, &config).map_err(|e| err("building the model")(e.to_string()))?;
+            Encoder::load(vb, &config).map_err(|e| err("building the model")(e.to_string()))?;
         let name = dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -123,17 +124,17 @@ impl Bert {
                 mask[row * len + col] = *m;
             }
         }
+        // Texts are batched by length: most batches (and every single query) have no padding.
+        let padded = mask.contains(&0);
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let input = Tensor::from_vec(ids, (n, len), &self.device)?;
-            let types = input.zeros_like()?;
-            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-            let hidden = self.model.forward(&input, &types, Some(&mask))?;
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-            let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-            let mean = summed.broadcast_div(&counts)?;
-            let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-            mean.broadcast_div(&norm)?.to_vec2::<f32>()
+            let mask = if padded {
+                Some(Tensor::from_vec(mask, (n, len), &self.device)?)
+            } else {
+                None
+            };
+            let hidden = self.model.forward(&input, mask.as_ref())?;
+            encoder::mean_pool_normalised(&hidden, mask.as_ref())?.to_vec2::<f32>()
         };
         run().map_err(|e| err("running the model")(e.to_string()))
     }

@@ -3,6 +3,7 @@
 //! compact text an item is embedded from.
 
 pub mod bert;
+mod encoder;
 pub mod remote;
 
 use std::path::Path;

@@ -1,0 +1,214 @@
+//! The BERT encoder forward pass for sentence embeddings, on candle tensors and candle-nn layers,
+//! leaner than `candle_transformers::models::bert` for inference: the query is scaled before
+//! `Q·Kᵀ`, the attention softmax is candle's fused last-dimension kernel, and the padding mask
+//! is added only when a batch has padding (texts are batched by length, so most have none).
+//! Those three fewer full-size `[batch, heads, tokens, tokens]` tensors per layer are most of
+//! its gain; `tests::matches_the_reference_implementation` holds it to the reference.
+
+use candle_core::{D, DType, Module as _, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+use candle_transformers::models::bert::{Config, HiddenAct};
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// A loaded BERT encoder.
+pub struct Encoder {
+    words: Embedding,
+    positions: Embedding,
+    token_types: Embedding,
+    embeddings_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    head_size: usize,
+    act: HiddenAct,
+}
+
+impl Encoder {
+    /// Loads the weights (`embeddings.*`, `encoder.layer.N.*`, with or without a `bert.`
+    /// prefix).
+    pub fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
+            vb.pp("bert")
+        } else {
+            vb
+        };
+        let h = c.hidden_size;
+        let e = vb.pp("embeddings");
+        let layers = (0..c.num_hidden_layers)
+            .map(|i| {
+                let l = vb.pp(format!("encoder.layer.{i}"));
+                let a = l.pp("attention");
+                Ok(Layer {
+                    query: linear(h, h, a.pp("self.query"))?,
+                    key: linear(h, h, a.pp("self.key"))?,
+                    value: linear(h, h, a.pp("self.value"))?,
+                    attention_out: linear(h, h, a.pp("output.dense"))?,
+                    attention_norm: layer_norm(h, c.layer_norm_eps, a.pp("output.LayerNorm"))?,
+                    intermediate: linear(h, c.intermediate_size, l.pp("intermediate.dense"))?,
+                    output: linear(c.intermediate_size, h, l.pp("output.dense"))?,
+                    output_norm: layer_norm(h, c.layer_norm_eps, l.pp("output.LayerNorm"))?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            words: embedding(c.vocab_size, h, e.pp("word_embeddings"))?,
+            positions: embedding(c.max_position_embeddings, h, e.pp("position_embeddings"))?,
+            token_types: embedding(c.type_vocab_size, h, e.pp("token_type_embeddings"))?,
+            embeddings_norm: layer_norm(h, c.layer_norm_eps, e.pp("LayerNorm"))?,
+            layers,
+            heads: c.num_attention_heads,
+            head_size: h / c.num_attention_heads.max(1),
+            act: c.hidden_act,
+        })
+    }
+
+    /// Hidden states `[batch, tokens, hidden]` for token ids `[batch, tokens]` (token type 0);
+    /// `mask` `[batch, tokens]` (1 = token, 0 = padding) when the batch has padding.
+    pub fn forward(&self, ids: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let (_, tokens) = ids.dims2()?;
+        let positions = Tensor::arange(0u32, tokens as u32, ids.device())?;
+        let types = Tensor::zeros(1, DType::U32, ids.device())?;
+        let x = self
+            .words
+            .forward(ids)?
+            .broadcast_add(&self.positions.forward(&positions)?)?
+            .broadcast_add(&self.token_types.forward(&types)?)?;
+        let mut x = self.embeddings_norm.forward(&x)?;
+        // Padding gets a large negative score before the softmax: [batch, 1, 1, tokens].
+        let bias = match mask {
+            Some(m) => Some(
+                ((m.to_dtype(DType::F32)? - 1.0)? * 1e9)?
+                    .unsqueeze(1)?
+                    .unsqueeze(1)?,
+            ),
+            None => None,
+        };
+        for layer in &self.layers {
+            x = self.layer(layer, &x, bias.as_ref())?;
+        }
+        Ok(x)
+    }
+
+    fn layer(&self, l: &Layer, x: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let (batch, tokens, hidden) = x.dims3()?;
+        let split = |t: Tensor| -> Result<Tensor> {
+            t.reshape((batch, tokens, self.heads, self.head_size))?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        let scale = 1.0 / (self.head_size as f64).sqrt();
+        let q = split(l.query.forward(x)?.affine(scale, 0.0)?)?;
+        let k = split(l.key.forward(x)?)?;
+        let v = split(l.value.forward(x)?)?;
+        let mut scores = q.matmul(&k.t()?)?;
+        if let Some(b) = bias {
+            scores = scores.broadcast_add(b)?;
+        }
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let context = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape((batch, tokens, hidden))?;
+        let x = l
+            .attention_norm
+            .forward(&(l.attention_out.forward(&context)? + x)?)?;
+        let inner = l.intermediate.forward(&x)?;
+        let inner = match self.act {
+            HiddenAct::Gelu => inner.gelu_erf()?,
+            HiddenAct::GeluApproximate => inner.gelu()?,
+            HiddenAct::Relu => inner.relu()?,
+        };
+        l.output_norm.forward(&(l.output.forward(&inner)? + x)?)
+    }
+}
+
+/// Mean of the hidden states over real tokens, L2-normalised: `[batch, hidden]`.
+pub fn mean_pool_normalised(hidden: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+    let mean = match mask {
+        Some(m) => {
+            let m = m.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let summed = hidden.broadcast_mul(&m)?.sum(1)?;
+            let counts = m.sum(1)?.clamp(1e-9, f64::MAX)?;
+            summed.broadcast_div(&counts)?
+        }
+        None => hidden.mean(1)?,
+    };
+    let norm = mean
+        .sqr()?
+        .sum_keepdim(D::Minus1)?
+        .sqrt()?
+        .clamp(1e-12, f64::MAX)?;
+    mean.broadcast_div(&norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use candle_core::Device;
+    use candle_transformers::models::bert::BertModel;
+
+    use super::*;
+
+    fn pooled_reference(m: &BertModel, ids: &Tensor, mask: &Tensor) -> Vec<Vec<f32>> {
+        let hidden = m
+            .forward(ids, &ids.zeros_like().unwrap(), Some(mask))
+            .unwrap();
+        mean_pool_normalised(&hidden, Some(mask))
+            .unwrap()
+            .to_vec2()
+            .unwrap()
+    }
+
+    #[test]
+    fn matches_the_reference_implementation() {
+        let dir = PathBuf::from(
+            std::env::var("PLOKE_EMBED_MODEL").expect("PLOKE_EMBED_MODEL names the model"),
+        );
+        let config: Config =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap())
+                .unwrap();
+        let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).unwrap();
+        let ours = Encoder::load(vb.clone(), &config).unwrap();
+        let reference = BertModel::load(vb, &config).unwrap();
+
+        // "[CLS] parse the config file [SEP]" and a shorter text padded to its length.
+        let ids = Tensor::new(
+            &[
+                [101u32, 11968, 1996, 9530, 5371, 102],
+                [101, 3191, 4275, 102, 0, 0],
+            ],
+            &Device::Cpu,
+        )
+        .unwrap();
+        let mask = Tensor::new(&[[1u32, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], &Device::Cpu).unwrap();
+        let want = pooled_reference(&reference, &ids, &mask);
+        let got: Vec<Vec<f32>> =
+            mean_pool_normalised(&ours.forward(&ids, Some(&mask)).unwrap(), Some(&mask))
+                .unwrap()
+                .to_vec2()
+                .unwrap();
+        // Without padding the mask is skipped: the first text alone.
+        let one = ids.narrow(0, 0, 1).unwrap();
+        let alone: Vec<Vec<f32>> = mean_pool_normalised(&ours.forward(&one, None).unwrap(), None)
+            .unwrap()
+            .to_vec2()
+            .unwrap();
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5);
+        assert_eq!(got.len(), 2);
+        assert!(close(&got[0], &want[0]) && close(&got[1], &want[1]));
+        assert!(close(&alone[0], &want[0]));
+        // And the two texts are not the same vector.
+        assert!(!close(&got[0], &got[1]));
+    }
+}
