@@ -118,26 +118,39 @@ fn embed_local(
     let batches: Vec<&[usize]> = order.chunks(LOCAL_BATCH).collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let workers = threads.max(1);
+    let work = || -> Result<Indexed, EmbedError> {
+        let mut out = Vec::new();
+        loop {
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            let Some(batch) = batches.get(b) else {
+                return Ok(out);
+            };
+            let slice: Vec<&str> = batch.iter().map(|i| texts[*i].as_str()).collect();
+            let vectors = model.embed_batch(&slice)?;
+            out.extend(batch.iter().copied().zip(vectors));
+            let d = done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len();
+            progress(d);
+        }
+    };
     let results: Vec<Result<Indexed, EmbedError>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.max(1))
+        let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let b = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(batch) = batches.get(b) else {
-                            return Ok(out);
-                        };
-                        let slice: Vec<&str> = batch.iter().map(|i| texts[*i].as_str()).collect();
-                        let vectors = model.embed_batch(&slice)?;
-                        out.extend(batch.iter().copied().zip(vectors));
-                        let d = done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len();
-                        progress(d);
+                    if workers == 1 {
+                        return work();
+                    }
+                    // One single-threaded model per core: candle's matrix products run on the
+                    // current rayon pool, so a private one-thread pool keeps each worker on its
+                    // own core (1.8x one worker using both cores; docs/PERFORMANCE.md).
+                    match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+                        Ok(pool) => pool.install(work),
+                        Err(_) => work(),
                     }
                 })
             })
             .collect();
-        workers
+        handles
             .into_iter()
             .map(|w| {
                 w.join().unwrap_or_else(|_| {
