@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ploke_rag_search::bm25::{Boosts, Filters};
 use ploke_rag_search::context::{self, Budget, Candidate};
-use ploke_rag_search::embed::Embedder;
+use ploke_rag_search::embed::{EmbedError, Embedder};
 use ploke_rag_search::fusion::Rrf;
-use ploke_rag_search::index::{DenseSpec, Query, WorkspaceIndex};
+use ploke_rag_search::index::{DenseSpec, FUSION_DEPTH, Hybrid, Query, WorkspaceIndex};
 use ploke_rag_search::rank::LengthPrior;
 
 /// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
@@ -167,6 +167,8 @@ fn main() -> anyhow::Result<()> {
         again.as_secs_f64()
     );
     let Some(model) = model else {
+        // Searches run on a settled index: background segment merges finished.
+        large.close();
         latency_table(&large, &root, &queries, None)?;
         return Ok(());
     };
@@ -188,6 +190,7 @@ fn main() -> anyhow::Result<()> {
         Ok(())
     });
     filled?;
+    large.close();
     println!(
         "usearch build of {n} random vectors: {:.1} s\n",
         build.as_secs_f64()
@@ -241,6 +244,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!();
+    small.close();
     latency_table(&small, &root, &queries, Some(&model))?;
     println!("\npeak RSS: {:.0} MB", peak_rss_mb());
     Ok(())
@@ -260,11 +264,16 @@ fn latency_table(
         ("BM25", Vec::new()),
         ("query embedding alone", Vec::new()),
         ("DENSE (incl. query embedding)", Vec::new()),
-        ("HYBRID (incl. query embedding)", Vec::new()),
+        (
+            "HYBRID (query embedded while BM25 ranks, then dense + RRF)",
+            Vec::new(),
+        ),
         (
             "GetContext, HYBRID 30 → 4000-token budget (incl. embedding)",
             Vec::new(),
         ),
+        ("hybrid's BM25 list (top 100, no texts)", Vec::new()),
+        ("hybrid's dense list (top 100, no texts)", Vec::new()),
     ];
     for q in queries {
         let (hits, t) = time(|| index.search(Query::Bm25(q), &f, 10));
@@ -282,9 +291,14 @@ fn latency_table(
             vector: &v,
             rrf: Rrf::default(),
         };
-        let (hits, t) = time(|| index.search(hybrid, &f, 10));
-        hits?;
-        rows[3].1.push(t + et);
+        let embed =
+            || -> Result<Vec<f32>, EmbedError> { Ok(model.embed_batch(&[q.as_str()])?.remove(0)) };
+        let (hits, t) = time(|| index.search_hybrid(q, embed, &f, 10, Rrf::default()));
+        anyhow::ensure!(
+            matches!(hits?, Hybrid::Fused(_)),
+            "hybrid search fell back to bm25"
+        );
+        rows[3].1.push(t);
         let (assembled, t) = time(|| -> anyhow::Result<()> {
             let candidates: Vec<Candidate> = index
                 .search(hybrid, &f, 30)?
@@ -316,6 +330,12 @@ fn latency_table(
         });
         assembled?;
         rows[4].1.push(t + et);
+        let (ranked, t) = time(|| index.rank_bm25(q, &f, FUSION_DEPTH));
+        ranked?;
+        rows[5].1.push(t);
+        let (ranked, t) = time(|| index.rank_dense(&v, &f, FUSION_DEPTH));
+        ranked?;
+        rows[6].1.push(t);
     }
     println!(
         "### Latency at {} items ({} with vectors; in-process, top 10)\n",

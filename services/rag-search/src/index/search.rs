@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::bm25::Filters;
+use crate::embed::EmbedError;
 use crate::fusion::{self, Rrf};
 use crate::rank::{self, LengthPrior};
 
@@ -88,7 +89,50 @@ pub(super) fn ranked<'a>(
         .collect()
 }
 
+/// The outcome of [`WorkspaceIndex::search_hybrid`].
+#[derive(Debug)]
+pub enum Hybrid<'a> {
+    /// Both lists fused.
+    Fused(Vec<Found<'a>>),
+    /// The query could not be embedded: BM25 alone, and why.
+    Bm25Only(Vec<Found<'a>>, EmbedError),
+}
+
 impl WorkspaceIndex {
+    /// HYBRID search that embeds the query (`embed`, on a second thread) while BM25 ranks, so
+    /// the two overlap; when embedding fails the BM25 ranking is answered alone.
+    pub fn search_hybrid(
+        &self,
+        text: &str,
+        embed: impl FnOnce() -> Result<Vec<f32>, EmbedError> + Send,
+        filters: &Filters,
+        top_k: usize,
+        rrf: Rrf,
+    ) -> Result<Hybrid<'_>, IndexError> {
+        let depth = top_k.max(FUSION_DEPTH);
+        let (vector, bm25) = std::thread::scope(|scope| {
+            let embedding = scope.spawn(embed);
+            let bm25 = self.rank_bm25(text, filters, depth);
+            let vector = embedding
+                .join()
+                .unwrap_or_else(|_| Err(EmbedError::Model("the embedding thread panicked".into())));
+            (vector, bm25)
+        });
+        let bm25 = bm25?;
+        match vector {
+            Ok(vector) => {
+                let dense = self.rank_dense(&vector, filters, depth)?;
+                Ok(Hybrid::Fused(self.fused(bm25, dense, rrf, top_k)?))
+            }
+            Err(e) => {
+                let mut bm25 = bm25;
+                bm25.truncate(top_k);
+                let found = self.found(bm25.into_iter().map(|r| (r, r.rank, 0)).collect())?;
+                Ok(Hybrid::Bm25Only(found, e))
+            }
+        }
+    }
+
     /// The best `top_k` items for `query`, best first.
     pub fn search(
         &self,
@@ -111,28 +155,48 @@ impl WorkspaceIndex {
                 let depth = top_k.max(FUSION_DEPTH);
                 let bm25 = self.rank_bm25(text, filters, depth)?;
                 let dense = self.rank_dense(vector, filters, depth)?;
-                let bm25_ids: Vec<u64> = bm25.iter().map(|h| h.record.id).collect();
-                let dense_ids: Vec<u64> = dense.iter().map(|h| h.record.id).collect();
-                let mut pool: HashMap<u64, Ranked<'_>> = HashMap::new();
-                for h in bm25.into_iter().chain(dense) {
-                    pool.entry(h.record.id).or_insert(h);
-                }
-                fusion::fuse(&bm25_ids, &dense_ids, rrf, top_k)
-                    .into_iter()
-                    .filter_map(|f| {
-                        let r = pool.remove(&f.id)?;
-                        Some((
-                            Ranked {
-                                score: f.score,
-                                ..r
-                            },
-                            f.bm25_rank,
-                            f.dense_rank,
-                        ))
-                    })
-                    .collect()
+                return self.fused(bm25, dense, rrf, top_k);
             }
         };
+        self.found(ranked)
+    }
+
+    /// Two rankings fused with RRF, with texts.
+    fn fused<'a>(
+        &'a self,
+        bm25: Vec<Ranked<'a>>,
+        dense: Vec<Ranked<'a>>,
+        rrf: Rrf,
+        top_k: usize,
+    ) -> Result<Vec<Found<'a>>, IndexError> {
+        let bm25_ids: Vec<u64> = bm25.iter().map(|h| h.record.id).collect();
+        let dense_ids: Vec<u64> = dense.iter().map(|h| h.record.id).collect();
+        let mut pool: HashMap<u64, Ranked<'_>> = HashMap::new();
+        for h in bm25.into_iter().chain(dense) {
+            pool.entry(h.record.id).or_insert(h);
+        }
+        let ranked = fusion::fuse(&bm25_ids, &dense_ids, rrf, top_k)
+            .into_iter()
+            .filter_map(|f| {
+                let r = pool.remove(&f.id)?;
+                Some((
+                    Ranked {
+                        score: f.score,
+                        ..r
+                    },
+                    f.bm25_rank,
+                    f.dense_rank,
+                ))
+            })
+            .collect();
+        self.found(ranked)
+    }
+
+    /// Ranked items (with their BM25 and dense ranks) with texts.
+    fn found<'a>(
+        &'a self,
+        ranked: Vec<(Ranked<'a>, u32, u32)>,
+    ) -> Result<Vec<Found<'a>>, IndexError> {
         let ranks: Vec<(u32, u32)> = ranked.iter().map(|(_, b, d)| (*b, *d)).collect();
         Ok(self
             .with_texts(ranked.into_iter().map(|(r, _, _)| r).collect())?

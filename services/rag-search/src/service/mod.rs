@@ -11,11 +11,12 @@ use tokio::sync::mpsc;
 
 use crate::bm25::Boosts;
 use crate::context::{self, Assembled, Budget, Candidate};
-use crate::embed::Embedder;
+use crate::embed::{EmbedError, Embedder};
 use crate::error::RagError;
 use crate::fusion::Rrf;
 use crate::index::{
-    DenseSpec, IndexError, ItemRecord, Progress, Query, Summary, WorkspaceIndex, workspace_key,
+    DenseSpec, Hybrid, IndexError, ItemRecord, Progress, Query, Summary, WorkspaceIndex,
+    workspace_key,
 };
 use crate::parse::Kind;
 use crate::rank::LengthPrior;
@@ -284,32 +285,35 @@ impl RagService {
         let rrf = self.rrf;
         let reason = self.dense_reason();
         tokio::task::spawn_blocking(move || {
+            let index = slot.index.read().map_err(|_| lock_poisoned())?;
+            let embed = |e: &Embedder| -> Result<Vec<f32>, EmbedError> {
+                e.embed_batch(&[query.query.as_str()])?
+                    .pop()
+                    .ok_or_else(|| EmbedError::Model("no vector for the query".into()))
+            };
+            let f = &query.filters;
             // A failed query embedding fails DENSE; HYBRID answers with BM25 alone and says why.
-            let (strategy, query_vector, reason) = match (&embedder, strategy) {
-                (Some(e), Strategy::Dense | Strategy::Hybrid) => {
-                    match e.embed_batch(&[query.query.as_str()]) {
-                        Ok(mut v) => (strategy, v.pop(), reason),
-                        Err(e) if strategy == Strategy::Dense => return Err(RagError::Embedding(e)),
-                        Err(e) => {
+            let (strategy, found, reason) = match (strategy, embedder.as_deref()) {
+                (Strategy::Hybrid, Some(e)) => {
+                    match index.search_hybrid(&query.query, || embed(e), f, query.top_k, rrf)? {
+                        Hybrid::Fused(found) => (strategy, found, reason),
+                        Hybrid::Bm25Only(found, e) => {
                             tracing::warn!(error = %e, "query embedding failed; answering with bm25");
-                            (Strategy::Bm25, None, e.to_string())
+                            (Strategy::Bm25, found, e.to_string())
                         }
                     }
                 }
-                _ => (strategy, None, reason),
+                (Strategy::Dense, Some(e)) => {
+                    let v = embed(e).map_err(RagError::Embedding)?;
+                    (strategy, index.search(Query::Dense(&v), f, query.top_k)?, reason)
+                }
+                _ => (
+                    Strategy::Bm25,
+                    index.search(Query::Bm25(&query.query), f, query.top_k)?,
+                    reason,
+                ),
             };
-            let index = slot.index.read().map_err(|_| lock_poisoned())?;
-            let search = match (strategy, &query_vector) {
-                (Strategy::Dense, Some(v)) => Query::Dense(v),
-                (Strategy::Hybrid, Some(v)) => Query::Hybrid {
-                    text: &query.query,
-                    vector: v,
-                    rrf,
-                },
-                _ => Query::Bm25(&query.query),
-            };
-            let hits = index
-                .search(search, &query.filters, query.top_k)?
+            let hits = found
                 .into_iter()
                 .map(|f| SearchHit {
                     record: f.hit.record.clone(),
