@@ -60,6 +60,13 @@ async fn search(
         .map(tonic::Response::into_inner)
 }
 
+/// The call failed with `code` and a message that contains `needle`.
+fn fails_with(result: Result<SearchResponse, tonic::Status>, code: Code, needle: &str) {
+    let err = result.unwrap_err();
+    assert_eq!(err.code(), code, "{}", err.message());
+    assert!(err.message().contains(needle), "{}", err.message());
+}
+
 fn top_path(r: &SearchResponse) -> &str {
     r.hits
         .first()
@@ -164,14 +171,10 @@ async fn a_busy_endpoint_is_retried_a_refusal_reported_and_a_dead_one_degrades_h
         Vec::new(),
         r#"{"error":{"message":"bad key"}}"#.to_owned(),
     )]);
-    let err = search(&sandbox, "header line", Strategy::Dense)
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{}", err.message());
-    assert!(
-        err.message().contains("401 Unauthorized"),
-        "{}",
-        err.message()
+    fails_with(
+        search(&sandbox, "header line", Strategy::Dense).await,
+        Code::FailedPrecondition,
+        "401 Unauthorized",
     );
     fake.fail_next([(403, Vec::new(), "forbidden".to_owned())]);
     let hybrid = search(&sandbox, "header line", Strategy::Hybrid)
@@ -196,14 +199,10 @@ async fn a_busy_endpoint_is_retried_a_refusal_reported_and_a_dead_one_degrades_h
     // parsed item (BM25 finds it) and fails UNAVAILABLE; once the endpoint is back, the next
     // run embeds only that item.
     fake.set_down(true);
-    let err = search(&sandbox, "header line", Strategy::Dense)
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::Unavailable, "{}", err.message());
-    assert!(
-        err.message().contains("after 3 tries: 503"),
-        "{}",
-        err.message()
+    fails_with(
+        search(&sandbox, "header line", Strategy::Dense).await,
+        Code::Unavailable,
+        "after 3 tries: 503",
     );
     let err = sandbox.index_files(&FILES[1..2]).await.unwrap_err();
     assert!(

@@ -11,7 +11,9 @@ use ploke_rag_search::bm25::{Boosts, Filters};
 use ploke_rag_search::context::{self, Budget, Candidate};
 use ploke_rag_search::embed::{EmbedError, Embedder};
 use ploke_rag_search::fusion::Rrf;
-use ploke_rag_search::index::{DenseSpec, FUSION_DEPTH, Hybrid, Query, WorkspaceIndex};
+use ploke_rag_search::index::{
+    DENSE_FUSION_DEPTH, DenseSpec, FUSION_DEPTH, Hybrid, Query, WorkspaceIndex,
+};
 use ploke_rag_search::rank::LengthPrior;
 
 /// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
@@ -273,7 +275,10 @@ fn latency_table(
             Vec::new(),
         ),
         ("hybrid's BM25 list (top 100, no texts)", Vec::new()),
-        ("hybrid's dense list (top 100, no texts)", Vec::new()),
+        (
+            "hybrid's dense list (top 20 of 100 nearest, no texts)",
+            Vec::new(),
+        ),
     ];
     for q in queries {
         let (hits, t) = time(|| index.search(Query::Bm25(q), &f, 10));
@@ -303,22 +308,7 @@ fn latency_table(
             let candidates: Vec<Candidate> = index
                 .search(hybrid, &f, 30)?
                 .into_iter()
-                .map(|found| {
-                    let h = found.hit;
-                    Candidate {
-                        file: h.record.file.clone(),
-                        canon_path: h.record.item.canon_path.clone(),
-                        kind: h.record.item.kind,
-                        language: h.record.language.clone(),
-                        byte_start: h.record.item.byte_start,
-                        byte_end: h.record.item.byte_end,
-                        line_start: h.record.item.line_start,
-                        line_end: h.record.item.line_end,
-                        text: h.text,
-                        score: h.score,
-                        file_hash: h.record.file_hash.clone(),
-                    }
-                })
+                .map(|found| Candidate::of(found.hit.record, found.hit.text, found.hit.score))
                 .collect();
             let _ = context::assemble(
                 root,
@@ -333,7 +323,7 @@ fn latency_table(
         let (ranked, t) = time(|| index.rank_bm25(q, &f, FUSION_DEPTH));
         ranked?;
         rows[5].1.push(t);
-        let (ranked, t) = time(|| index.rank_dense(&v, &f, FUSION_DEPTH));
+        let (ranked, t) = time(|| index.rank_dense(&v, &f, DENSE_FUSION_DEPTH));
         ranked?;
         rows[6].1.push(t);
     }

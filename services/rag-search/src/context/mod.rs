@@ -71,6 +71,25 @@ pub struct Candidate {
     pub file_hash: String,
 }
 
+impl Candidate {
+    /// The candidate of an indexed item with its text and score.
+    pub fn of(record: &crate::index::ItemRecord, text: String, score: f32) -> Self {
+        Self {
+            file: record.file.clone(),
+            canon_path: record.item.canon_path.clone(),
+            kind: record.item.kind,
+            language: record.language.clone(),
+            byte_start: record.item.byte_start,
+            byte_end: record.item.byte_end,
+            line_start: record.item.line_start,
+            line_end: record.item.line_end,
+            text,
+            score,
+            file_hash: record.file_hash.clone(),
+        }
+    }
+}
+
 /// Why a candidate was changed or dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {

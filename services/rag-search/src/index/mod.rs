@@ -608,7 +608,7 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
 mod dense;
 mod search;
 
-pub use search::{FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};
+pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};
 #[cfg(test)]
 mod tests;
 mod update;

@@ -32,11 +32,15 @@ impl Fixture {
     }
 
     fn open(&self) -> WorkspaceIndex {
+        self.open_with(None)
+    }
+
+    fn open_with(&self, dense: Option<DenseSpec<'_>>) -> WorkspaceIndex {
         WorkspaceIndex::open(
             self.ws.path(),
             self.data.path(),
             (Boosts::default(), LengthPrior::default()),
-            None,
+            dense,
         )
         .unwrap()
     }
@@ -175,13 +179,7 @@ fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
         dims: model.dims(),
     };
     let f = Fixture::new();
-    let mut index = WorkspaceIndex::open(
-        f.ws.path(),
-        f.data.path(),
-        (Boosts::default(), LengthPrior::default()),
-        Some(spec()),
-    )
-    .unwrap();
+    let mut index = f.open_with(Some(spec()));
     let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
     assert_eq!((s.items_embedded, s.embeddings_reused), (5, 0));
     assert_eq!(index.embedded_count(), 5);
@@ -229,13 +227,7 @@ fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
     drop(index);
 
     // Restart: every vector is there, nothing is embedded again.
-    let mut index = WorkspaceIndex::open(
-        f.ws.path(),
-        f.data.path(),
-        (Boosts::default(), LengthPrior::default()),
-        Some(spec()),
-    )
-    .unwrap();
+    let mut index = f.open_with(Some(spec()));
     assert_eq!(index.embedded_count(), 5);
     let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
     assert_eq!(
@@ -299,16 +291,10 @@ fn test_code_ranks_below_the_code_it_tests() {
 #[test]
 fn vectors_set_from_outside_are_searched_and_fused() {
     let f = Fixture::new();
-    let mut index = WorkspaceIndex::open(
-        f.ws.path(),
-        f.data.path(),
-        (Boosts::default(), LengthPrior::default()),
-        Some(DenseSpec {
-            model: "imported",
-            dims: 2,
-        }),
-    )
-    .unwrap();
+    let mut index = f.open_with(Some(DenseSpec {
+        model: "imported",
+        dims: 2,
+    }));
     index.index_all(false, None, &mut |_| {}).unwrap();
     assert_eq!(index.embedded_count(), 0);
     let id_of = |index: &WorkspaceIndex, canon: &str| index.lookup_canon(canon, None)[0].id;

@@ -345,19 +345,7 @@ impl RagService {
         let candidates: Vec<Candidate> = outcome
             .hits
             .iter()
-            .map(|h| Candidate {
-                file: h.record.file.clone(),
-                canon_path: h.record.item.canon_path.clone(),
-                kind: h.record.item.kind,
-                language: h.record.language.clone(),
-                byte_start: h.record.item.byte_start,
-                byte_end: h.record.item.byte_end,
-                line_start: h.record.item.line_start,
-                line_end: h.record.item.line_end,
-                text: h.text.clone(),
-                score: h.score,
-                file_hash: h.record.file_hash.clone(),
-            })
+            .map(|h| Candidate::of(&h.record, h.text.clone(), h.score))
             .collect();
         let assembled = tokio::task::spawn_blocking(move || {
             context::assemble(&root, candidates, budget, &mut |file, hash| {
