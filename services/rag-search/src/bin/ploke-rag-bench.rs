@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use clap::Parser;
 use ploke_rag_search::bm25::{Boosts, Filters};
 use ploke_rag_search::context::{self, Budget, Candidate};
@@ -252,9 +253,11 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Search and context latency through [`WorkspaceIndex::search`] (the code path of the Search
-/// RPC after the query is embedded), every query once per row; DENSE and HYBRID include the
-/// query's embedding.
+/// Search and context latency through the code path of the Search and GetContext RPCs
+/// ([`WorkspaceIndex::search`], [`WorkspaceIndex::search_hybrid`], [`context::assemble`]), one
+/// loop over every query per row, as a load test of one RPC sends them; DENSE and HYBRID
+/// include embedding the query. One more HYBRID row runs each query right after other work (a
+/// BM25 search and a context assembly), which evicts the model's weights from the CPU caches.
 fn latency_table(
     index: &WorkspaceIndex,
     root: &Path,
@@ -262,70 +265,110 @@ fn latency_table(
     model: Option<&Embedder>,
 ) -> anyhow::Result<()> {
     let f = Filters::default();
-    let mut rows: Vec<(&str, Vec<Duration>)> = vec![
-        ("BM25", Vec::new()),
-        ("query embedding alone", Vec::new()),
-        ("DENSE (incl. query embedding)", Vec::new()),
-        (
-            "HYBRID (query embedded while BM25 ranks, then dense + RRF)",
-            Vec::new(),
-        ),
-        (
-            "GetContext, HYBRID 30 → 4000-token budget (incl. embedding)",
-            Vec::new(),
-        ),
-        ("hybrid's BM25 list (top 100, no texts)", Vec::new()),
-        (
-            "hybrid's dense list (top 20 of 100 nearest, no texts)",
-            Vec::new(),
-        ),
-    ];
-    for q in queries {
-        let (hits, t) = time(|| index.search(Query::Bm25(q), &f, 10));
-        hits?;
-        rows[0].1.push(t);
-        let Some(model) = model else { continue };
-        let (v, et) = time(|| model.embed_batch(&[q.as_str()]));
-        let v = v?.remove(0);
-        rows[1].1.push(et);
-        let (hits, t) = time(|| index.search(Query::Dense(&v), &f, 10));
-        hits?;
-        rows[2].1.push(t + et);
-        let hybrid = Query::Hybrid {
-            text: q,
-            vector: &v,
-            rrf: Rrf::default(),
-        };
+    let each = |run: &mut dyn FnMut(&str) -> anyhow::Result<Duration>| {
+        queries
+            .iter()
+            .map(|q| run(q))
+            .collect::<anyhow::Result<Vec<Duration>>>()
+    };
+    let assemble = |found: Vec<ploke_rag_search::index::Found<'_>>| {
+        let candidates: Vec<Candidate> = found
+            .into_iter()
+            .map(|found| Candidate::of(found.hit.record, found.hit.text, found.hit.score))
+            .collect();
+        context::assemble(
+            root,
+            candidates,
+            Budget::with_defaults(0, 0, 0),
+            &mut |file, _| std::fs::read_to_string(root.join(file)).ok(),
+        )
+    };
+    let mut rows: Vec<(&str, Vec<Duration>)> = vec![(
+        "BM25",
+        each(&mut |q| {
+            let (hits, t) = time(|| index.search(Query::Bm25(q), &f, 10));
+            hits?;
+            Ok(t)
+        })?,
+    )];
+    if let Some(model) = model {
         let embed =
-            || -> Result<Vec<f32>, EmbedError> { Ok(model.embed_batch(&[q.as_str()])?.remove(0)) };
-        let (hits, t) = time(|| index.search_hybrid(q, embed, &f, 10, Rrf::default()));
-        anyhow::ensure!(
-            matches!(hits?, Hybrid::Fused(_)),
-            "hybrid search fell back to bm25"
-        );
-        rows[3].1.push(t);
-        let (assembled, t) = time(|| -> anyhow::Result<()> {
-            let candidates: Vec<Candidate> = index
-                .search(hybrid, &f, 30)?
-                .into_iter()
-                .map(|found| Candidate::of(found.hit.record, found.hit.text, found.hit.score))
-                .collect();
-            let _ = context::assemble(
-                root,
-                candidates,
-                Budget::with_defaults(0, 0, 0),
-                &mut |file, _| std::fs::read_to_string(root.join(file)).ok(),
-            );
-            Ok(())
-        });
-        assembled?;
-        rows[4].1.push(t + et);
-        let (ranked, t) = time(|| index.rank_bm25(q, &f, FUSION_DEPTH));
-        ranked?;
-        rows[5].1.push(t);
-        let (ranked, t) = time(|| index.rank_dense(&v, &f, DENSE_FUSION_DEPTH));
-        ranked?;
-        rows[6].1.push(t);
+            |q: &str| -> Result<Vec<f32>, EmbedError> { Ok(model.embed_batch(&[q])?.remove(0)) };
+        let hybrid = |q: &str, top_k: usize| -> anyhow::Result<Vec<_>> {
+            match index.search_hybrid(q, || embed(q), &f, top_k, Rrf::default())? {
+                Hybrid::Fused(found) => Ok(found),
+                Hybrid::Bm25Only(_, e) => Err(e.into()),
+            }
+        };
+        rows.push((
+            "query embedding alone",
+            each(&mut |q| {
+                let (v, t) = time(|| embed(q));
+                v?;
+                Ok(t)
+            })?,
+        ));
+        rows.push((
+            "DENSE (incl. query embedding)",
+            each(&mut |q| {
+                let (hits, t) = time(|| -> anyhow::Result<()> {
+                    index.search(Query::Dense(&embed(q)?), &f, 10)?;
+                    Ok(())
+                });
+                hits?;
+                Ok(t)
+            })?,
+        ));
+        rows.push((
+            "HYBRID (query embedded while BM25 ranks, then dense + RRF)",
+            each(&mut |q| {
+                let (hits, t) = time(|| hybrid(q, 10));
+                hits?;
+                Ok(t)
+            })?,
+        ));
+        rows.push((
+            "GetContext: HYBRID 30 → 4000-token budget (incl. embedding)",
+            each(&mut |q| {
+                let (done, t) = time(|| -> anyhow::Result<()> {
+                    assemble(hybrid(q, 30)?);
+                    Ok(())
+                });
+                done?;
+                Ok(t)
+            })?,
+        ));
+        rows.push((
+            "HYBRID right after other work (model weights out of the caches)",
+            each(&mut |q| {
+                assemble(index.search(Query::Bm25(q), &f, 30)?);
+                let (hits, t) = time(|| hybrid(q, 10));
+                hits?;
+                Ok(t)
+            })?,
+        ));
+        let vectors = queries
+            .iter()
+            .map(|q| embed(q))
+            .collect::<Result<Vec<_>, _>>()?;
+        rows.push((
+            "hybrid's BM25 list alone (top 100, no texts)",
+            each(&mut |q| {
+                let (ranked, t) = time(|| index.rank_bm25(q, &f, FUSION_DEPTH));
+                ranked?;
+                Ok(t)
+            })?,
+        ));
+        let mut next = vectors.iter();
+        rows.push((
+            "hybrid's dense list alone (top 20 of 100 nearest, no texts)",
+            each(&mut |_| {
+                let v = next.next().context("one vector per query")?;
+                let (ranked, t) = time(|| index.rank_dense(v, &f, DENSE_FUSION_DEPTH));
+                ranked?;
+                Ok(t)
+            })?,
+        ));
     }
     println!(
         "### Latency at {} items ({} with vectors; in-process, top 10)\n",
@@ -334,10 +377,8 @@ fn latency_table(
     );
     println!("| measure | p50 ms | p99 ms |\n|---|---|---|");
     for (name, l) in rows {
-        if !l.is_empty() {
-            let (a, b) = percentiles(l);
-            println!("| {name} | {a:.2} | {b:.2} |");
-        }
+        let (a, b) = percentiles(l);
+        println!("| {name} | {a:.2} | {b:.2} |");
     }
     println!();
     Ok(())
