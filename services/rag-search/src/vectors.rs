@@ -67,6 +67,10 @@ fn new_index(dims: usize) -> Result<Index, VectorError> {
     .map_err(usearch_err)
 }
 
+/// Bumped when the vectors of the same model and text hash would differ: format 2 embeds the
+/// item's body head, which format 1 (before 2026-11-22) missed on a first index.
+const FORMAT: u32 = 2;
+
 impl Vectors {
     /// Opens the vectors in `dir` for a model of `model` with `dims` dimensions; a different
     /// model starts from empty.
@@ -77,7 +81,7 @@ impl Vectors {
         };
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let stamp_path = dir.join("model.txt");
-        let stamp = format!("{model}\n{dims}\n");
+        let stamp = format!("{model}\n{dims}\nformat {FORMAT}\n");
         let same_model = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
         let index = new_index(dims)?;
         let index_path = dir.join("index.usearch");
