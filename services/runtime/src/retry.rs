@@ -37,7 +37,8 @@ pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
         .ok()?
         .trim();
     Some(match v.parse::<f64>() {
-        Ok(secs) if secs >= 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),
+        // A value too large for a Duration is "a very long time" (callers cap their waits).
+        Ok(secs) if secs >= 0.0 => Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX),
         _ => Duration::from_secs(1),
     })
 }
@@ -78,5 +79,14 @@ mod tests {
             http::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&h), Some(Duration::from_secs(1)));
+        h.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1e20"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::MAX));
+        assert_eq!(
+            backoff(100, 2_000, 1, retry_after(&h)),
+            Duration::from_secs(2)
+        );
     }
 }
