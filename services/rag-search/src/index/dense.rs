@@ -110,7 +110,8 @@ impl WorkspaceIndex {
         Ok(true)
     }
 
-    /// Dense ranking for a query vector, best first, after the ranking priors.
+    /// Dense ranking for a query vector, best first, after the ranking priors; scores are
+    /// `(1 + cosine) / 2` times the priors.
     pub fn rank_dense(
         &self,
         query: &[f32],
@@ -124,7 +125,9 @@ impl WorkspaceIndex {
         let scored = vectors
             .search(query, crate::rank::window(limit), keep)?
             .into_iter()
-            .filter_map(|(id, similarity)| Some((self.items.get(&id)?, similarity)))
+            // Cosine similarity mapped to [0, 1], so that the priors scale it the same way for
+            // every item (a negative similarity times a factor above 1 would fall).
+            .filter_map(|(id, similarity)| Some((self.items.get(&id)?, (1.0 + similarity) / 2.0)))
             .collect();
         Ok(ranked(scored, self.prior, limit))
     }
