@@ -121,6 +121,7 @@ async fn items_are_embedded_through_the_endpoint_in_batches_with_the_key_and_onc
         (hybrid.strategy, hybrid.dense_used, top_path(&hybrid)),
         (Strategy::Hybrid as i32, true, "crate::cache::evict_oldest")
     );
+    assert!(hybrid.hits[0].bm25_rank > 0 && hybrid.hits[0].dense_rank > 0);
 
     // A probe at start, the three items in batches of two, then one text per query.
     let key = format!("Bearer {}", std::env::var(KEY_ENV).unwrap());
@@ -134,6 +135,17 @@ async fn items_are_embedded_through_the_endpoint_in_batches_with_the_key_and_onc
             .all(|r| r.model == MODEL && r.authorization.as_deref() == Some(key.as_str()))
     );
     assert_eq!(received[4].input, vec!["evict the oldest entry".to_owned()]);
+    // Items are embedded from their path, doc, signature and the head of their body.
+    let item_texts: Vec<&String> = received[1..3].iter().flat_map(|r| &r.input).collect();
+    assert!(
+        item_texts
+            .iter()
+            .any(|t| t.starts_with("crate header parse_header_line\n")
+                && t.contains("Parses one http header line.")
+                && t.contains("pub fn parse_header_line(line: &str) -> usize")
+                && t.contains("line.len()")),
+        "{item_texts:?}"
+    );
 
     // Restart: the persisted vectors are loaded, nothing is embedded again but the probe.
     let sandbox = sandbox.restart().await.unwrap();
@@ -195,14 +207,14 @@ async fn a_busy_endpoint_is_retried_a_refusal_reported_and_a_dead_one_degrades_h
     );
     assert_eq!(fake.received().len(), after_index + 2);
 
-    // Down for good: DENSE is UNAVAILABLE after its tries; indexing a new file keeps the
+    // Down for good: DENSE is UNAVAILABLE after its two tries (queries get fewer than indexing); indexing a new file keeps the
     // parsed item (BM25 finds it) and fails UNAVAILABLE; once the endpoint is back, the next
     // run embeds only that item.
     fake.set_down(true);
     fails_with(
         search(&sandbox, "header line", Strategy::Dense).await,
         Code::Unavailable,
-        "after 3 tries: 503",
+        "after 2 tries: 503",
     );
     let err = sandbox.index_files(&FILES[1..2]).await.unwrap_err();
     assert!(

@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn erf_is_accurate() {
-        // Against the Maclaurin series of erf summed in f64 (accurate to ~1e-12 on [-3, 3]):
+        // Against the Maclaurin series of erf summed in f64 (accurate to ~1e-9 on [-4, 4]):
         // erf(x) = 2/√π Σ (−1)^n x^(2n+1) / (n! (2n+1)).
         fn exact(x: f64) -> f64 {
             let (mut term, mut sum, mut n) = (x, x, 0.0);
@@ -243,7 +243,7 @@ mod tests {
             sum * 2.0 / std::f64::consts::PI.sqrt()
         }
         let mut worst = 0.0f64;
-        for i in -3000..=3000 {
+        for i in -4000..=4000 {
             let x = f64::from(i) / 1000.0;
             worst = worst.max((f64::from(erf(x as f32)) - exact(x)).abs());
         }

@@ -7,7 +7,7 @@ mod encoder;
 pub mod remote;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ploke_runtime::config::EmbeddingConfig;
 
@@ -29,7 +29,7 @@ pub enum EmbedError {
     /// The `[embedding]` settings are unusable.
     #[error("[embedding]: {0}")]
     Config(String),
-    /// The endpoint could not be reached or stayed busy (429, 5xx) through every try.
+    /// The endpoint could not be reached or stayed busy (408, 429, 5xx) through every try.
     #[error("embedding endpoint unavailable: {0}")]
     Unavailable(String),
     /// The endpoint refused the request (401, 403, 404, 400, ...).
@@ -91,6 +91,23 @@ impl Embedder {
         }
     }
 
+    /// Embeds a search query (blocking). An endpoint gets fewer tries and a shorter timeout
+    /// than indexing gives it: a user is waiting.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        match self {
+            Self::Local(m) => m
+                .embed_batch(&[query])?
+                .pop()
+                .ok_or_else(|| EmbedError::Model("no vector for the query".into())),
+            Self::Remote(r) => r.embed_query_blocking(query),
+        }
+    }
+
+    /// Whether the vectors come from a remote endpoint (seconds, not milliseconds, when slow).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Self::Remote(_))
+    }
+
     /// Embeds `texts` (any number): the local model on `threads` threads with batches of
     /// similar length, an endpoint with its configured batch size and concurrency.
     /// `progress(done)` is called after each batch. Output order matches input order.
@@ -119,6 +136,8 @@ fn embed_local(
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let workers = threads.max(1);
+    // A worker that fails stops the others at their next batch.
+    let failed = AtomicBool::new(false);
     let work = || -> Result<Indexed, EmbedError> {
         let mut out = Vec::new();
         loop {
@@ -126,8 +145,13 @@ fn embed_local(
             let Some(batch) = batches.get(b) else {
                 return Ok(out);
             };
+            if failed.load(Ordering::Relaxed) {
+                return Ok(out);
+            }
             let slice: Vec<&str> = batch.iter().map(|i| texts[*i].as_str()).collect();
-            let vectors = model.embed_batch(&slice)?;
+            let vectors = model.embed_batch(&slice).inspect_err(|_| {
+                failed.store(true, Ordering::Relaxed);
+            })?;
             out.extend(batch.iter().copied().zip(vectors));
             let d = done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len();
             progress(d);
@@ -140,9 +164,10 @@ fn embed_local(
                     if workers == 1 {
                         return work();
                     }
-                    // One single-threaded model per core: candle's matrix products run on the
-                    // current rayon pool, so a private one-thread pool keeps each worker on its
-                    // own core (1.8x one worker using both cores; docs/PERFORMANCE.md).
+                    // Each worker runs the shared model single-threaded, one worker per core:
+                    // candle's matrix products run on the current rayon pool, so a private
+                    // one-thread pool keeps a worker on its own core (1.3x one worker using
+                    // both cores; docs/PERFORMANCE.md).
                     match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
                         Ok(pool) => pool.install(work),
                         Err(_) => work(),

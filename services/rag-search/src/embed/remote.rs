@@ -14,13 +14,18 @@ use serde::Deserialize;
 
 use super::{EmbedError, normalise};
 
-/// Characters of one text sent at most (about 2k tokens, under every common model's limit).
-const MAX_INPUT_CHARS: usize = 8_000;
+/// Characters of one text sent at most: about 500 tokens, inside the 512-token window of the
+/// small models servers like text-embeddings-inference and Ollama host (items are embedded from
+/// a compact text, so this cuts only very long doc comments).
+const MAX_INPUT_CHARS: usize = 2_000;
 /// First backoff step and the longest wait between tries.
 const RETRY_BASE_MS: u64 = 500;
 const RETRY_MAX_MS: u64 = 20_000;
 /// What the start-up probe embeds to learn the vector length.
 const PROBE_TEXT: &str = "fn probe() {}";
+/// Tries and per-request timeout for a search query (and the start-up probe).
+const QUERY_TRIES: u32 = 2;
+const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connected endpoint.
 pub struct Remote {
@@ -118,7 +123,10 @@ impl Remote {
             dims: 0,
             runtime: tokio::runtime::Handle::current(),
         };
-        let probe = remote.embed(&[PROBE_TEXT]).await?;
+        let tries = remote.tries.min(QUERY_TRIES);
+        let probe = remote
+            .embed_with(&[PROBE_TEXT], tries, Some(QUERY_TIMEOUT))
+            .await?;
         remote.dims = probe.first().map_or(0, Vec::len);
         if remote.dims == 0 {
             return Err(EmbedError::Model(format!(
@@ -139,8 +147,28 @@ impl Remote {
         &self.model
     }
 
-    /// Embeds `texts` in one request, with retries.
+    /// Embeds `texts` in one request, with the configured tries and timeout.
     pub async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_with(texts, self.tries, None).await
+    }
+
+    /// Embeds a search query: a user is waiting, so at most [`QUERY_TRIES`] tries of at most
+    /// [`QUERY_TIMEOUT`] each (HYBRID then answers from BM25 alone).
+    pub fn embed_query_blocking(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let tries = self.tries.min(QUERY_TRIES);
+        let mut v = self
+            .runtime
+            .block_on(self.embed_with(&[query], tries, Some(QUERY_TIMEOUT)))?;
+        v.pop()
+            .ok_or_else(|| EmbedError::Model("no vector for the query".into()))
+    }
+
+    async fn embed_with(
+        &self,
+        texts: &[&str],
+        tries: u32,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -149,9 +177,9 @@ impl Remote {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.try_once(&body, texts.len()).await {
+            match self.try_once(&body, texts.len(), timeout).await {
                 Ok(v) => return Ok(v),
-                Err(Ok(f)) if f.retry && attempt < self.tries => {
+                Err(Ok(f)) if f.retry && attempt < tries => {
                     let wait = retry::backoff(RETRY_BASE_MS, RETRY_MAX_MS, attempt, f.retry_after);
                     tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, reason = %f.message, "embedding request failed; retrying");
                     tokio::time::sleep(wait).await;
@@ -176,8 +204,12 @@ impl Remote {
         &self,
         body: &serde_json::Value,
         expected: usize,
+        timeout: Option<Duration>,
     ) -> Result<Vec<Vec<f32>>, Result<Failure, EmbedError>> {
         let mut request = self.client.post(&self.url).json(body);
+        if let Some(t) = timeout {
+            request = request.timeout(t);
+        }
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }

@@ -11,11 +11,11 @@ use tokio::sync::mpsc;
 
 use crate::bm25::Boosts;
 use crate::context::{self, Assembled, Budget, Candidate};
-use crate::embed::{EmbedError, Embedder};
+use crate::embed::Embedder;
 use crate::error::RagError;
 use crate::fusion::Rrf;
 use crate::index::{
-    DenseSpec, Hybrid, IndexError, ItemRecord, Progress, Query, Summary, WorkspaceIndex,
+    DenseSpec, Found, Hybrid, IndexError, ItemRecord, Progress, Query, Summary, WorkspaceIndex,
     workspace_key,
 };
 use crate::parse::Kind;
@@ -54,13 +54,25 @@ pub struct Retrieval {
     pub rrf: Rrf,
 }
 
-const NO_MODEL: &str = "no embedding model is configured (--embed-model)";
+const NO_MODEL: &str =
+    "no embedding model is configured (--embed-model DIR, or an [embedding] endpoint)";
 
 impl std::fmt::Debug for RagService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RagService")
             .field("workspaces", &self.workspaces)
             .finish()
+    }
+}
+
+/// The strategy, hits and dense-unavailable reason a HYBRID search ended with.
+fn hybrid_outcome<'a>(outcome: Hybrid<'a>, reason: &str) -> (Strategy, Vec<Found<'a>>, String) {
+    match outcome {
+        Hybrid::Fused(found) => (Strategy::Hybrid, found, reason.to_owned()),
+        Hybrid::Bm25Only(found, e) => {
+            tracing::warn!(error = %e, "query embedding failed; answering with bm25");
+            (Strategy::Bm25, found, e.to_string())
+        }
     }
 }
 
@@ -285,32 +297,37 @@ impl RagService {
         let rrf = self.rrf;
         let reason = self.dense_reason();
         tokio::task::spawn_blocking(move || {
-            let index = slot.index.read().map_err(|_| lock_poisoned())?;
-            let embed = |e: &Embedder| -> Result<Vec<f32>, EmbedError> {
-                e.embed_batch(&[query.query.as_str()])?
-                    .pop()
-                    .ok_or_else(|| EmbedError::Model("no vector for the query".into()))
-            };
             let f = &query.filters;
+            let text = query.query.as_str();
+            // A remote endpoint may take seconds: its query vector is fetched before the index
+            // lock is taken, so refreshes (and other searches behind them) never wait on it. A
+            // local model (milliseconds) embeds while BM25 ranks under the lock.
+            let early = match embedder.as_deref() {
+                Some(e) if e.is_remote() && strategy != Strategy::Bm25 => Some(e.embed_query(text)),
+                _ => None,
+            };
+            let index = slot.index.read().map_err(|_| lock_poisoned())?;
             // A failed query embedding fails DENSE; HYBRID answers with BM25 alone and says why.
-            let (strategy, found, reason) = match (strategy, embedder.as_deref()) {
-                (Strategy::Hybrid, Some(e)) => {
-                    match index.search_hybrid(&query.query, || embed(e), f, query.top_k, rrf)? {
-                        Hybrid::Fused(found) => (strategy, found, reason),
-                        Hybrid::Bm25Only(found, e) => {
-                            tracing::warn!(error = %e, "query embedding failed; answering with bm25");
-                            (Strategy::Bm25, found, e.to_string())
-                        }
-                    }
+            let (strategy, found, reason) = match (strategy, embedder.as_deref(), early) {
+                (Strategy::Dense, Some(e), early) => {
+                    let v = early
+                        .unwrap_or_else(|| e.embed_query(text))
+                        .map_err(RagError::Embedding)?;
+                    let found = index.search(Query::Dense(&v), f, query.top_k)?;
+                    (strategy, found, reason.clone())
                 }
-                (Strategy::Dense, Some(e)) => {
-                    let v = embed(e).map_err(RagError::Embedding)?;
-                    (strategy, index.search(Query::Dense(&v), f, query.top_k)?, reason)
-                }
+                (Strategy::Hybrid, Some(_), Some(early)) => hybrid_outcome(
+                    index.search_hybrid(text, || early, f, query.top_k, rrf)?,
+                    &reason,
+                ),
+                (Strategy::Hybrid, Some(e), None) => hybrid_outcome(
+                    index.search_hybrid(text, || e.embed_query(text), f, query.top_k, rrf)?,
+                    &reason,
+                ),
                 _ => (
                     Strategy::Bm25,
-                    index.search(Query::Bm25(&query.query), f, query.top_k)?,
-                    reason,
+                    index.search(Query::Bm25(text), f, query.top_k)?,
+                    reason.clone(),
                 ),
             };
             let hits = found

@@ -157,7 +157,7 @@ async fn an_unindexed_workspace_says_so() {
     assert!(!status.dense_available);
     assert_eq!(
         status.dense_unavailable_reason,
-        "no embedding model is configured (--embed-model)"
+        "no embedding model is configured (--embed-model DIR, or an [embedding] endpoint)"
     );
     let err = s
         .client

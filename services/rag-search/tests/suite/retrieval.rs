@@ -186,7 +186,7 @@ async fn index_search_context_snippets_lookup_refresh_and_restart() {
     assert!(!r.dense_used);
     assert_eq!(
         r.dense_unavailable_reason,
-        "no embedding model is configured (--embed-model)"
+        "no embedding model is configured (--embed-model DIR, or an [embedding] endpoint)"
     );
     let err = s
         .client
