@@ -116,7 +116,20 @@ impl Conn {
                 indexed: false,
             });
         }
-        let (cfg, provider) = up::embedded_config(&workspace, target.config.clone()).await?;
+        let (mut cfg, provider) = up::embedded_config(&workspace, target.config.clone()).await?;
+        // Services for this one command only: any free loopback ports, so that two commands
+        // (or a command beside another workspace's `ploke up`) never compete for the defaults.
+        for kind in [
+            ServiceKind::Gateway,
+            ServiceKind::LlmSession,
+            ServiceKind::ToolExecutor,
+            ServiceKind::RagSearch,
+        ] {
+            cfg.set_listen(
+                kind,
+                std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+            );
+        }
         let embedded = Embedded::start(cfg).await?;
         let mut gateway = connect(&embedded.addrs.url(ServiceKind::Gateway), None).await?;
         up::index(&mut gateway, false, false).await?;
