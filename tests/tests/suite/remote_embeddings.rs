@@ -74,6 +74,15 @@ fn top_path(r: &SearchResponse) -> &str {
         .map_or("", |p| p.canon_path.as_str())
 }
 
+async fn status(sandbox: &Sandbox) -> ploke_proto::rag::v1::IndexStatusResponse {
+    sandbox
+        .rag()
+        .index_status(IndexStatusRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 async fn index(sandbox: &Sandbox) -> Result<ploke_proto::rag::v1::IndexSummary, tonic::Status> {
     let mut stream = sandbox
         .rag()
@@ -93,12 +102,7 @@ async fn items_are_embedded_through_the_endpoint_in_batches_with_the_key_and_onc
     let sandbox = start(&fake).await;
     sandbox.index_files(&FILES).await.unwrap();
 
-    let status = sandbox
-        .rag()
-        .index_status(IndexStatusRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let status = status(&sandbox).await;
     assert_eq!(
         (
             status.items,
@@ -225,12 +229,7 @@ async fn a_busy_endpoint_is_retried_a_refusal_reported_and_a_dead_one_degrades_h
         .await
         .unwrap();
     assert_eq!(top_path(&bm25), "crate::retry::backoff_delay");
-    let status = sandbox
-        .rag()
-        .index_status(IndexStatusRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let status = status(&sandbox).await;
     assert_eq!((status.items, status.embedded_items), (2, 1));
     fake.set_down(false);
     let summary = index(&sandbox).await.unwrap();
