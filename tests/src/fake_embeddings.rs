@@ -37,6 +37,7 @@ struct State {
     received: Vec<EmbedRequest>,
     script: VecDeque<Answer>,
     down: bool,
+    refuse: Option<String>,
 }
 
 /// The fake endpoint.
@@ -102,6 +103,14 @@ impl FakeEmbeddings {
         }
     }
 
+    /// A request with an input containing `marker` gets 413, as a server does for an input
+    /// over its model's length.
+    pub fn refuse_inputs_containing(&self, marker: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.refuse = Some(marker.to_owned());
+        }
+    }
+
     /// While down, every request gets 503.
     pub fn set_down(&self, down: bool) {
         if let Ok(mut s) = self.state.lock() {
@@ -148,11 +157,20 @@ impl FakeEmbeddings {
             let scripted = {
                 let Ok(mut s) = self.state.lock() else { return };
                 s.received.push(request.clone());
+                let refused = s
+                    .refuse
+                    .as_deref()
+                    .is_some_and(|m| request.input.iter().any(|t| t.contains(m)));
                 match s.script.pop_front() {
                     Some(answer) => Some(answer),
                     None if s.down => {
                         Some((503, Vec::new(), r#"{"error":{"message":"down"}}"#.into()))
                     }
+                    None if refused => Some((
+                        413,
+                        Vec::new(),
+                        r#"{"error":{"message":"input too long"}}"#.into(),
+                    )),
                     None => None,
                 }
             };

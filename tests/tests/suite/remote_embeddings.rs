@@ -243,3 +243,32 @@ async fn a_busy_endpoint_is_retried_a_refusal_reported_and_a_dead_one_degrades_h
     );
     sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_input_the_endpoint_refuses_leaves_only_that_item_without_a_vector() {
+    let fake = FakeEmbeddings::start(32).await.unwrap();
+    let sandbox = start(&fake).await;
+    fake.refuse_inputs_containing("evict_oldest");
+    // Three items in batches of two: the batch holding the refused one is resent one text at
+    // a time, and only that text is left without a vector.
+    sandbox.index_files(&FILES).await.unwrap();
+    let after = status(&sandbox).await;
+    assert_eq!((after.items, after.embedded_items), (3, 2));
+    let sizes: Vec<usize> = fake.received().iter().map(|r| r.input.len()).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 1 + 3 + 2, "{sizes:?}");
+    // The item is still found by its words; the others by their vectors.
+    let bm25 = search(&sandbox, "evict oldest", Strategy::Bm25)
+        .await
+        .unwrap();
+    assert_eq!(top_path(&bm25), "crate::cache::evict_oldest");
+    let dense = search(&sandbox, "http header line parsing", Strategy::Dense)
+        .await
+        .unwrap();
+    assert_eq!(top_path(&dense), "crate::header::parse_header_line");
+    // Once the endpoint accepts it, the next run embeds just that item.
+    fake.refuse_inputs_containing("no input contains this");
+    let summary = index(&sandbox).await.unwrap();
+    assert_eq!((summary.items_embedded, summary.embeddings_reused), (1, 0));
+    assert_eq!(status(&sandbox).await.embedded_items, 3);
+    sandbox.stop().await.unwrap();
+}

@@ -110,7 +110,8 @@ impl Embedder {
 
     /// Embeds `texts` (any number): the local model on `threads` threads with batches of
     /// similar length, an endpoint with its configured batch size and concurrency.
-    /// `progress(done)` is called after each batch. Output order matches input order.
+    /// `progress(done)` is called after each batch. Output order matches input order; an input
+    /// an endpoint refused on its own has an empty vector.
     pub fn embed_all(
         &self,
         texts: &[String],

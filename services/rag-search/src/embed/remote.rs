@@ -247,7 +247,10 @@ impl Remote {
     }
 
     /// Embeds any number of texts from a blocking thread: batches of `batch_size`, up to
-    /// `concurrency` requests at once; `progress(done)` after each batch, in input order.
+    /// `concurrency` requests at once; `progress(done)` after each batch, in input order. A
+    /// batch the endpoint refuses (400, 413, ...) is sent again one text at a time, and a text
+    /// refused on its own gets an empty vector (the caller leaves that item without one) so that
+    /// one bad input does not stop the rest.
     pub fn embed_all_blocking(
         &self,
         texts: &[String],
@@ -259,7 +262,7 @@ impl Remote {
                 .map(|c| c.iter().map(String::as_str).collect())
                 .collect();
             let mut results = futures::stream::iter(batches.iter())
-                .map(|b| self.embed(b))
+                .map(|b| self.embed_tolerant(b))
                 .buffered(self.concurrency);
             let mut out = Vec::with_capacity(texts.len());
             while let Some(vectors) = results.next().await {
@@ -268,6 +271,36 @@ impl Remote {
             }
             Ok(out)
         })
+    }
+
+    /// [`Remote::embed`], retrying a refused batch text by text (see `embed_all_blocking`).
+    async fn embed_tolerant(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self.embed(batch).await {
+            Err(EmbedError::Refused(reason)) if batch.len() > 1 => {
+                tracing::warn!(texts = batch.len(), %reason, "embedding batch refused; sending its texts one by one");
+                let mut out = Vec::with_capacity(batch.len());
+                for text in batch {
+                    out.push(self.embed_one_or_skip(text).await?);
+                }
+                Ok(out)
+            }
+            Err(EmbedError::Refused(reason)) => {
+                tracing::warn!(%reason, "embedding input refused; the item stays without a vector");
+                Ok(vec![Vec::new()])
+            }
+            other => other,
+        }
+    }
+
+    async fn embed_one_or_skip(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        match self.embed(&[text]).await {
+            Ok(mut v) => Ok(v.pop().unwrap_or_default()),
+            Err(EmbedError::Refused(reason)) => {
+                tracing::warn!(%reason, "embedding input refused; the item stays without a vector");
+                Ok(Vec::new())
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -92,10 +92,13 @@ impl WorkspaceIndex {
                 })
             })?;
             for ((id, hash), vector) in chunk.iter().zip(embedded) {
-                vectors.add(*id, *hash, vector)?;
+                // An input the endpoint refused on its own comes back empty: no vector.
+                if !vector.is_empty() {
+                    vectors.add(*id, *hash, vector)?;
+                    summary.items_embedded += 1;
+                }
             }
             done_before += chunk.len() as u64;
-            summary.items_embedded += chunk.len() as u64;
         }
         Ok(())
     }
