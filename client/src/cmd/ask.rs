@@ -51,12 +51,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
             title: args.question.chars().take(60).collect(),
         })
         .await
-        .map_err(|s| match s.code() {
-            tonic::Code::FailedPrecondition => {
-                anyhow::anyhow!("{} ({})", s.message(), providers::NONE_HINT)
-            }
-            _ => anyhow::anyhow!("creating a session: {}", s.message()),
-        })?
+        .map_err(providers::session_refused)?
         .into_inner();
     let sent = conn
         .gateway

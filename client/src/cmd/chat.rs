@@ -46,12 +46,7 @@ pub async fn open_session(
                 ..Default::default()
             })
             .await
-            .map_err(|s| match s.code() {
-                tonic::Code::FailedPrecondition => {
-                    anyhow::anyhow!("{} ({})", s.message(), providers::NONE_HINT)
-                }
-                _ => anyhow::anyhow!("creating a session: {}", s.message()),
-            })?
+            .map_err(providers::session_refused)?
             .into_inner(),
     })
 }

@@ -10,6 +10,14 @@ use ploke_runtime::config::{ModelConfig, ProviderConfig};
 pub const NONE_HINT: &str = "set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on \
      127.0.0.1:11434, or configure [providers.NAME] in ploke.toml; search and index work without one";
 
+/// A refused CreateSession as the user reads it: a missing provider comes with the hint.
+pub fn session_refused(s: tonic::Status) -> anyhow::Error {
+    match s.code() {
+        tonic::Code::FailedPrecondition => anyhow::anyhow!("{} ({})", s.message(), NONE_HINT),
+        _ => anyhow::anyhow!("creating a session: {}", s.message()),
+    }
+}
+
 const OLLAMA: &str = "http://127.0.0.1:11434";
 
 /// Adds a provider from the environment when none is configured; describes the one in use.

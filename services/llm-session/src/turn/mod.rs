@@ -310,13 +310,7 @@ async fn steps(
                 return Err(StepError::MaxRounds(s.max_tool_rounds));
             }
             tool_rounds += 1;
-            let scope = CallScope {
-                log: &deps.log,
-                session_id: &spec.session_id,
-                correlation: correlation.clone(),
-                workspace_root: &spec.workspace_root,
-                user_message: &spec.user_message,
-            };
+            let scope = call_scope(deps, spec, &correlation);
             let outcomes: Vec<CallOutcome> =
                 futures::future::join_all(calls.iter().map(|c| deps.tools.run(&scope, c))).await;
             let messages = outcomes
@@ -532,6 +526,21 @@ async fn attempt_once(
 }
 
 /// The `light` auto-context: one request_code_context for the user's message.
+/// The scope tool calls of this turn run in.
+fn call_scope<'a>(
+    deps: &'a TurnDeps,
+    spec: &'a TurnSpec,
+    correlation: &Correlation,
+) -> CallScope<'a> {
+    CallScope {
+        log: &deps.log,
+        session_id: &spec.session_id,
+        correlation: correlation.clone(),
+        workspace_root: &spec.workspace_root,
+        user_message: &spec.user_message,
+    }
+}
+
 async fn auto_context(
     deps: &TurnDeps,
     spec: &TurnSpec,
@@ -545,13 +554,7 @@ async fn auto_context(
         name: "request_code_context".into(),
         arguments: serde_json::json!({ "search_term": spec.user_message }).to_string(),
     };
-    let scope = CallScope {
-        log: &deps.log,
-        session_id: &spec.session_id,
-        correlation: correlation.clone(),
-        workspace_root: &spec.workspace_root,
-        user_message: &spec.user_message,
-    };
+    let scope = call_scope(deps, spec, correlation);
     let outcome = deps.tools.run(&scope, &call).await;
     match outcome.result.and_then(|r| r.result) {
         Some(tool_result::Result::RequestCodeContext(c)) if !c.parts.is_empty() => (
