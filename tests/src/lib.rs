@@ -19,6 +19,10 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
+/// The one-function library the provider-backed Sandbox indexes.
+pub const LIB_RS: &str =
+    "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+
 /// The token the Sandbox's gateway accepts.
 pub const TOKEN: &str = "sandbox-token";
 
@@ -144,6 +148,22 @@ impl Sandbox {
             channels,
             config,
         })
+    }
+
+    /// Starts the Sandbox with `provider` as the only model provider (named `fake`), retries
+    /// without waiting, and [`LIB_RS`] indexed as `src/lib.rs`; `adjust` may change the rest.
+    pub async fn start_with_provider(
+        provider: ploke_runtime::config::ProviderConfig,
+        adjust: impl FnOnce(&mut PlokeConfig),
+    ) -> Result<Self, SandboxError> {
+        let sandbox = Self::start_with(move |c| {
+            c.providers = std::collections::BTreeMap::from([("fake".to_owned(), provider)]);
+            c.session.retry_base_ms = 1;
+            adjust(c);
+        })
+        .await?;
+        sandbox.index_files(&[("src/lib.rs", LIB_RS)]).await?;
+        Ok(sandbox)
     }
 
     /// Stops every service and starts them again on the same workspace and data directory

@@ -12,8 +12,7 @@ use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::FakeProvider;
 use ploke_runtime::ServiceKind;
 
-pub const LIB_RS: &str =
-    "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+pub use ploke_e2e::LIB_RS;
 
 pub struct Env {
     pub sandbox: Sandbox,
@@ -23,14 +22,7 @@ pub struct Env {
 pub async fn env() -> Env {
     let fake = FakeProvider::start().await.unwrap();
     let provider = fake.provider_config(None);
-    let sandbox = Sandbox::start_with(move |c| {
-        c.providers = BTreeMap::from([("fake".to_owned(), provider)]);
-        c.session.retry_base_ms = 1;
-    })
-    .await
-    .unwrap();
-    sandbox
-        .index_files(&[("src/lib.rs", LIB_RS)])
+    let sandbox = Sandbox::start_with_provider(provider, |_| {})
         .await
         .unwrap();
     Env { sandbox, fake }

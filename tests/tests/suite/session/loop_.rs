@@ -108,16 +108,7 @@ async fn parallel_calls_answered_out_of_order_reach_the_model_in_its_order() {
     ]);
     let sent = c.send("add a file").await;
     // call_b finishes while call_a waits for approval.
-    let mut stream = c
-        .client()
-        .stream_events(StreamEventsRequest {
-            session_id: c.session_id.clone(),
-            after_seq: sent.seq - 1,
-            no_follow: false,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = c.events(sent.seq - 1, true).await;
     let mut seen = Vec::new();
     let (mut proposal, mut b_done) = (None, None);
     while proposal.is_none() || b_done.is_none() {
@@ -328,16 +319,7 @@ async fn cancel_mid_stream_aborts_the_http_stream_and_fails_the_turn() {
     c.fake
         .push([Reply::text(&["Thinking", " hard", " forever"]).hold_after(2)]);
     let sent = c.send("take your time").await;
-    let mut stream = c
-        .client()
-        .stream_events(StreamEventsRequest {
-            session_id: c.session_id.clone(),
-            after_seq: sent.seq - 1,
-            no_follow: false,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = c.events(sent.seq - 1, true).await;
     loop {
         let e = stream.message().await.unwrap().unwrap();
         if matches!(e.event, Some(session_event::Event::AssistantDelta(_))) {

@@ -6,17 +6,12 @@ mod loop_;
 mod provider;
 mod spans;
 
-use std::collections::BTreeMap;
-
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::{FakeProvider, Received};
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::session::v1::*;
 use ploke_runtime::config::PlokeConfig;
 use tonic::transport::Channel;
-
-pub const LIB_RS: &str =
-    "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
 
 /// The env var whose value the fake provider's "API key" is (set by cargo for every test).
 pub const KEY_ENV: &str = "CARGO_MANIFEST_DIR";
@@ -35,18 +30,12 @@ pub async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
     let fake = FakeProvider::start().await.unwrap();
     let mut provider = fake.provider_config(Some(16_000));
     provider.api_key_env = Some(KEY_ENV.into());
-    let sandbox = Sandbox::start_with(move |c| {
-        c.providers = BTreeMap::from([("fake".to_owned(), provider)]);
-        c.session.retry_base_ms = 1;
+    let sandbox = Sandbox::start_with_provider(provider, move |c| {
         c.session.retry_max_ms = 2000;
         adjust(c);
     })
     .await
     .unwrap();
-    sandbox
-        .index_files(&[("src/lib.rs", LIB_RS)])
-        .await
-        .unwrap();
     let session = sandbox
         .sessions()
         .create_session(CreateSessionRequest::default())
@@ -77,18 +66,22 @@ impl Chat {
             .into_inner()
     }
 
-    /// Events after `after_seq`, following live until a turn ends.
-    pub async fn until_turn_end(&self, after_seq: u64) -> Vec<SessionEvent> {
-        let mut stream = self
-            .client()
+    /// The event stream after `after_seq`; with `follow`, live events after the replay.
+    pub async fn events(&self, after_seq: u64, follow: bool) -> tonic::Streaming<SessionEvent> {
+        self.client()
             .stream_events(StreamEventsRequest {
                 session_id: self.session_id.clone(),
                 after_seq,
-                no_follow: false,
+                no_follow: !follow,
             })
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+    }
+
+    /// Events after `after_seq`, following live until a turn ends.
+    pub async fn until_turn_end(&self, after_seq: u64) -> Vec<SessionEvent> {
+        let mut stream = self.events(after_seq, true).await;
         let mut out = Vec::new();
         while let Some(e) = stream.message().await.unwrap() {
             let end = matches!(
@@ -105,16 +98,7 @@ impl Chat {
 
     /// Every stored event (replay only).
     pub async fn all_events(&self, after_seq: u64) -> Vec<SessionEvent> {
-        let mut stream = self
-            .client()
-            .stream_events(StreamEventsRequest {
-                session_id: self.session_id.clone(),
-                after_seq,
-                no_follow: true,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let mut stream = self.events(after_seq, false).await;
         let mut out = Vec::new();
         while let Some(e) = stream.message().await.unwrap() {
             out.push(e);
