@@ -361,17 +361,21 @@ impl Bm25 {
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
         let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let ids = searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields()
-                .u64("id")?;
-            if let Some(id) = ids.first(address.doc_id) {
-                hits.push(Candidate { id, score });
-            }
-        }
-        Ok(hits)
+        // The id column of each segment, opened once for all its hits.
+        let ids = searcher
+            .segment_readers()
+            .iter()
+            .map(|r| r.fast_fields().u64("id"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(top
+            .into_iter()
+            .filter_map(|(score, address)| {
+                let id = ids
+                    .get(address.segment_ord as usize)?
+                    .first(address.doc_id)?;
+                Some(Candidate { id, score })
+            })
+            .collect())
     }
 
     /// Source texts of items by id.
