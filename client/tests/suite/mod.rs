@@ -4,7 +4,6 @@
 mod commands;
 mod tui;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
