@@ -292,8 +292,7 @@ fn latency_table(
         })?,
     )];
     if let Some(model) = model {
-        let embed =
-            |q: &str| -> Result<Vec<f32>, EmbedError> { Ok(model.embed_batch(&[q])?.remove(0)) };
+        let embed = |q: &str| -> Result<Vec<f32>, EmbedError> { model.embed_query(q) };
         let hybrid = |q: &str, top_k: usize| -> anyhow::Result<Vec<_>> {
             match index.search_hybrid(q, || embed(q), &f, top_k, Rrf::default())? {
                 Hybrid::Fused(found) => Ok(found),

@@ -95,10 +95,7 @@ impl Embedder {
     /// than indexing gives it: a user is waiting.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         match self {
-            Self::Local(m) => m
-                .embed_batch(&[query])?
-                .pop()
-                .ok_or_else(|| EmbedError::Model("no vector for the query".into())),
+            Self::Local(m) => m.embed_query(query),
             Self::Remote(r) => r.embed_query_blocking(query),
         }
     }
