@@ -6,8 +6,55 @@
 //! its gain; `tests::matches_the_reference_implementation` holds it to the reference.
 
 use candle_core::{D, DType, Module as _, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+use candle_nn::{Embedding, LayerNorm, VarBuilder, embedding, layer_norm};
 use candle_transformers::models::bert::{Config, HiddenAct};
+
+use super::small_matmul;
+
+/// A dense layer: candle's matmul for batches, [`small_matmul`] for a few rows (a query).
+struct Linear {
+    inner: candle_nn::Linear,
+    /// The weight `[out, in]`, contiguous.
+    weight: Tensor,
+    bias: Vec<f32>,
+}
+
+fn linear(input: usize, output: usize, vb: VarBuilder) -> Result<Linear> {
+    let inner = candle_nn::linear(input, output, vb)?;
+    let weight = inner.weight().contiguous()?;
+    let bias = match inner.bias() {
+        Some(b) => b.to_vec1::<f32>()?,
+        None => vec![0.0; output],
+    };
+    Ok(Linear {
+        inner,
+        weight,
+        bias,
+    })
+}
+
+impl Linear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (batch, tokens, input) = x.dims3()?;
+        if batch * tokens > small_matmul::MAX_ROWS {
+            return self.inner.forward(x);
+        }
+        let rows = x.flatten_all()?.to_vec1::<f32>()?;
+        let (storage, layout) = self.weight.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else {
+            candle_core::bail!("the small-batch dense layer runs on the CPU only");
+        };
+        let weight = cpu
+            .as_slice::<f32>()?
+            .get(layout.start_offset()..layout.start_offset() + layout.shape().elem_count())
+            .ok_or_else(|| {
+                candle_core::Error::Msg("weight storage shorter than its shape".into())
+            })?;
+        let y = small_matmul::linear(&rows, weight, &self.bias, input);
+        drop(storage);
+        Tensor::from_vec(y, (batch, tokens, self.bias.len()), x.device())
+    }
+}
 
 struct Layer {
     query: Linear,

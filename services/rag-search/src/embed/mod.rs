@@ -5,6 +5,7 @@
 pub mod bert;
 mod encoder;
 pub mod remote;
+mod small_matmul;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -274,6 +275,28 @@ pub(crate) mod tests {
         let single = m.embed_all(&texts, 1, &|_| {}).unwrap();
         for (a, b) in all.iter().zip(&single) {
             assert!(cosine(a, b) > 0.9999);
+        }
+    }
+
+    #[test]
+    fn a_query_is_embedded_as_a_document_of_the_same_text_would_be() {
+        // Short queries take the few-rows matmul on the query pool, long ones (past
+        // small_matmul::MAX_ROWS tokens) candle's; batches of documents always candle's.
+        let m = model();
+        let short = "retry a request after a rate limit";
+        let long = "handle the connection reset ".repeat(20);
+        assert!(m.token_count(&long).unwrap() > small_matmul::MAX_ROWS);
+        let docs = m
+            .embed_all(
+                &[short.to_owned(), long.clone(), "padding".into()],
+                1,
+                &|_| {},
+            )
+            .unwrap();
+        for (query, doc) in [short, long.as_str()].into_iter().zip(&docs) {
+            let q = m.embed_query(query).unwrap();
+            assert_eq!(q.len(), 384);
+            assert!(cosine(&q, doc) > 0.99999, "{query}: {}", cosine(&q, doc));
         }
     }
 
