@@ -19,6 +19,19 @@ const BLOCK: usize = 64;
 /// `x` (`rows × k`, row-major) times `weight` (`outs × k`, row-major) transposed, plus `bias`
 /// (`outs`): `rows × outs`, row-major. Output blocks are spread over the current rayon pool.
 pub fn linear(x: &[f32], weight: &[f32], bias: &[f32], k: usize) -> Vec<f32> {
+    let arch = pulp::Arch::new();
+    linear_by(x, weight, bias, k, &|block| arch.dispatch(block))
+}
+
+/// [`linear`] with each block computed by `run` (the instruction set picked at run time, or one
+/// chosen by a test).
+fn linear_by(
+    x: &[f32],
+    weight: &[f32],
+    bias: &[f32],
+    k: usize,
+    run: &(dyn Fn(Block<'_>) + Sync),
+) -> Vec<f32> {
     if k == 0 {
         return Vec::new();
     }
@@ -29,12 +42,11 @@ pub fn linear(x: &[f32], weight: &[f32], bias: &[f32], k: usize) -> Vec<f32> {
     if rows == 0 {
         return yt;
     }
-    let arch = pulp::Arch::new();
     yt.par_chunks_mut(BLOCK * rows)
         .zip(weight.par_chunks(BLOCK * k))
         .zip(bias.par_chunks(BLOCK))
         .for_each(|((y, w), b)| {
-            arch.dispatch(Block {
+            run(Block {
                 x,
                 w,
                 bias: b,
@@ -184,29 +196,53 @@ mod tests {
             .collect()
     }
 
+    /// The instruction sets this machine can run: what `pulp` picks, plain code, and on x86-64
+    /// AVX2+FMA and AVX-512 when the CPU has them.
+    type Runner = Box<dyn Fn(Block<'_>) + Sync>;
+
+    fn instruction_sets() -> Vec<(&'static str, Runner)> {
+        let mut sets: Vec<(&'static str, Runner)> = vec![
+            ("dispatched", Box::new(|b| pulp::Arch::new().dispatch(b))),
+            ("scalar", Box::new(|b| b.with_simd(pulp::Scalar::new()))),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(v3) = pulp::x86::V3::try_new() {
+                sets.push(("avx2", Box::new(move |b| Simd::vectorize(v3, b))));
+            }
+            if let Some(v4) = pulp::x86::V4::try_new() {
+                sets.push(("avx512", Box::new(move |b| Simd::vectorize(v4, b))));
+            }
+        }
+        sets
+    }
+
     #[test]
     fn equals_the_plain_product_for_every_edge() {
         // Lengths that are and are not multiples of the vector width; weight rows that fill
         // tiles of 4 and leave 1–3 over; 1 to 9 input rows; more than one parallel block.
-        for (k, outs) in [(384, 384), (37, 131), (16, 4), (5, 3), (1, 70)] {
-            for rows in [1, 2, 3, 4, 5, 9] {
-                let x = values(rows * k, 1);
-                let w = values(outs * k, 2);
-                let b = values(outs, 3);
-                let got = linear(&x, &w, &b, k);
-                let want = reference(&x, &w, &b, k);
-                assert_eq!(got.len(), rows * outs);
-                let worst = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0f32, f32::max);
-                assert!(
-                    worst < 1e-4,
-                    "k {k} outs {outs} rows {rows}: off by {worst}"
-                );
+        for (name, run) in instruction_sets() {
+            for (k, outs) in [(384, 384), (37, 131), (16, 4), (5, 3), (1, 70)] {
+                for rows in [1, 2, 3, 4, 5, 6, 7, 9] {
+                    let x = values(rows * k, 1);
+                    let w = values(outs * k, 2);
+                    let b = values(outs, 3);
+                    let got = linear_by(&x, &w, &b, k, &*run);
+                    let want = reference(&x, &w, &b, k);
+                    assert_eq!(got.len(), rows * outs);
+                    let worst = got
+                        .iter()
+                        .zip(&want)
+                        .map(|(a, b)| (a - b).abs())
+                        .fold(0f32, f32::max);
+                    assert!(
+                        worst < 1e-4,
+                        "{name}: k {k} outs {outs} rows {rows}: off by {worst}"
+                    );
+                }
             }
         }
+        assert!(instruction_sets().len() >= 2);
     }
 
     #[test]
