@@ -180,9 +180,18 @@ fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candi
     })
 }
 
-/// Cuts `c` to at most `limit` rendered tokens at a line boundary; `None` if nothing useful fits.
-fn truncate(root: &Path, c: &Candidate, limit: u32) -> Option<(Candidate, String, u32)> {
+/// Cuts `c`, whose whole rendering is `whole` tokens (more than `limit`), to at most `limit`
+/// rendered tokens at a line boundary; `None` if nothing useful fits.
+fn truncate(
+    root: &Path,
+    c: &Candidate,
+    whole: u32,
+    limit: u32,
+) -> Option<(Candidate, String, u32)> {
     let mut lines: Vec<&str> = c.text.split_inclusive('\n').collect();
+    // The whole text is known not to fit: start from the share of its lines the limit allows.
+    let keep = proportional_keep(lines.len(), whole, limit);
+    lines.truncate(keep);
     while !lines.is_empty() {
         let text: String = lines.concat();
         let end = c.byte_start + text.len();
@@ -207,12 +216,18 @@ fn truncate(root: &Path, c: &Candidate, limit: u32) -> Option<(Candidate, String
             };
             return Some((cut, rendered, tokens));
         }
-        // Drop a proportional share of lines at once for long parts, then one at a time.
-        let keep = (lines.len() as u64 * u64::from(limit) / u64::from(tokens.max(1))) as usize;
-        let keep = keep.min(lines.len() - 1);
-        lines.truncate(keep.max(if keep == 0 { 0 } else { 1 }));
+        let keep = proportional_keep(lines.len(), tokens, limit);
+        lines.truncate(keep);
     }
     None
+}
+
+/// Lines to keep of `lines` that render to `tokens` (more than `limit`): a proportional share
+/// of them, and always fewer than before, so long parts shrink in a few steps and short ones
+/// one line at a time.
+fn proportional_keep(lines: usize, tokens: u32, limit: u32) -> usize {
+    let share = (lines as u64 * u64::from(limit) / u64::from(tokens.max(1))) as usize;
+    share.min(lines.saturating_sub(1))
 }
 
 /// Assembles `candidates` (best first) under `budget`. `read_file(file, hash)` returns the
@@ -287,7 +302,7 @@ pub fn assemble(
                 full,
             ))
         } else {
-            truncate(root, &c, limit)
+            truncate(root, &c, full, limit)
         };
         match fitted {
             Some((cand, rendered, tokens)) => {
