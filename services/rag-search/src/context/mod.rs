@@ -189,9 +189,14 @@ fn truncate(
     limit: u32,
 ) -> Option<(Candidate, String, u32)> {
     let mut lines: Vec<&str> = c.text.split_inclusive('\n').collect();
-    // The whole text is known not to fit: start from the share of its lines the limit allows.
-    let keep = proportional_keep(lines.len(), whole, limit);
-    lines.truncate(keep);
+    // A cut part is rendered without trailing newlines and with its end at the text's end.
+    // When that is how the whole part was rendered, its count is known not to fit: start from
+    // the share of its lines the limit allows instead of counting it again.
+    let rendered_alike = !c.text.ends_with('\n') && c.byte_end == c.byte_start + c.text.len();
+    if rendered_alike && whole > limit {
+        let keep = proportional_keep(lines.len(), whole, limit);
+        lines.truncate(keep);
+    }
     while !lines.is_empty() {
         let text: String = lines.concat();
         let end = c.byte_start + text.len();
