@@ -20,20 +20,23 @@ struct Linear {
 }
 
 fn linear(input: usize, output: usize, vb: VarBuilder) -> Result<Linear> {
-    let inner = candle_nn::linear(input, output, vb)?;
-    let weight = inner.weight().contiguous()?;
-    let bias = match inner.bias() {
-        Some(b) => b.to_vec1::<f32>()?,
-        None => vec![0.0; output],
-    };
-    Ok(Linear {
-        inner,
-        weight,
-        bias,
-    })
+    Linear::new(candle_nn::linear(input, output, vb)?)
 }
 
 impl Linear {
+    fn new(inner: candle_nn::Linear) -> Result<Self> {
+        let weight = inner.weight().contiguous()?;
+        let bias = match inner.bias() {
+            Some(b) => b.to_vec1::<f32>()?,
+            None => vec![0.0; weight.dim(0)?],
+        };
+        Ok(Self {
+            inner,
+            weight,
+            bias,
+        })
+    }
+
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let (batch, tokens, input) = x.dims3()?;
         if batch * tokens > small_matmul::MAX_ROWS {
@@ -50,7 +53,13 @@ impl Linear {
             .ok_or_else(|| {
                 candle_core::Error::Msg("weight storage shorter than its shape".into())
             })?;
-        let y = small_matmul::linear(&rows, weight, &self.bias, input);
+        let y = small_matmul::linear(&rows, weight, &self.bias, input).ok_or_else(|| {
+            candle_core::Error::Msg(format!(
+                "dense layer: weight of {} values for {input} inputs and {} outputs",
+                weight.len(),
+                self.bias.len()
+            ))
+        })?;
         drop(storage);
         Tensor::from_vec(y, (batch, tokens, self.bias.len()), x.device())
     }
@@ -271,6 +280,65 @@ mod tests {
             .unwrap()
             .to_vec2()
             .unwrap()
+    }
+
+    #[test]
+    fn a_few_rows_give_what_candles_linear_gives() {
+        let dev = Device::Cpu;
+        let w = Tensor::randn(0f32, 1.0, (96, 40), &dev).unwrap();
+        let b = Tensor::randn(0f32, 1.0, 96, &dev).unwrap();
+        let l = Linear::new(candle_nn::Linear::new(w, Some(b))).unwrap();
+        // 7, 10 and 64 rows take small_matmul; 80 take candle's path on both sides.
+        for (batch, tokens) in [(1, 7), (2, 5), (1, 64), (2, 40)] {
+            let x = Tensor::randn(0f32, 1.0, (batch, tokens, 40), &dev).unwrap();
+            let ours: Vec<f32> = l
+                .forward(&x)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            let theirs: Vec<f32> = l
+                .inner
+                .forward(&x)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            assert_eq!(ours.len(), batch * tokens * 96);
+            let worst = ours
+                .iter()
+                .zip(&theirs)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(worst < 1e-4, "{batch}x{tokens}: off by {worst}");
+        }
+        // A non-contiguous input (a transposed view) is read in its logical order.
+        let x = Tensor::randn(0f32, 1.0, (1, 40, 6), &dev)
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap();
+        let ours: Vec<f32> = l
+            .forward(&x)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let theirs: Vec<f32> = l
+            .inner
+            .forward(&x)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        assert!(ours.iter().zip(&theirs).all(|(a, b)| (a - b).abs() < 1e-4));
+        // Inputs of the wrong width are an error, not a panic or a wrong answer.
+        let bad = Tensor::randn(0f32, 1.0, (1, 3, 39), &dev).unwrap();
+        let e = l.forward(&bad).unwrap_err();
+        assert!(e.to_string().contains("39 inputs"), "{e}");
     }
 
     #[test]

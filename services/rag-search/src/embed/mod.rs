@@ -281,7 +281,8 @@ pub(crate) mod tests {
     #[test]
     fn a_query_is_embedded_as_a_document_of_the_same_text_would_be() {
         // Short queries take the few-rows matmul on the query pool, long ones (past
-        // small_matmul::MAX_ROWS tokens) candle's; batches of documents always candle's.
+        // small_matmul::MAX_ROWS tokens) candle's; the three documents form one padded batch
+        // past that many rows (3 × the long text's tokens), so candle's.
         let m = model();
         let short = "retry a request after a rate limit";
         let long = "handle the connection reset ".repeat(20);
