@@ -84,6 +84,9 @@ impl Bert {
             .num_threads(threads)
             .thread_name(|i| format!("query-embed-{i}"))
             .build()
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "no query thread pool; queries use the global one");
+            })
             .ok();
         Ok(Self {
             model,
@@ -116,7 +119,8 @@ impl Bert {
     /// Embeds one query, its forward pass on the model's own thread pool: the matrix products
     /// split each layer across the pool's threads, and a caller outside a rayon pool would
     /// otherwise hand every one of them to another thread and sleep until it is done (a
-    /// wake-up per layer; 1.3x slower here).
+    /// wake-up per layer; 1.3x slower here). Queries from many callers queue on the pool; a
+    /// pool thread waiting inside one query's layer may run another query's meanwhile.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         let run = || self.embed_batch(&[query]);
         let mut vectors = match &self.query_pool {
