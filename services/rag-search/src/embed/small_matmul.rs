@@ -84,20 +84,23 @@ impl WithSimd for Block<'_> {
         let x: Vec<&[f32]> = self.x.chunks_exact(k).collect();
         let w: Vec<&[f32]> = self.w.chunks_exact(k).collect();
         let mut o = 0;
-        // 4 weight rows × 4 input rows per tile (16 accumulators), then smaller edges.
+        // Tiles of 4 weight rows × 4 input rows (16 accumulators) where the registers hold
+        // them (AVX-512 has 32), × 2 input rows otherwise (AVX2 has 16), then the edges.
+        let wide = std::mem::size_of::<S::f32s>() >= 64;
         while o + 4 <= w.len() {
             let wo = [w[o], w[o + 1], w[o + 2], w[o + 3]];
             let mut r = 0;
-            while r + 4 <= rows {
+            while wide && r + 4 <= rows {
                 let d = tile(simd, &wo, &[x[r], x[r + 1], x[r + 2], x[r + 3]]);
                 self.store(o, r, &d);
                 r += 4;
             }
-            match rows - r {
-                3 => self.store(o, r, &tile(simd, &wo, &[x[r], x[r + 1], x[r + 2]])),
-                2 => self.store(o, r, &tile(simd, &wo, &[x[r], x[r + 1]])),
-                1 => self.store(o, r, &tile(simd, &wo, &[x[r]])),
-                _ => {}
+            while r + 2 <= rows {
+                self.store(o, r, &tile(simd, &wo, &[x[r], x[r + 1]]));
+                r += 2;
+            }
+            if r < rows {
+                self.store(o, r, &tile(simd, &wo, &[x[r]]));
             }
             o += 4;
         }
