@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use crate::tokens;
 
 /// Parts cut below this many tokens are dropped rather than shown as a stub.
@@ -248,47 +250,50 @@ pub fn assemble(
     let cost =
         |c: &Candidate| tokens::count(&render(root, &c.file, c.byte_start, c.byte_end, &c.text));
 
+    // Every candidate's whole rendering is counted once, on all cores: counting tokens is most
+    // of assembly's time. A stitched part is counted again when it is budgeted.
+    let costs: Vec<u32> = candidates.par_iter().map(cost).collect();
+
     // 1. dedupe and stitch, keeping score order.
-    let mut merged: Vec<Candidate> = Vec::new();
+    let mut merged: Vec<(Candidate, Option<u32>)> = Vec::new();
     let mut files: HashMap<String, Option<String>> = HashMap::new();
-    for c in candidates {
-        if let Some(existing) = merged.iter().find(|m| contains(m, &c)) {
-            let _ = existing;
+    for (c, c_cost) in candidates.into_iter().zip(costs) {
+        if merged.iter().any(|(m, _)| contains(m, &c)) {
             cuts.push(CutRecord {
                 file: c.file.clone(),
                 canon_path: c.canon_path.clone(),
                 reason: Cut::Duplicate,
-                tokens_before: cost(&c),
+                tokens_before: c_cost,
                 tokens_after: 0,
             });
             continue;
         }
-        if let Some(pos) = merged.iter().position(|m| overlaps_or_touches(m, &c)) {
+        if let Some(pos) = merged.iter().position(|(m, _)| overlaps_or_touches(m, &c)) {
             let text = files
                 .entry(c.file.clone())
                 .or_insert_with(|| read_file(&c.file, &c.file_hash))
                 .clone();
-            if let Some(stitched) = stitch(&merged[pos], &c, text.as_deref()) {
+            if let Some(stitched) = stitch(&merged[pos].0, &c, text.as_deref()) {
                 cuts.push(CutRecord {
                     file: c.file.clone(),
                     canon_path: c.canon_path.clone(),
                     reason: Cut::Stitched,
-                    tokens_before: cost(&c),
+                    tokens_before: c_cost,
                     tokens_after: 0,
                 });
-                merged[pos] = stitched;
+                merged[pos] = (stitched, None);
                 continue;
             }
         }
-        merged.push(c);
+        merged.push((c, Some(c_cost)));
     }
 
     // 2. budgets, in score order.
     let mut parts = Vec::new();
     let mut total = 0u32;
     let mut per_file: HashMap<String, u32> = HashMap::new();
-    for c in merged {
-        let full = cost(&c);
+    for (c, known) in merged {
+        let full = known.unwrap_or_else(|| cost(&c));
         let used_in_file = per_file.get(&c.file).copied().unwrap_or(0);
         let file_left = budget.per_file_max.saturating_sub(used_in_file);
         let total_left = budget.max_total.saturating_sub(total);
