@@ -288,30 +288,23 @@ mod tests {
         let w = Tensor::randn(0f32, 1.0, (96, 40), &dev).unwrap();
         let b = Tensor::randn(0f32, 1.0, 96, &dev).unwrap();
         let l = Linear::new(candle_nn::Linear::new(w, Some(b))).unwrap();
-        // 7, 10 and 64 rows take small_matmul; 80 take candle's path on both sides.
-        for (batch, tokens) in [(1, 7), (2, 5), (1, 64), (2, 40)] {
-            let x = Tensor::randn(0f32, 1.0, (batch, tokens, 40), &dev).unwrap();
-            let ours: Vec<f32> = l
-                .forward(&x)
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
-                .unwrap();
-            let theirs: Vec<f32> = l
-                .inner
-                .forward(&x)
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
-                .unwrap();
-            assert_eq!(ours.len(), batch * tokens * 96);
+        let values = |t: Tensor| -> Vec<f32> { t.flatten_all().unwrap().to_vec1().unwrap() };
+        // Largest difference between our layer and candle's on `x`, and the output length.
+        let compare = |x: &Tensor| -> (f32, usize) {
+            let ours = values(l.forward(x).unwrap());
+            let theirs = values(l.inner.forward(x).unwrap());
             let worst = ours
                 .iter()
                 .zip(&theirs)
                 .map(|(a, b)| (a - b).abs())
                 .fold(0f32, f32::max);
+            (worst, ours.len())
+        };
+        // 7, 10 and 64 rows take small_matmul; 80 take candle's path on both sides.
+        for (batch, tokens) in [(1, 7), (2, 5), (1, 64), (2, 40)] {
+            let x = Tensor::randn(0f32, 1.0, (batch, tokens, 40), &dev).unwrap();
+            let (worst, len) = compare(&x);
+            assert_eq!(len, batch * tokens * 96);
             assert!(worst < 1e-4, "{batch}x{tokens}: off by {worst}");
         }
         // A non-contiguous input (a transposed view) is read in its logical order.
@@ -319,22 +312,11 @@ mod tests {
             .unwrap()
             .transpose(1, 2)
             .unwrap();
-        let ours: Vec<f32> = l
-            .forward(&x)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        let theirs: Vec<f32> = l
-            .inner
-            .forward(&x)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        assert!(ours.iter().zip(&theirs).all(|(a, b)| (a - b).abs() < 1e-4));
+        let (worst, len) = compare(&x);
+        assert!(
+            worst < 1e-4 && len == 6 * 96,
+            "off by {worst}, {len} values"
+        );
         // Inputs of the wrong width are an error, not a panic or a wrong answer.
         let bad = Tensor::randn(0f32, 1.0, (1, 3, 39), &dev).unwrap();
         let e = l.forward(&bad).unwrap_err();
