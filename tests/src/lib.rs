@@ -203,7 +203,6 @@ impl Sandbox {
         GatewayClient::with_interceptor(self.channels.gateway.clone(), BearerToken(TOKEN.into()))
     }
 
-    /// A gateway client that sends `token` (or nothing).
     /// Writes `files` (relative path, text) into the workspace and indexes it.
     pub async fn index_files(&self, files: &[(&str, &str)]) -> Result<(), SandboxError> {
         for (path, text) in files {

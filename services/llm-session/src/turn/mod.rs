@@ -525,7 +525,6 @@ async fn attempt_once(
     .await
 }
 
-/// The `light` auto-context: one request_code_context for the user's message.
 /// The scope tool calls of this turn run in.
 fn call_scope<'a>(
     deps: &'a TurnDeps,
@@ -541,6 +540,7 @@ fn call_scope<'a>(
     }
 }
 
+/// The `light` auto-context: one request_code_context for the user's message.
 async fn auto_context(
     deps: &TurnDeps,
     spec: &TurnSpec,
