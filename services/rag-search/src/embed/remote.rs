@@ -213,13 +213,7 @@ impl Remote {
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| {
-            Ok(Failure {
-                retry: true,
-                retry_after: None,
-                message: transport_reason(&e),
-            })
-        })?;
+        let response = request.send().await.map_err(transport_failure)?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry::retry_after(response.headers());
@@ -231,13 +225,7 @@ impl Remote {
                 message: format!("{status}: {}", text.trim()),
             }));
         }
-        let bytes = response.bytes().await.map_err(|e| {
-            Ok(Failure {
-                retry: true,
-                retry_after: None,
-                message: transport_reason(&e),
-            })
-        })?;
+        let bytes = response.bytes().await.map_err(transport_failure)?;
         vectors_in_order(&bytes, expected, self.dims).map_err(Err)
     }
 
@@ -333,6 +321,15 @@ fn transport_reason(e: &reqwest::Error) -> String {
         source = s.source();
     }
     message
+}
+
+/// A request that failed in transport (connect, timeout, reading the body): worth retrying.
+fn transport_failure(e: reqwest::Error) -> Result<Failure, EmbedError> {
+    Ok(Failure {
+        retry: true,
+        retry_after: None,
+        message: transport_reason(&e),
+    })
 }
 
 /// The vectors of an embeddings answer, in input order, normalised; checked for count, indexes
