@@ -88,6 +88,13 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (out, t.elapsed())
 }
 
+/// How long `f` took, or its error; its result is dropped after the clock stops.
+fn timed<T, E: Into<anyhow::Error>>(f: impl FnOnce() -> Result<T, E>) -> anyhow::Result<Duration> {
+    let (out, t) = time(f);
+    out.map_err(Into::into)?;
+    Ok(t)
+}
+
 fn source_bytes(index_root: &Path) -> u64 {
     let (files, _) = ploke_rag_search::scan::scan(index_root);
     files
@@ -285,11 +292,7 @@ fn latency_table(
     };
     let mut rows: Vec<(&str, Vec<Duration>)> = vec![(
         "BM25",
-        each(&mut |q| {
-            let (hits, t) = time(|| index.search(Query::Bm25(q), &f, 10));
-            hits?;
-            Ok(t)
-        })?,
+        each(&mut |q| timed(|| index.search(Query::Bm25(q), &f, 10)))?,
     )];
     if let Some(model) = model {
         let embed = |q: &str| -> Result<Vec<f32>, EmbedError> { model.embed_query(q) };
@@ -299,51 +302,34 @@ fn latency_table(
                 Hybrid::Bm25Only(_, e) => Err(e.into()),
             }
         };
-        rows.push((
-            "query embedding alone",
-            each(&mut |q| {
-                let (v, t) = time(|| embed(q));
-                v?;
-                Ok(t)
-            })?,
-        ));
+        rows.push(("query embedding alone", each(&mut |q| timed(|| embed(q)))?));
         rows.push((
             "DENSE (incl. query embedding)",
             each(&mut |q| {
-                let (hits, t) = time(|| -> anyhow::Result<()> {
+                timed(|| -> anyhow::Result<()> {
                     index.search(Query::Dense(&embed(q)?), &f, 10)?;
                     Ok(())
-                });
-                hits?;
-                Ok(t)
+                })
             })?,
         ));
         rows.push((
             "HYBRID (query embedded while BM25 ranks, then dense + RRF)",
-            each(&mut |q| {
-                let (hits, t) = time(|| hybrid(q, 10));
-                hits?;
-                Ok(t)
-            })?,
+            each(&mut |q| timed(|| hybrid(q, 10)))?,
         ));
         rows.push((
             "GetContext: HYBRID 30 → 4000-token budget (incl. embedding)",
             each(&mut |q| {
-                let (done, t) = time(|| -> anyhow::Result<()> {
+                timed(|| -> anyhow::Result<()> {
                     assemble(hybrid(q, 30)?);
                     Ok(())
-                });
-                done?;
-                Ok(t)
+                })
             })?,
         ));
         rows.push((
             "HYBRID right after other work (model weights out of the caches)",
             each(&mut |q| {
                 assemble(index.search(Query::Bm25(q), &f, 30)?);
-                let (hits, t) = time(|| hybrid(q, 10));
-                hits?;
-                Ok(t)
+                timed(|| hybrid(q, 10))
             })?,
         ));
         let vectors = queries
@@ -352,20 +338,14 @@ fn latency_table(
             .collect::<Result<Vec<_>, _>>()?;
         rows.push((
             "hybrid's BM25 list alone (top 100, no texts)",
-            each(&mut |q| {
-                let (ranked, t) = time(|| index.rank_bm25(q, &f, FUSION_DEPTH));
-                ranked?;
-                Ok(t)
-            })?,
+            each(&mut |q| timed(|| index.rank_bm25(q, &f, FUSION_DEPTH)))?,
         ));
         let mut next = vectors.iter();
         rows.push((
             "hybrid's dense list alone (top 20 of 100 nearest, no texts)",
             each(&mut |_| {
                 let v = next.next().context("one vector per query")?;
-                let (ranked, t) = time(|| index.rank_dense(v, &f, DENSE_FUSION_DEPTH));
-                ranked?;
-                Ok(t)
+                timed(|| index.rank_dense(v, &f, DENSE_FUSION_DEPTH))
             })?,
         ));
     }
