@@ -182,23 +182,11 @@ fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candi
     })
 }
 
-/// Cuts `c`, whose whole rendering is `whole` tokens (more than `limit`), to at most `limit`
-/// rendered tokens at a line boundary; `None` if nothing useful fits.
-fn truncate(
-    root: &Path,
-    c: &Candidate,
-    whole: u32,
-    limit: u32,
-) -> Option<(Candidate, String, u32)> {
+/// Cuts `c` to at most `limit` rendered tokens at a line boundary; `None` if nothing useful fits.
+/// The first count is of the whole part, which [`tokens::count`] has usually just counted and
+/// remembers.
+fn truncate(root: &Path, c: &Candidate, limit: u32) -> Option<(Candidate, String, u32)> {
     let mut lines: Vec<&str> = c.text.split_inclusive('\n').collect();
-    // A cut part is rendered without trailing newlines and with its end at the text's end.
-    // When that is how the whole part was rendered, its count is known not to fit: start from
-    // the share of its lines the limit allows instead of counting it again.
-    let rendered_alike = !c.text.ends_with('\n') && c.byte_end == c.byte_start + c.text.len();
-    if rendered_alike && whole > limit {
-        let keep = proportional_keep(lines.len(), whole, limit);
-        lines.truncate(keep);
-    }
     while !lines.is_empty() {
         let text: String = lines.concat();
         let end = c.byte_start + text.len();
@@ -312,7 +300,7 @@ pub fn assemble(
                 full,
             ))
         } else {
-            truncate(root, &c, full, limit)
+            truncate(root, &c, limit)
         };
         match fitted {
             Some((cand, rendered, tokens)) => {
