@@ -24,6 +24,10 @@ fn dense_depth(top_k: usize) -> usize {
     top_k.max(DENSE_FUSION_DEPTH)
 }
 
+fn bm25_depth(top_k: usize) -> usize {
+    top_k.max(FUSION_DEPTH)
+}
+
 /// What to search with.
 #[derive(Debug, Clone, Copy)]
 pub enum Query<'q> {
@@ -119,10 +123,9 @@ impl WorkspaceIndex {
         top_k: usize,
         rrf: Rrf,
     ) -> Result<Hybrid<'_>, IndexError> {
-        let depth = top_k.max(FUSION_DEPTH);
         let (vector, bm25) = std::thread::scope(|scope| {
             let embedding = scope.spawn(embed);
-            let bm25 = self.rank_bm25(text, filters, depth);
+            let bm25 = self.rank_bm25(text, filters, bm25_depth(top_k));
             let vector = embedding
                 .join()
                 .unwrap_or_else(|_| Err(EmbedError::Model("the embedding thread panicked".into())));
@@ -130,10 +133,9 @@ impl WorkspaceIndex {
         });
         let bm25 = bm25?;
         match vector {
-            Ok(vector) => {
-                let dense = self.rank_dense(&vector, filters, dense_depth(top_k))?;
-                Ok(Hybrid::Fused(self.fused(bm25, dense, rrf, top_k)?))
-            }
+            Ok(vector) => Ok(Hybrid::Fused(
+                self.fuse_with_dense(bm25, &vector, filters, top_k, rrf)?,
+            )),
             Err(e) => {
                 let mut bm25 = bm25;
                 bm25.truncate(top_k);
@@ -162,13 +164,24 @@ impl WorkspaceIndex {
                 .map(|r| (r, 0, r.rank))
                 .collect(),
             Query::Hybrid { text, vector, rrf } => {
-                let depth = top_k.max(FUSION_DEPTH);
-                let bm25 = self.rank_bm25(text, filters, depth)?;
-                let dense = self.rank_dense(vector, filters, dense_depth(top_k))?;
-                return self.fused(bm25, dense, rrf, top_k);
+                let bm25 = self.rank_bm25(text, filters, bm25_depth(top_k))?;
+                return self.fuse_with_dense(bm25, vector, filters, top_k, rrf);
             }
         };
         self.found(ranked)
+    }
+
+    /// The BM25 ranking fused with the dense ranking of `vector`, with texts.
+    fn fuse_with_dense<'a>(
+        &'a self,
+        bm25: Vec<Ranked<'a>>,
+        vector: &[f32],
+        filters: &Filters,
+        top_k: usize,
+        rrf: Rrf,
+    ) -> Result<Vec<Found<'a>>, IndexError> {
+        let dense = self.rank_dense(vector, filters, dense_depth(top_k))?;
+        self.fused(bm25, dense, rrf, top_k)
     }
 
     /// Two rankings fused with RRF, with texts.
