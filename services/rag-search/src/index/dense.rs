@@ -48,6 +48,8 @@ impl WorkspaceIndex {
         if to_embed.is_empty() {
             return Ok(());
         }
+        // The texts are read back from BM25: make the items just parsed visible to it.
+        self.bm25.commit()?;
         let total = to_embed.len() as u64;
         let items = self.items.len() as u64;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -390,9 +390,7 @@ impl WorkspaceIndex {
                 });
             }
         }
-        // The items' texts are read back from BM25 for embedding: make the new ones visible.
         // Whatever happens to embedding, what was parsed and embedded is committed.
-        self.bm25.commit()?;
         let embedded = self.embed_missing(embedder, &mut summary, progress);
         progress(Progress {
             phase: Phase::Committing,
@@ -453,7 +451,6 @@ impl WorkspaceIndex {
                 }
             }
         }
-        self.bm25.commit()?;
         let embedded = self.embed_missing(embedder, &mut summary, &mut |_| {});
         self.commit()?;
         embedded?;
