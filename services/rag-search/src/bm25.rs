@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use tantivy::collector::TopDocs;
+use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
@@ -378,19 +378,18 @@ impl Bm25 {
             .collect())
     }
 
-    /// Source texts of items by id.
+    /// Source texts of items by id, found with one search for all of them.
     pub fn texts(&self, ids: &[u64]) -> Result<std::collections::HashMap<u64, String>, Bm25Error> {
         let f = self.fields;
         let searcher = self.reader.searcher();
+        let query = TermSetQuery::new(ids.iter().map(|id| Term::from_field_u64(f.id, *id)));
         let mut out = std::collections::HashMap::with_capacity(ids.len());
-        for id in ids {
-            let query = TermQuery::new(Term::from_field_u64(f.id, *id), IndexRecordOption::Basic);
-            let top = searcher.search(&query, &TopDocs::with_limit(1).order_by_score())?;
-            if let Some((_, address)) = top.first() {
-                let doc: TantivyDocument = searcher.doc(*address)?;
-                if let Some(text) = doc.get_first(f.text).and_then(|v| v.as_str()) {
-                    out.insert(*id, text.to_owned());
-                }
+        for address in searcher.search(&query, &DocSetCollector)? {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let id = doc.get_first(f.id).and_then(|v| v.as_u64());
+            let text = doc.get_first(f.text).and_then(|v| v.as_str());
+            if let (Some(id), Some(text)) = (id, text) {
+                out.insert(id, text.to_owned());
             }
         }
         Ok(out)
