@@ -1,0 +1,166 @@
+use super::*;
+
+fn root() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn a() {}\n").unwrap();
+    (dir, root)
+}
+
+#[test]
+fn relative_and_absolute_paths_inside_resolve() {
+    let (_d, root) = root();
+    let want = Resolved {
+        abs: root.join("src/lib.rs"),
+        rel: "src/lib.rs".into(),
+    };
+    assert_eq!(resolve(&root, "src/lib.rs", Access::Read).unwrap(), want);
+    assert_eq!(
+        resolve(&root, "./src/../src/lib.rs", Access::Read).unwrap(),
+        want
+    );
+    let abs = root.join("src/lib.rs");
+    assert_eq!(
+        resolve(&root, abs.to_str().unwrap(), Access::Write).unwrap(),
+        want
+    );
+    assert_eq!(
+        resolve(&root, "new/dir/file.rs", Access::Write).unwrap(),
+        Resolved {
+            abs: root.join("new/dir/file.rs"),
+            rel: "new/dir/file.rs".into()
+        }
+    );
+    assert_eq!(resolve(&root, "", Access::Read).unwrap().rel, "");
+}
+
+#[test]
+fn traversal_absolute_elsewhere_nul_and_long_paths_are_refused() {
+    let (_d, root) = root();
+    let long = "a/".repeat(MAX_PATH_BYTES);
+    for (bad, want) in [
+        ("../x", PathError::Climbs),
+        ("src/../../x", PathError::Climbs),
+        ("/etc/passwd", PathError::AbsoluteOutside),
+        ("src/\0x", PathError::Nul),
+        (long.as_str(), PathError::TooLong(long.len())),
+    ] {
+        assert_eq!(resolve(&root, bad, Access::Read).unwrap_err(), want);
+    }
+    let component = "n".repeat(300);
+    assert_eq!(
+        resolve(&root, &format!("src/{component}/x"), Access::Read).unwrap_err(),
+        PathError::NameTooLong
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_are_followed_only_inside_the_root() {
+    let (_d, root) = root();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("secret"), "s").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), root.join("link")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("secret"), root.join("notes.md")).unwrap();
+    std::os::unix::fs::symlink(root.join("src"), root.join("inner")).unwrap();
+    std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(root.join("loop_b"), root.join("loop_a")).unwrap();
+    std::os::unix::fs::symlink(root.join("loop_a"), root.join("loop_b")).unwrap();
+    for (bad, access, want) in [
+        ("link/secret", Access::Read, PathError::SymlinkEscape),
+        ("link", Access::Read, PathError::SymlinkEscape),
+        ("notes.md", Access::Read, PathError::SymlinkEscape),
+        ("link/new.rs", Access::Write, PathError::SymlinkEscape),
+        ("dangling", Access::Write, PathError::Dangling),
+        ("loop_a/x", Access::Read, PathError::Loop),
+    ] {
+        assert_eq!(resolve(&root, bad, access).unwrap_err(), want, "{bad}");
+        assert!(
+            resolve_own(&root, bad).is_err(),
+            "{bad} must be refused for the index too"
+        );
+    }
+    assert_eq!(
+        resolve(&root, "inner/lib.rs", Access::Read).unwrap().rel,
+        "src/lib.rs"
+    );
+    // The index stores files under their own names only.
+    assert_eq!(resolve_own(&root, "inner/lib.rs").unwrap(), None);
+    assert_eq!(
+        resolve_own(&root, "src/lib.rs").unwrap(),
+        Some(root.join("src/lib.rs"))
+    );
+    assert_eq!(
+        resolve_own(&root, "src/gone.rs").unwrap(),
+        Some(root.join("src/gone.rs"))
+    );
+}
+
+#[test]
+fn protected_dirs_are_readable_but_never_writable_in_any_case() {
+    let (_d, root) = root();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    assert!(resolve(&root, ".git/config", Access::Read).is_ok());
+    for (bad, dir) in [
+        (".git/config", ".git"),
+        (".GIT/config", ".git"),
+        (".Git/hooks/pre-commit", ".git"),
+        ("sub/.git/x", ".git"),
+        (".ploke/ploke.db", ".ploke"),
+        ("a/.PLOKE/b", ".ploke"),
+    ] {
+        assert_eq!(
+            resolve(&root, bad, Access::Write).unwrap_err(),
+            PathError::Protected(dir),
+            "{bad}"
+        );
+    }
+    assert!(resolve(&root, "src/git.rs", Access::Write).is_ok());
+    assert!(resolve(&root, ".github/workflows/ci.yml", Access::Write).is_ok());
+}
+
+#[cfg(unix)]
+#[test]
+fn only_regular_files_are_opened_and_reads_are_capped() {
+    let (_d, root) = root();
+    let fifo = root.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink(root.join("src/lib.rs"), root.join("alias.rs")).unwrap();
+    let refused = |p: &Path| match read_regular(p, 1024) {
+        Err(FileError::NotRegular(kind)) => kind,
+        other => panic!("{} gave {other:?}", p.display()),
+    };
+    // A FIFO with no writer would block a plain open forever.
+    assert_eq!(refused(&fifo), "a FIFO");
+    assert_eq!(refused(Path::new("/dev/zero")), "a device");
+    assert_eq!(refused(&root.join("src")), "a directory");
+    assert_eq!(refused(&root.join("alias.rs")), "a symlink");
+    assert!(matches!(
+        read_regular(&root.join("missing"), 1024),
+        Err(FileError::NotFound)
+    ));
+    assert_eq!(
+        read_regular(&root.join("src/lib.rs"), 1024).unwrap(),
+        b"fn a() {}\n"
+    );
+    assert!(matches!(
+        read_regular(&root.join("src/lib.rs"), 4),
+        Err(FileError::TooLarge { size: 10, limit: 4 })
+    ));
+    let mut seen = Vec::new();
+    stream_regular(&root.join("src/lib.rs"), &|| false, &mut |b| {
+        seen.extend_from_slice(b)
+    })
+    .unwrap();
+    assert_eq!(seen, b"fn a() {}\n");
+    assert!(matches!(
+        stream_regular(&root.join("src/lib.rs"), &|| true, &mut |_| {}),
+        Err(FileError::Cancelled)
+    ));
+}
