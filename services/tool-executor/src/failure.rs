@@ -70,7 +70,14 @@ impl ToolFailure {
                 field,
                 format!("{path}: permission denied"),
             ),
-            _ => Self::internal(format!("{path}: {e}")),
+            std::io::ErrorKind::InvalidFilename => {
+                Self::invalid(field, format!("{path}: {e}"))
+            }
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem => {
+                Self::new(ToolErrorCode::Unavailable, field, format!("{path}: {e}"))
+                    .hint("the server's disk cannot take the write; retry later")
+            }
+            _ => Self::new(ToolErrorCode::Internal, field, format!("{path}: {e}")),
         }
     }
 }

@@ -9,6 +9,7 @@ use ploke_proto::registry::{ToolRegistry, tool_name};
 use ploke_proto::tools::v1::{
     EditProposal, ProposalState, ToolDefinition, ToolErrorCode, ToolResult, tool_call, tool_result,
 };
+use ploke_runtime::blocking::BlockingPool;
 use ploke_runtime::correlation;
 use ploke_runtime::workspaces::Workspaces;
 use tokio::sync::mpsc;
@@ -47,16 +48,19 @@ pub struct ToolService {
     rag: Rag,
     limits: Limits,
     edits: Edits,
+    pool: BlockingPool,
 }
 
 impl ToolService {
-    /// A service over `workspaces` calling rag-search through `rag`, staging edits in `edits`.
+    /// A service over `workspaces` calling rag-search through `rag`, staging edits in `edits`,
+    /// running file work on `pool`.
     pub fn new(
         workspaces: Workspaces,
         registry: &'static ToolRegistry,
         rag: Rag,
         limits: Limits,
         edits: Edits,
+        pool: BlockingPool,
     ) -> Self {
         Self {
             workspaces,
@@ -64,7 +68,13 @@ impl ToolService {
             rag,
             limits,
             edits,
+            pool,
         }
+    }
+
+    /// The pool file work runs on.
+    pub fn pool(&self) -> &BlockingPool {
+        &self.pool
     }
 
     /// Every tool.
@@ -204,6 +214,7 @@ impl ToolService {
                     user_message: request.user_message,
                     cancel,
                     progress,
+                    pool: self.pool.clone(),
                 };
                 tools::run_read_only(ctx, call).await
             }

@@ -1,8 +1,9 @@
 //! The file tools: `read_file`, `list_dir` and the local half of `get_file_metadata`. They run
 //! on a blocking thread; every path goes through [`crate::paths`].
 
-use std::io::Read;
 use std::path::Path;
+
+use ploke_runtime::path_policy::stream_regular;
 
 use ploke_proto::tools::v1::{
     DirEntry, EntryKind, GetFileMetadataArgs, GetFileMetadataResult, ListDirArgs, ListDirResult,
@@ -17,36 +18,16 @@ use crate::paths::{Access, resolve};
 const LIST_DEFAULT: u32 = 500;
 const LIST_MAX: u32 = 5000;
 
-/// Reads a whole text file for a tool: refused when it is a directory, over `max_bytes` or
-/// not UTF-8. Returns the text and its blake3 hash (hex).
+/// Reads a whole text file for a tool: refused when it is not a regular file (a directory, a
+/// FIFO, a device: see [`ploke_runtime::path_policy::open_regular`]), over `max_bytes` or not
+/// UTF-8. Returns the text and its blake3 hash (hex).
 pub fn read_text(
     abs: &Path,
     field: &str,
     shown: &str,
     max_bytes: u64,
 ) -> Result<(String, String), ToolFailure> {
-    let meta = std::fs::metadata(abs).map_err(|e| ToolFailure::io(field, shown, &e))?;
-    if meta.is_dir() {
-        return Err(
-            ToolFailure::invalid(field, format!("{shown} is a directory"))
-                .hint("use list_dir for directories"),
-        );
-    }
-    if !meta.is_file() {
-        return Err(ToolFailure::invalid(
-            field,
-            format!("{shown} is not a regular file"),
-        ));
-    }
-    if meta.len() > max_bytes {
-        return Err(ToolFailure::new(
-            ToolErrorCode::TooLarge,
-            field,
-            format!("{shown} is {} bytes; the limit is {max_bytes}", meta.len()),
-        )
-        .hint("use search_code to find the lines you need"));
-    }
-    let bytes = std::fs::read(abs).map_err(|e| ToolFailure::io(field, shown, &e))?;
+    let bytes = crate::paths::read(abs, field, shown, max_bytes)?;
     let hash = blake3::hash(&bytes).to_hex().to_string();
     let text = String::from_utf8(bytes).map_err(|_| {
         ToolFailure::new(
@@ -182,9 +163,11 @@ pub fn list_dir(root: &Path, args: &ListDirArgs) -> Result<ListDirResult, ToolFa
 }
 
 /// `get_file_metadata` without the index count; a missing file is an answer (`exists` false).
+/// Only a regular file is hashed, and the hashing stops once `cancelled` says so.
 pub fn file_metadata(
     root: &Path,
     args: &GetFileMetadataArgs,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<GetFileMetadataResult, ToolFailure> {
     if args.file_path.is_empty() {
         return Err(ToolFailure::new(
@@ -212,29 +195,16 @@ pub fn file_metadata(
     if meta.is_dir() {
         return Ok(result);
     }
-    result.size_bytes = meta.len();
-    let (hash, lines) =
-        hash_and_count(&path.abs).map_err(|e| ToolFailure::io("file_path", &path.rel, &e))?;
-    result.file_hash = hash;
-    result.line_count = lines;
-    Ok(result)
-}
-
-/// blake3 (hex) and line count of a file, streamed.
-fn hash_and_count(abs: &Path) -> std::io::Result<(String, u64)> {
-    let mut file = std::fs::File::open(abs)?;
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; 64 * 1024];
     let (mut newlines, mut last) = (0u64, b'\n');
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        newlines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
-        last = buf[n - 1];
-    }
-    let lines = newlines + u64::from(last != b'\n');
-    Ok((hasher.finalize().to_hex().to_string(), lines))
+    let meta = stream_regular(&path.abs, cancelled, &mut |chunk| {
+        hasher.update(chunk);
+        newlines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        last = chunk[chunk.len() - 1];
+    })
+    .map_err(|e| crate::paths::unreadable("file_path", &path.rel, e))?;
+    result.size_bytes = meta.len();
+    result.file_hash = hasher.finalize().to_hex().to_string();
+    result.line_count = newlines + u64::from(last != b'\n');
+    Ok(result)
 }

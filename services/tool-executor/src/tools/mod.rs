@@ -6,6 +6,7 @@ pub mod files;
 mod search;
 
 use ploke_proto::tools::v1::{EditProposal, ToolProgress, ToolResult, tool_call, tool_result};
+use ploke_runtime::blocking::{BlockingError, BlockingPool};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -89,6 +90,8 @@ pub struct ReadContext {
     pub cancel: CancellationToken,
     /// Progress reports.
     pub progress: Progress,
+    /// Where file work runs.
+    pub pool: BlockingPool,
 }
 
 /// Runs a read-only call. `call` must not be an edit tool.
@@ -104,8 +107,11 @@ pub async fn run_read_only(
         }
         Args::CodeItemLookup(a) => R::CodeItemLookup(context::code_item_lookup(&ctx, &a).await?),
         Args::GetFileMetadata(a) => {
-            let root = ctx.root.clone();
-            let mut meta = blocking(move || files::file_metadata(&root, &a)).await?;
+            let (root, cancel) = (ctx.root.clone(), ctx.cancel.clone());
+            let mut meta = blocking(&ctx.pool, move || {
+                files::file_metadata(&root, &a, &|| cancel.is_cancelled())
+            })
+            .await?;
             if meta.exists && !meta.is_dir {
                 meta.indexed_items = context::indexed_items(&ctx, &meta.file_path).await;
             }
@@ -113,17 +119,20 @@ pub async fn run_read_only(
         }
         Args::ReadFile(a) => {
             let (root, limits) = (ctx.root.clone(), ctx.limits);
-            R::ReadFile(blocking(move || files::read_file(&root, &limits, &a)).await?)
+            R::ReadFile(blocking(&ctx.pool, move || files::read_file(&root, &limits, &a)).await?)
         }
         Args::ListDir(a) => {
             let root = ctx.root.clone();
-            R::ListDir(blocking(move || files::list_dir(&root, &a)).await?)
+            R::ListDir(blocking(&ctx.pool, move || files::list_dir(&root, &a)).await?)
         }
         Args::SearchCode(a) => {
             let (root, cancel, progress) =
                 (ctx.root.clone(), ctx.cancel.clone(), ctx.progress.clone());
             R::SearchCode(
-                blocking(move || search::search_code(&root, &a, &cancel, &progress)).await?,
+                blocking(&ctx.pool, move || {
+                    search::search_code(&root, &a, &cancel, &progress)
+                })
+                .await?,
             )
         }
         Args::ApplyCodeEdit(_) | Args::CreateFile(_) => {
@@ -137,11 +146,14 @@ pub async fn run_read_only(
     })
 }
 
-/// Runs file work on a blocking thread.
+/// Runs file work on the bounded pool; a saturated pool is a retryable `UNAVAILABLE`.
 async fn blocking<T: Send + 'static>(
+    pool: &BlockingPool,
     f: impl FnOnce() -> Result<T, ToolFailure> + Send + 'static,
 ) -> Result<T, ToolFailure> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolFailure::internal(format!("tool task failed: {e}")))?
+    match pool.run(f).await {
+        Ok(r) => r,
+        Err(e @ BlockingError::Saturated { .. }) => Err(ToolFailure::unavailable(e.to_string())),
+        Err(e @ BlockingError::Panicked(_)) => Err(ToolFailure::internal(e.to_string())),
+    }
 }

@@ -103,8 +103,12 @@ pub fn search_code(
         };
         collector.file = rel.to_string_lossy().replace('\\', "/");
         collector.pending_before.clear();
-        // An unreadable file is skipped, as ripgrep does.
-        let _ = searcher.search_path(&matcher, entry.path(), &mut collector);
+        // An unreadable file is skipped, as ripgrep does; it is opened by the path policy, so
+        // a file swapped for a FIFO or a symlink since the walk is skipped too.
+        let Ok((file, _)) = ploke_runtime::path_policy::open_regular(entry.path()) else {
+            continue;
+        };
+        let _ = searcher.search_file(&matcher, &file, &mut collector);
         files_searched += 1;
         if files_searched.is_multiple_of(PROGRESS_EVERY) {
             progress.report(
