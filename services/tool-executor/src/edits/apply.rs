@@ -8,6 +8,7 @@ use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use ploke_runtime::path_policy::{FileError, read_regular};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
@@ -67,7 +68,12 @@ struct UndoRecord {
     files: Vec<(PathBuf, Option<String>)>,
 }
 
-/// Checks the files' current state against the plan; the originals, in order.
+/// Largest file re-read for the hash check; a file that grew past it has changed.
+const CHECK_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Checks the files' current state against the plan; the originals, in order. Files are read
+/// by the path policy: one that became a FIFO, a device or a symlink since is stale, never
+/// waited on.
 pub fn check(writes: &[FileWrite]) -> Result<Vec<Option<String>>, ApplyError> {
     let mut originals = Vec::with_capacity(writes.len());
     for w in writes {
@@ -75,8 +81,8 @@ pub fn check(writes: &[FileWrite]) -> Result<Vec<Option<String>>, ApplyError> {
             file: w.rel.clone(),
             why,
         };
-        match (&w.base_hash, fs::read(&w.abs)) {
-            (None, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => originals.push(None),
+        match (&w.base_hash, read_regular(&w.abs, CHECK_MAX_BYTES)) {
+            (None, Err(FileError::NotFound)) => originals.push(None),
             (None, _) => return Err(stale("was created")),
             (Some(_), Err(_)) => return Err(stale("was deleted or became unreadable")),
             (Some(hash), Ok(bytes)) => {
@@ -148,8 +154,55 @@ pub fn recover(record_path: &Path) -> std::io::Result<bool> {
     let record: UndoRecord = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
     let n = record.files.len();
     restore(&record, n)?;
+    for (abs, _) in &record.files {
+        remove_temp_siblings(abs);
+    }
     fs::remove_file(record_path)?;
     Ok(true)
+}
+
+/// Removes the temporary files a killed process left in `dir` (an undo-record directory):
+/// records being written when the process died, which nothing would ever read.
+pub fn sweep_temp_files(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| is_temp_name(&e.file_name().to_string_lossy(), None))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// Removes the temporary siblings an interrupted write left next to `path`
+/// (`.NAME.ploke-PID.tmp`, whatever the pid).
+fn remove_temp_siblings(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let name = name.to_string_lossy();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if is_temp_name(&e.file_name().to_string_lossy(), Some(&name)) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Whether `file_name` is a temporary file of [`temp_path`] (for the file `of`, if given).
+fn is_temp_name(file_name: &str, of: Option<&str>) -> bool {
+    let Some(rest) = file_name
+        .strip_prefix('.')
+        .and_then(|r| r.strip_suffix(".tmp"))
+    else {
+        return false;
+    };
+    let Some((name, pid)) = rest.rsplit_once(".ploke-") else {
+        return false;
+    };
+    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && of.is_none_or(|o| o == name)
 }
 
 fn write_record(path: &Path, record: &UndoRecord) -> std::io::Result<()> {
@@ -384,9 +437,32 @@ mod tests {
             },
         )
         .unwrap();
+        // What a process killed mid-apply leaves: a temporary sibling of the file it was
+        // writing, and a half-written record of another apply.
+        fs::write(dir.path().join(".a.rs.ploke-4242.tmp"), "A\n").unwrap();
+        fs::write(dir.path().join("undo/.q.json.ploke-4242.tmp"), "{\"fi").unwrap();
+        fs::write(dir.path().join(".keep.ploke-notes.tmp"), "mine").unwrap();
         assert!(recover(&record).unwrap());
+        assert_eq!(sweep_temp_files(&dir.path().join("undo")), 1);
         assert_eq!(fs::read_to_string(dir.path().join("a.rs")).unwrap(), "a\n");
         assert!(!dir.path().join("n.rs").exists());
         assert!(!recover(&record).unwrap());
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".keep.ploke-notes.tmp", "a.rs", "undo"]);
+        assert_eq!(fs::read_dir(dir.path().join("undo")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn temp_names_are_recognised_exactly() {
+        assert!(is_temp_name(".a.rs.ploke-12.tmp", Some("a.rs")));
+        assert!(is_temp_name(".a.rs.ploke-12.tmp", None));
+        assert!(!is_temp_name(".a.rs.ploke-12.tmp", Some("b.rs")));
+        assert!(!is_temp_name(".a.rs.ploke-.tmp", None));
+        assert!(!is_temp_name("a.rs.ploke-12.tmp", None));
+        assert!(!is_temp_name(".a.rs.ploke-12", None));
     }
 }

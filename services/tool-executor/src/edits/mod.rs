@@ -175,6 +175,10 @@ impl Edits {
             tracing::warn!(proposal_id = %p.proposal_id, reason = %p.state_reason, "recovered an interrupted apply");
             self.store.transition(&p, ProposalState::Approved).await?;
         }
+        let swept = apply::sweep_temp_files(&self.undo_dir);
+        if swept > 0 {
+            tracing::warn!(files = swept, "removed undo records a killed process left half-written");
+        }
         // Records of proposals that were marked applied before the record was removed.
         if let Ok(dir) = std::fs::read_dir(&self.undo_dir) {
             for entry in dir.flatten() {
@@ -191,6 +195,11 @@ impl Edits {
             }
         }
         Ok(())
+    }
+
+    /// The proposal database (its health, its monitor, closing it).
+    pub fn database(&self) -> &ploke_runtime::sqlite::Database {
+        self.store.database()
     }
 
     fn record_path(&self, id: &str) -> PathBuf {
@@ -232,7 +241,10 @@ impl Edits {
                 Ok(p) => p,
                 Err(e) => {
                     guard.edits = None;
-                    return Err(ToolFailure::internal(e.to_string()));
+                    return Err(match e {
+                        ExecutorError::Store(e) => store_failure(e),
+                        e => ToolFailure::internal(e.to_string()),
+                    });
                 }
             }
         } else {
@@ -562,7 +574,17 @@ impl Edits {
                 p.state_reason = e.to_string();
             }
         }
-        self.store.transition(&p, ProposalState::Approved).await?;
+        if let Err(e) = self.store.transition(&p, ProposalState::Approved).await {
+            // The outcome could not be recorded, so nothing may count as applied: the files go
+            // back as they were (the proposal stays approved; the next start marks it failed).
+            if written.is_ok() {
+                match apply::recover(&record) {
+                    Ok(_) => tracing::error!(proposal_id = %p.proposal_id, error = %e, "recording an apply failed; its files were restored"),
+                    Err(r) => tracing::error!(proposal_id = %p.proposal_id, error = %e, restore = %r, record = %record.display(), "recording an apply failed and restoring its files failed"),
+                }
+            }
+            return Err(e.into());
+        }
         if !matches!(written, Err(ApplyError::RestoreFailed { .. })) {
             apply::discard(&record);
         }
@@ -592,7 +614,10 @@ async fn wait_final(rx: &mut watch::Receiver<Option<EditProposal>>) -> Option<Ed
 }
 
 fn store_failure(e: StoreError) -> ToolFailure {
-    ToolFailure::internal(e.to_string())
+    match e {
+        e @ StoreError::Unavailable(_) => ToolFailure::unavailable(e.to_string()),
+        e => ToolFailure::internal(e.to_string()),
+    }
 }
 
 /// Expires the proposal if the tool call is dropped (client gone, deadline) while it waits.
