@@ -133,6 +133,8 @@ pub struct Bm25 {
     writer: Option<IndexWriter>,
     fields: Fields,
     boosts: Boosts,
+    commits: u64,
+    closed: bool,
 }
 
 impl std::fmt::Debug for Bm25 {
@@ -222,15 +224,22 @@ impl Bm25 {
             writer: Some(writer),
             fields,
             boosts,
+            commits: 0,
+            closed: false,
         })
     }
 
     fn writer(&mut self) -> Result<&mut IndexWriter, Bm25Error> {
+        if self.writer.is_none() && !self.closed {
+            // A writer lost to a failed rollback is made again (the disk may be back).
+            self.writer = Some(self.index.writer(WRITER_BYTES)?);
+        }
         self.writer.as_mut().ok_or(Bm25Error::Closed)
     }
 
     /// Releases the writer (and the index lock); later writes fail with `Closed`.
     pub fn close(&mut self) {
+        self.closed = true;
         if let Some(w) = self.writer.take()
             && let Err(e) = w.wait_merging_threads()
         {
@@ -247,7 +256,7 @@ impl Bm25 {
     /// Removes every document of `file` (applied at the next commit; nothing once closed).
     pub fn remove_file(&mut self, file: &str) {
         let term = Term::from_field_text(self.fields.file, file);
-        if let Some(w) = self.writer.as_mut() {
+        if let Ok(w) = self.writer() {
             w.delete_term(term);
         }
     }
@@ -277,7 +286,25 @@ impl Bm25 {
     /// Makes every change since the last commit durable and visible.
     pub fn commit(&mut self) -> Result<(), Bm25Error> {
         self.writer()?.commit()?;
+        self.commits += 1;
         self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Commits that succeeded since the index was opened.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
+
+    /// Drops every change since the last commit; searches never saw them. A writer that
+    /// cannot roll back (its directory is gone) is dropped with its changes, and the next
+    /// write makes a new one.
+    pub fn rollback(&mut self) -> Result<(), Bm25Error> {
+        let Some(mut writer) = self.writer.take() else {
+            return Ok(());
+        };
+        writer.rollback()?;
+        self.writer = Some(writer);
         Ok(())
     }
 

@@ -1,8 +1,12 @@
 //! Walking a workspace: the `ignore` crate's walker (.gitignore, .ignore and git excludes
 //! honoured; hidden files skipped), files over 1 MiB, binary files and non-UTF-8 files skipped,
-//! `.git/` and ploke's own `.ploke/` never entered.
+//! `.git/` and ploke's own `.ploke/` never entered, symlinks never followed. Single paths
+//! (refreshes, the watcher, snippets, context assembly) are resolved by the one path policy of
+//! every service ([`ploke_runtime::path_policy`]) and follow the same rules.
 
 use std::path::{Path, PathBuf};
+
+use ploke_runtime::path_policy;
 
 /// Largest file indexed.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -32,6 +36,24 @@ pub fn relative(root: &Path, abs: &Path) -> Option<String> {
     }
 }
 
+/// `rel`'s absolute path when it is a regular file inside `root` under its own name: no symlink
+/// on the way or at the end, as a walk would find it; `None` otherwise (missing, a symlink,
+/// outside, not a regular file).
+pub fn own_file(root: &Path, rel: &str) -> Option<PathBuf> {
+    own(root, rel).filter(|(_, m)| m.is_file()).map(|(abs, _)| abs)
+}
+
+/// Like [`own_file`], for a directory.
+pub fn own_dir(root: &Path, rel: &str) -> Option<PathBuf> {
+    own(root, rel).filter(|(_, m)| m.is_dir()).map(|(abs, _)| abs)
+}
+
+fn own(root: &Path, rel: &str) -> Option<(PathBuf, std::fs::Metadata)> {
+    let abs = path_policy::resolve_own(root, rel).ok().flatten()?;
+    let meta = std::fs::symlink_metadata(&abs).ok()?;
+    Some((abs, meta))
+}
+
 /// Whether ploke should never index this relative path (its own state, VCS internals).
 pub fn excluded(rel: &str) -> bool {
     rel.split('/').any(|p| p == ".git" || p == ".ploke")
@@ -55,7 +77,8 @@ pub fn is_indexable(root: &Path, rel: &str) -> bool {
     for i in 0..parts.len() {
         for name in [".gitignore", ".ignore"] {
             let candidate = dir.join(name);
-            if candidate.is_file() {
+            // Only a regular file: a FIFO named .gitignore would block the read.
+            if std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.is_file()) {
                 let _ = builder.add(candidate);
             }
         }

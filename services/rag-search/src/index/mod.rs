@@ -241,7 +241,8 @@ impl WorkspaceIndex {
             Err(e) => return Err(io(&meta_path)(e)),
         };
         let mut index = Self {
-            root: root.to_owned(),
+            // Canonical, as the path policy resolves every path against it.
+            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
             dir: dir.to_owned(),
             bm25,
             files: meta.files,
@@ -334,8 +335,46 @@ impl WorkspaceIndex {
         self.items.get(&id)
     }
 
-    /// Indexes every file of the workspace; only changed files are parsed unless `force`.
+    /// Runs `update`; when it fails before BM25 committed anything, the index is put back as
+    /// it was at its last commit (the item tables in memory, BM25's pending changes dropped),
+    /// so searches keep answering from the last good index instead of from tables that no
+    /// longer match it. Once BM25 has committed, the tables match what searches see and stay.
+    fn atomically<T>(
+        &mut self,
+        update: impl FnOnce(&mut Self) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        let before = (
+            self.files.clone(),
+            self.items.clone(),
+            self.next_id,
+            self.last_indexed_at,
+        );
+        let commits = self.bm25.commits();
+        let result = update(self);
+        if let Err(e) = &result
+            && self.bm25.commits() == commits
+        {
+            (self.files, self.items, self.next_id, self.last_indexed_at) = before;
+            match self.bm25.rollback() {
+                Ok(()) => tracing::warn!(root = %self.root.display(), error = %e, "index update failed; the last committed index stays"),
+                Err(r) => tracing::warn!(root = %self.root.display(), error = %e, rollback = %r, "index update failed and bm25 could not roll back; searches answer from the last commit"),
+            }
+        }
+        result
+    }
+
+    /// Indexes every file of the workspace; only changed files are parsed unless `force`. A
+    /// run that fails keeps the last committed index (see [`Self::atomically`]).
     pub fn index_all(
+        &mut self,
+        force: bool,
+        embedder: Option<&Embedder>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Summary, IndexError> {
+        self.atomically(|index| index.index_all_now(force, embedder, progress))
+    }
+
+    fn index_all_now(
         &mut self,
         force: bool,
         embedder: Option<&Embedder>,
@@ -419,8 +458,17 @@ impl WorkspaceIndex {
         Ok(summary)
     }
 
-    /// Re-reads the given files (relative paths); missing ones are removed.
+    /// Re-reads the given files (relative paths); missing ones are removed. A refresh that
+    /// fails keeps the last committed index (see [`Self::atomically`]).
     pub fn refresh(
+        &mut self,
+        rels: &[String],
+        embedder: Option<&Embedder>,
+    ) -> Result<Summary, IndexError> {
+        self.atomically(|index| index.refresh_now(rels, embedder))
+    }
+
+    fn refresh_now(
         &mut self,
         rels: &[String],
         embedder: Option<&Embedder>,
@@ -429,11 +477,10 @@ impl WorkspaceIndex {
         let mut summary = Summary::default();
         for rel in self.expand(rels) {
             let rel = &rel;
-            let abs = self.root.join(rel);
-            let language = parse::language_of(&abs);
+            let language = parse::language_of(Path::new(rel));
             let indexable = self.files.contains_key(rel) || scan::is_indexable(&self.root, rel);
-            match (abs.is_file(), language) {
-                (true, Some(language)) if indexable && !scan::excluded(rel) => {
+            match (scan::own_file(&self.root, rel), language) {
+                (Some(abs), Some(language)) if indexable && !scan::excluded(rel) => {
                     let file = ScannedFile {
                         rel: rel.clone(),
                         abs,
@@ -459,22 +506,24 @@ impl WorkspaceIndex {
         Ok(summary)
     }
 
-    /// Paths to refresh for `rels`: a directory stands for the indexable files under it and
+    /// Paths to refresh for `rels` (each resolved by the path policy: a symlink is never
+    /// followed, in or out of the root, just as a full scan never follows one): a directory
+    /// stands for the indexable files under it and
     /// the indexed files that were under it (a moved or deleted directory reports only itself).
     fn expand(&self, rels: &[String]) -> Vec<String> {
         let mut out = std::collections::BTreeSet::new();
         for rel in rels {
-            let abs = self.root.join(rel);
+            let dir = scan::own_dir(&self.root, rel);
             let prefix = format!("{rel}/");
             let under: Vec<&String> = self
                 .files
                 .keys()
                 .filter(|k| k.starts_with(&prefix))
                 .collect();
-            if abs.is_dir() || !under.is_empty() {
+            if dir.is_some() || !under.is_empty() {
                 out.extend(under.into_iter().cloned());
-                if abs.is_dir() {
-                    let (found, _) = scan::scan(&abs);
+                if let Some(dir) = dir {
+                    let (found, _) = scan::scan(&dir);
                     out.extend(
                         found
                             .into_iter()

@@ -343,3 +343,60 @@ fn vectors_set_from_outside_are_searched_and_fused() {
         ]
     );
 }
+
+#[test]
+fn a_failed_run_keeps_serving_the_last_committed_index() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    let before = top(&index, "load settings");
+    assert_eq!(before[0], "crate::config::Config::load_settings");
+    let (files, items) = (index.file_count(), index.item_count());
+    // The index directory vanishes under the running service: nothing can be committed.
+    std::fs::remove_dir_all(f.data.path()).unwrap();
+    f.write("src/config.rs", "pub fn replaced() {}\n");
+    assert!(index.index_all(true, None, &mut |_| {}).is_err());
+    assert_eq!(top(&index, "load settings"), before);
+    assert_eq!((index.file_count(), index.item_count()), (files, items));
+    assert!(
+        index
+            .refresh(&["src/config.rs".to_owned()], None)
+            .is_err()
+    );
+    assert_eq!(top(&index, "load settings"), before);
+    assert!(top(&index, "replaced").is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn refreshes_never_follow_a_symlink_in_or_out_of_the_root() {
+    let f = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.rs"), "pub fn exfiltrated_secret() {}\n").unwrap();
+    std::fs::write(outside.path().join("notes.md"), "exfiltrated_secret notes\n").unwrap();
+    let ws = f.ws.path();
+    std::os::unix::fs::symlink(outside.path(), ws.join("linkdir")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("notes.md"), ws.join("notes.md")).unwrap();
+    std::os::unix::fs::symlink(ws.join("src/lib.rs"), ws.join("alias.rs")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.join("src/pipe.rs"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut index = f.open();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    let files = index.file_count();
+    let rels: Vec<String> = [
+        "linkdir",
+        "linkdir/secret.rs",
+        "notes.md",
+        "alias.rs",
+        "src/pipe.rs",
+    ]
+    .map(String::from)
+    .to_vec();
+    let s = index.refresh(&rels, None).unwrap();
+    assert_eq!((s.files_indexed, s.files_removed), (0, 0));
+    assert_eq!(index.file_count(), files);
+    assert!(top(&index, "exfiltrated_secret").is_empty());
+}

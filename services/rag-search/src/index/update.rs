@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use ploke_runtime::path_policy::{self, FileError};
+
 use crate::bm25::Bm25Doc;
 use crate::embed;
 use crate::parse::{self, ParsedItem};
@@ -29,16 +31,15 @@ pub(super) enum Prepared {
     },
 }
 
-/// Reads, hashes and parses `file` (no index access).
+/// Reads, hashes and parses `file` (no index access). The file is opened by the path policy:
+/// a regular file only (a FIFO, a device or a symlink swapped in since the scan is skipped,
+/// never waited on or followed), at most [`scan::MAX_FILE_BYTES`].
 pub(super) fn prepare(file: &ScannedFile, force: bool, known_hash: Option<&str>) -> Prepared {
-    let bytes = match std::fs::read(&file.abs) {
+    let bytes = match path_policy::read_regular(&file.abs, scan::MAX_FILE_BYTES) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Prepared::Missing,
+        Err(FileError::NotFound) => return Prepared::Missing,
         Err(_) => return Prepared::Skipped,
     };
-    if bytes.len() as u64 > scan::MAX_FILE_BYTES {
-        return Prepared::Skipped;
-    }
     let hash = blake3::hash(&bytes).to_hex().to_string();
     if !force && known_hash == Some(hash.as_str()) {
         return Prepared::Unchanged;

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use ploke_runtime::blocking::{BlockingPool, PoolSize};
+use ploke_runtime::path_policy;
 use ploke_runtime::workspaces::Workspaces;
 use tokio::sync::mpsc;
 
@@ -20,6 +22,7 @@ use crate::index::{
 };
 use crate::parse::Kind;
 use crate::rank::LengthPrior;
+use crate::scan;
 
 mod types;
 
@@ -41,6 +44,7 @@ pub struct RagService {
     embedder: Option<Arc<Embedder>>,
     rrf: Rrf,
     refreshed: tokio::sync::broadcast::Sender<Refreshed>,
+    pool: BlockingPool,
 }
 
 /// How rag-search retrieves.
@@ -89,6 +93,12 @@ pub fn check_relative(field: &str, rel: &str) -> Result<String, RagError> {
     };
     if rel.trim().is_empty() {
         return Err(bad("is empty"));
+    }
+    if rel.contains('\0') {
+        return Err(bad("contains a NUL byte"));
+    }
+    if rel.len() > path_policy::MAX_PATH_BYTES {
+        return Err(bad("is longer than 4096 bytes"));
     }
     let path = Path::new(rel);
     let mut parts = Vec::new();
@@ -145,7 +155,22 @@ impl RagService {
             embedder,
             rrf: retrieval.rrf,
             refreshed: tokio::sync::broadcast::channel(64).0,
+            pool: BlockingPool::new(PoolSize::new(0, 5000)),
         })
+    }
+
+    /// Runs searches, context assembly, snippets and refreshes on `pool` (bounded: under any
+    /// load at most its size of them hold a thread; the rest wait, then are refused).
+    pub fn with_pool(mut self, pool: BlockingPool) -> Self {
+        self.pool = pool;
+        self
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, RagError> {
+        self.pool.run(f).await.map_err(RagError::from)
     }
 
     /// Every configured workspace root.
@@ -296,7 +321,7 @@ impl RagService {
         let embedder = self.embedder.clone();
         let rrf = self.rrf;
         let reason = self.dense_reason();
-        tokio::task::spawn_blocking(move || {
+        self.blocking(move || {
             let f = &query.filters;
             let text = query.query.as_str();
             // A remote endpoint may take seconds: its query vector is fetched before the index
@@ -347,8 +372,7 @@ impl RagService {
                 dense_unavailable_reason: reason,
             })
         })
-        .await
-        .map_err(|e| RagError::Internal(format!("search task: {e}")))?
+        .await?
     }
 
     /// Retrieval plus context assembly.
@@ -364,16 +388,17 @@ impl RagService {
             .iter()
             .map(|h| Candidate::of(&h.record, h.text.clone(), h.score))
             .collect();
-        let assembled = tokio::task::spawn_blocking(move || {
+        let assembled = self
+            .blocking(move || {
             context::assemble(&root, candidates, budget, &mut |file, hash| {
-                let bytes = std::fs::read(root.join(file)).ok()?;
+                let abs = scan::own_file(&root, file)?;
+                let bytes = path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
                 (blake3::hash(&bytes).to_hex().as_str() == hash)
                     .then(|| String::from_utf8(bytes).ok())
                     .flatten()
             })
         })
-        .await
-        .map_err(|e| RagError::Internal(format!("assembly task: {e}")))?;
+        .await?;
         Ok((assembled, outcome))
     }
 
@@ -389,13 +414,16 @@ impl RagService {
             let path = check_relative(&format!("spans[{i}].span.path"), &s.path)?;
             checked.push(SpanRequest { path, ..s });
         }
-        tokio::task::spawn_blocking(move || {
+        self.blocking(move || {
             let mut files: HashMap<String, Option<(Vec<u8>, String)>> = HashMap::new();
             checked
                 .into_iter()
                 .map(|s| {
+                    // Read by the path policy: a symlink (inside or out), a FIFO or a device is
+                    // missing, never followed or waited on.
                     let entry = files.entry(s.path.clone()).or_insert_with(|| {
-                        std::fs::read(root.join(&s.path)).ok().map(|b| {
+                        let abs = scan::own_file(&root, &s.path)?;
+                        path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok().map(|b| {
                             let h = blake3::hash(&b).to_hex().to_string();
                             (b, h)
                         })
@@ -405,7 +433,6 @@ impl RagService {
                 .collect()
         })
         .await
-        .map_err(|e| RagError::Internal(format!("snippet task: {e}")))
     }
 
     /// Closes every index (releasing their locks); later writes fail.
@@ -451,12 +478,12 @@ impl RagService {
         let embedder = self.embedder.clone();
         let (root, _) = self.slot(workspace_root)?;
         let asked = rels.clone();
-        let summary = tokio::task::spawn_blocking(move || {
-            let mut index = slot.index.write().map_err(|_| lock_poisoned())?;
-            Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
-        })
-        .await
-        .map_err(|e| RagError::Internal(format!("refresh task: {e}")))??;
+        let summary = self
+            .blocking(move || {
+                let mut index = slot.index.write().map_err(|_| lock_poisoned())?;
+                Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
+            })
+            .await??;
         let _ = self.refreshed.send(Refreshed {
             root,
             paths: asked,
