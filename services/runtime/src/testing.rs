@@ -99,6 +99,11 @@ impl RunningBinary {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `http://ADDR`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
