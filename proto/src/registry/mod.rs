@@ -2,12 +2,14 @@
 //! `ploke.tools.v1` and the `*Args` messages it holds. Descriptions come from the proto
 //! comments, rules from the `(ploke.tools.v1.rules)` field option, side effects and timeouts
 //! from the `(ploke.tools.v1.tool)` message option — one source of truth for the JSON Schema a
-//! provider sees and for parsing the arguments it sends back.
+//! provider sees, for parsing the arguments it sends back, and for checking typed arguments
+//! that arrive over gRPC.
 
 mod error;
 mod parse;
 mod render;
 mod schema;
+mod validate;
 
 use std::sync::LazyLock;
 
@@ -162,6 +164,37 @@ impl ToolRegistry {
             .map_err(|e| ArgError::internal(format!("transcoding arguments: {e}")))
     }
 
+    /// Checks a typed call against the rules `parse_call` enforces on JSON (counts, lengths,
+    /// ranges, required fields, oneofs, enum values), with the same errors and field paths.
+    pub fn check_call(&self, call: &ToolCall) -> Result<(), ArgError> {
+        match &call.args {
+            Some(args) => self.check_args(args),
+            None => Err(ArgError::new(
+                ArgErrorKind::MissingField,
+                "",
+                "the call holds no tool's arguments",
+            )),
+        }
+    }
+
+    /// [`ToolRegistry::check_call`] for the arguments of a call.
+    pub fn check_args(&self, args: &tool_call::Args) -> Result<(), ArgError> {
+        let name = args_tool_name(args);
+        let tool = self
+            .get(name)
+            .ok_or_else(|| ArgError::unknown_tool(name, self))?;
+        // A oneof encodes as the message holding it: these bytes are a `ToolCall`.
+        let mut bytes = Vec::with_capacity(args.encoded_len());
+        args.encode(&mut bytes);
+        let dynamic = DynamicMessage::decode(self.tool_call.clone(), bytes.as_slice())
+            .map_err(|e| ArgError::internal(format!("transcoding the typed call: {e}")))?;
+        let args = dynamic.get_field(&tool.call_field);
+        let args = args
+            .as_message()
+            .ok_or_else(|| ArgError::internal(format!("`{name}` arguments are not a message")))?;
+        validate::check_message(self, args, "")
+    }
+
     /// The JSON arguments text of a typed call, in the shape `parse_call` accepts, with the tool's
     /// name. `None` when the call holds no tool.
     pub fn render_call(&self, call: &ToolCall) -> Option<(&str, String)> {
@@ -180,8 +213,13 @@ impl ToolRegistry {
 
 /// The name of the tool a call holds.
 pub fn tool_name(call: &ToolCall) -> Option<&'static str> {
+    call.args.as_ref().map(args_tool_name)
+}
+
+/// The name of the tool these arguments are for.
+pub fn args_tool_name(args: &tool_call::Args) -> &'static str {
     use tool_call::Args;
-    Some(match call.args.as_ref()? {
+    match args {
         Args::RequestCodeContext(_) => "request_code_context",
         Args::GetFileMetadata(_) => "get_file_metadata",
         Args::ApplyCodeEdit(_) => "apply_code_edit",
@@ -190,7 +228,7 @@ pub fn tool_name(call: &ToolCall) -> Option<&'static str> {
         Args::SearchCode(_) => "search_code",
         Args::CodeItemLookup(_) => "code_item_lookup",
         Args::CreateFile(_) => "create_file",
-    })
+    }
 }
 
 /// Transcoding a generated message into a dynamic one of a known descriptor.

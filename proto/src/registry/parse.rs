@@ -36,7 +36,7 @@ pub(crate) fn parse_arguments(
     parse_message(registry, desc, &json, "")
 }
 
-fn join(prefix: &str, name: &str) -> String {
+pub(super) fn join(prefix: &str, name: &str) -> String {
     if prefix.is_empty() {
         name.to_owned()
     } else {
@@ -172,7 +172,7 @@ fn parse_field(
     parse_single(registry, &field.kind(), rules, value, path, true)
 }
 
-fn check_len(len: usize, rules: &Rules, path: &str, unit: &str) -> Result<(), ArgError> {
+pub(super) fn check_len(len: usize, rules: &Rules, path: &str, unit: &str) -> Result<(), ArgError> {
     if let Some(min) = rules.min_len
         && len < min as usize
     {
@@ -194,7 +194,7 @@ fn check_len(len: usize, rules: &Rules, path: &str, unit: &str) -> Result<(), Ar
     Ok(())
 }
 
-fn check_range(n: i128, rules: &Rules, path: &str) -> Result<(), ArgError> {
+pub(super) fn check_range(n: i128, rules: &Rules, path: &str) -> Result<(), ArgError> {
     if let Some(min) = rules.min
         && n < i128::from(min)
     {

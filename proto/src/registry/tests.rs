@@ -422,3 +422,163 @@ fn arg_error_becomes_tool_error() {
         }
     );
 }
+
+/// A typed call and the JSON a model would send for it give the same error.
+fn same_error_typed_and_json(call: &ToolCall) -> ArgError {
+    let typed = registry().check_call(call).unwrap_err();
+    let (name, json) = registry().render_call(call).unwrap();
+    assert_eq!(registry().parse_call(name, &json).unwrap_err(), typed);
+    typed
+}
+
+fn replace_item(new_code: String) -> CodeEdit {
+    CodeEdit {
+        edit: Some(code_edit::Edit::ReplaceItem(
+            crate::tools::v1::ReplaceItemEdit {
+                canon_path: "crate::f".into(),
+                new_code,
+                file_path: None,
+            },
+        )),
+    }
+}
+
+#[test]
+fn typed_calls_are_held_to_the_json_rules() {
+    let edits = |n: usize| ToolCall {
+        args: Some(Args::ApplyCodeEdit(ApplyCodeEditArgs {
+            edits: vec![replace_item("fn f() {}".into()); n],
+        })),
+    };
+    assert_eq!(registry().check_call(&edits(100)), Ok(()));
+    assert_eq!(
+        same_error_typed_and_json(&edits(101)),
+        ArgError {
+            kind: ArgErrorKind::OutOfRange,
+            field: "edits".into(),
+            message: "must have at most 100 items, got 101".into(),
+        }
+    );
+    let huge = ToolCall {
+        args: Some(Args::ApplyCodeEdit(ApplyCodeEditArgs {
+            edits: vec![replace_item("x".repeat(5_000_000))],
+        })),
+    };
+    assert_eq!(
+        same_error_typed_and_json(&huge),
+        ArgError {
+            kind: ArgErrorKind::OutOfRange,
+            field: "edits[0].replace_item.new_code".into(),
+            message: "must have at most 1048576 characters, got 5000000".into(),
+        }
+    );
+    let create = ToolCall {
+        args: Some(Args::CreateFile(CreateFileArgs {
+            file_path: "big.txt".into(),
+            content: "é".repeat(1_048_577),
+            on_exists: None,
+        })),
+    };
+    assert_eq!(
+        same_error_typed_and_json(&create).field,
+        "content".to_owned()
+    );
+    let budget = ToolCall {
+        args: Some(Args::RequestCodeContext(RequestCodeContextArgs {
+            search_term: Some(String::new()),
+            token_budget: Some(10),
+        })),
+    };
+    assert_eq!(
+        same_error_typed_and_json(&budget),
+        ArgError {
+            kind: ArgErrorKind::OutOfRange,
+            field: "search_term".into(),
+            message: "must have at least 1 characters, got 0".into(),
+        }
+    );
+}
+
+#[test]
+fn typed_calls_need_their_oneofs_and_known_enum_values() {
+    let no_edit = ToolCall {
+        args: Some(Args::ApplyCodeEdit(ApplyCodeEditArgs {
+            edits: vec![CodeEdit { edit: None }],
+        })),
+    };
+    assert_eq!(
+        registry().check_call(&no_edit).unwrap_err(),
+        ArgError {
+            kind: ArgErrorKind::MissingField,
+            field: "edits[0].replace_item|search_replace".into(),
+            message: "give exactly one of: replace_item, search_replace".into(),
+        }
+    );
+    let lookup = ToolCall {
+        args: Some(Args::CodeItemLookup(CodeItemLookupArgs {
+            target: None,
+            kind: None,
+        })),
+    };
+    assert_eq!(
+        registry().check_call(&lookup).unwrap_err().field,
+        "canon_path|name"
+    );
+    let odd_enum = ToolCall {
+        args: Some(Args::CreateFile(CreateFileArgs {
+            file_path: "a.rs".into(),
+            content: String::new(),
+            on_exists: Some(7),
+        })),
+    };
+    assert_eq!(
+        registry().check_call(&odd_enum).unwrap_err(),
+        ArgError {
+            kind: ArgErrorKind::OutOfRange,
+            field: "on_exists".into(),
+            message: "`7` is not one of: error, overwrite".into(),
+        }
+    );
+    let empty_ok = ToolCall {
+        args: Some(Args::CreateFile(CreateFileArgs {
+            file_path: "a.rs".into(),
+            content: String::new(),
+            on_exists: Some(OnExists::Overwrite as i32),
+        })),
+    };
+    assert_eq!(registry().check_call(&empty_ok), Ok(()));
+    assert_eq!(
+        registry()
+            .check_call(&ToolCall { args: None })
+            .unwrap_err()
+            .kind,
+        ArgErrorKind::MissingField
+    );
+}
+
+#[test]
+fn typed_zero_values_a_rule_forbids_are_missing_as_in_json() {
+    // Protobuf cannot tell `edits: []` or `file: ""` from absent: both are what a JSON call
+    // without the key gets.
+    let no_edits = ToolCall {
+        args: Some(Args::ApplyCodeEdit(ApplyCodeEditArgs { edits: vec![] })),
+    };
+    assert_eq!(
+        registry().check_call(&no_edits).unwrap_err(),
+        err("apply_code_edit", "{}")
+    );
+    let no_file = ToolCall {
+        args: Some(Args::ReadFile(ReadFileArgs::default())),
+    };
+    assert_eq!(
+        registry().check_call(&no_file).unwrap_err(),
+        err("read_file", "{}")
+    );
+    // An empty value the rules allow is a value: new_code "" deletes the item.
+    let delete = ToolCall {
+        args: Some(Args::ApplyCodeEdit(ApplyCodeEditArgs {
+            edits: vec![replace_item(String::new())],
+        })),
+    };
+    assert_eq!(registry().check_call(&delete), Ok(()));
+}
