@@ -1,9 +1,11 @@
-//! The gRPC adapter of tool-executor: validates requests, calls the domain and maps
-//! [`ExecutorError`] to `tonic::Status` exhaustively.
+//! The gRPC adapter of tool-executor: validates requests, holds typed tool arguments to the
+//! rules the model's JSON is parsed with, calls the domain and maps [`ExecutorError`] to
+//! `tonic::Status` exhaustively.
 
 use std::pin::Pin;
 use std::time::Duration;
 
+use ploke_proto::registry::{ToolRegistry, args_tool_name};
 use ploke_proto::status::{invalid_argument, not_found};
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutor;
 use ploke_proto::tools::v1::{self as pb};
@@ -84,6 +86,22 @@ impl ToolExecutor for ToolExecutorGrpc {
         let Some(call) = r.call.and_then(|c| c.args) else {
             return Err(invalid_argument("call", "must hold one tool's arguments"));
         };
+        // The same rules as the model's JSON arguments (counts, lengths, ranges): a refusal is
+        // the tool's one `error` event, exactly what the model gets for those arguments.
+        let registry = ToolRegistry::global().map_err(|e| Status::internal(e.to_string()))?;
+        if let Err(e) = registry.check_args(&call) {
+            tracing::info!(
+                call_id = %correlation.call_id,
+                tool = args_tool_name(&call),
+                field = %e.field,
+                error = %e.message,
+                "tool arguments refused"
+            );
+            let refused = pb::ExecuteToolEvent {
+                event: Some(pb::execute_tool_event::Event::Error(e.to_tool_error())),
+            };
+            return Ok(Response::new(Box::pin(tokio_stream::once(Ok(refused)))));
+        }
         let rx = self
             .service
             .execute(ExecuteRequest {

@@ -191,8 +191,14 @@ async fn pending_proposals_survive_a_restart_and_can_be_decided_after_it() {
         .into_inner()
         .proposals;
     assert_eq!(listed, vec![p.clone()]);
-    // Calling again with the same ids resumes the wait; the decision reaches it.
-    let (again, stream) = h.propose("req-1", "call-1", edit_call(vec![])).await;
+    // Calling again with the same ids (and arguments) resumes the wait; the decision reaches it.
+    let (again, stream) = h
+        .propose(
+            "req-1",
+            "call-1",
+            edit_call(vec![search_replace("src/net.rs", "!addr", "addr")]),
+        )
+        .await;
     assert_eq!(again, p);
     let decided = h.decide(&p.proposal_id, Decision::Approve, &[]).await;
     assert_eq!(decided.state(), ProposalState::Applied);

@@ -5,6 +5,7 @@ mod binary;
 mod edits;
 mod failures;
 mod files;
+mod limits;
 mod retrieval;
 mod security;
 
