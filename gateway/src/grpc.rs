@@ -15,6 +15,11 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use crate::forward::{upstream_status, with_deadline};
 use crate::upstreams::Upstreams;
 
+/// A `workspace_root` too long for any service is refused here, before it is sent on.
+fn check_root(workspace_root: &str) -> Result<(), Status> {
+    ploke_runtime::workspaces::Workspaces::check_length(workspace_root).map_err(|e| e.to_status())
+}
+
 const SESSIONS: &str = "llm-session";
 const TOOLS: &str = "tool-executor";
 const RAG: &str = "rag-search";
@@ -63,6 +68,7 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<session::CreateSessionRequest>,
     ) -> Result<Response<session::Session>, Status> {
+        check_root(&request.get_ref().workspace_root)?;
         unary!(self, request, sessions, create_session, SESSIONS)
     }
 
@@ -77,6 +83,7 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<session::ListSessionsRequest>,
     ) -> Result<Response<session::ListSessionsResponse>, Status> {
+        check_root(&request.get_ref().workspace_root)?;
         unary!(self, request, sessions, list_sessions, SESSIONS)
     }
 
@@ -134,6 +141,7 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<rag::SearchRequest>,
     ) -> Result<Response<rag::SearchResponse>, Status> {
+        check_root(&request.get_ref().workspace_root)?;
         unary!(self, request, rag, search, RAG)
     }
 
@@ -141,6 +149,7 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<rag::IndexStatusRequest>,
     ) -> Result<Response<rag::IndexStatusResponse>, Status> {
+        check_root(&request.get_ref().workspace_root)?;
         unary!(self, request, rag, index_status, RAG)
     }
 
@@ -150,6 +159,7 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<rag::IndexWorkspaceRequest>,
     ) -> Result<Response<Self::IndexWorkspaceStream>, Status> {
+        check_root(&request.get_ref().workspace_root)?;
         let mut client = self.upstreams.rag.clone();
         let stream = client
             .index_workspace(request.into_inner())

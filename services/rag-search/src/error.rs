@@ -1,5 +1,6 @@
 //! The error enum of rag-search's domain.
 
+use ploke_runtime::text::shown;
 use ploke_runtime::workspaces::WorkspaceError;
 
 use crate::index::IndexError;
@@ -22,8 +23,8 @@ pub enum RagError {
     /// The query could not be embedded.
     #[error(transparent)]
     Embedding(crate::embed::EmbedError),
-    /// A path in the request is not a relative path inside the workspace.
-    #[error("`{path}` {reason}")]
+    /// A path in the request is not a relative path inside the workspace (shown clipped).
+    #[error("`{}` {reason}", shown(path))]
     BadPath {
         /// Request field.
         field: String,

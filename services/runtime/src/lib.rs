@@ -1,6 +1,6 @@
 //! What every ploke service shares: layered configuration, telemetry, trace and correlation
 //! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain), bearer
-//! auth and upstream channels.
+//! auth, upstream channels, and clipping user input in errors.
 
 pub mod auth;
 pub mod binary;
@@ -17,6 +17,7 @@ pub mod shutdown;
 pub mod sqlite;
 pub mod telemetry;
 pub mod testing;
+pub mod text;
 mod trace_layer;
 pub mod workspaces;
 

@@ -1,7 +1,13 @@
 //! The workspaces a service may touch, and resolving a request's `workspace_root` against them
-//! (empty = the first configured one; anything else must be a configured root).
+//! (empty = the first configured one; anything else must be a configured root). Errors repeat
+//! at most a short prefix of the requested root.
 
 use std::path::{Path, PathBuf};
+
+use crate::text::shown;
+
+/// Longest `workspace_root` a request may carry, in bytes (the longest path Linux accepts).
+pub const MAX_ROOT_BYTES: usize = 4096;
 
 /// A request named a workspace the service does not serve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,6 +21,9 @@ pub enum WorkspaceError {
     /// The request's root is not absolute.
     #[error("workspace_root must be an absolute path, got `{0}`")]
     NotAbsolute(String),
+    /// The request's root is longer than [`MAX_ROOT_BYTES`].
+    #[error("workspace_root must be at most {MAX_ROOT_BYTES} bytes, got {0}")]
+    TooLong(usize),
 }
 
 impl WorkspaceError {
@@ -27,7 +36,7 @@ impl WorkspaceError {
             WorkspaceError::Unknown(root) => {
                 ploke_proto::status::not_found(format!("workspace {root}"))
             }
-            WorkspaceError::NotAbsolute(_) => {
+            WorkspaceError::NotAbsolute(_) | WorkspaceError::TooLong(_) => {
                 ploke_proto::status::invalid_argument("workspace_root", self)
             }
         }
@@ -53,14 +62,24 @@ impl Workspaces {
         }
     }
 
+    /// Refuses a `workspace_root` over [`MAX_ROOT_BYTES`], as [`Workspaces::resolve`] does
+    /// first: for a caller that forwards the request (the gateway).
+    pub fn check_length(requested: &str) -> Result<(), WorkspaceError> {
+        if requested.len() > MAX_ROOT_BYTES {
+            return Err(WorkspaceError::TooLong(requested.len()));
+        }
+        Ok(())
+    }
+
     /// Every root, the default first.
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
     }
 
     /// The root a request means: the default for an empty string, else the configured root
-    /// it names (compared after canonicalisation).
+    /// it names (compared after canonicalisation). Errors hold at most a short prefix of it.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
+        Self::check_length(requested)?;
         if requested.is_empty() {
             return self
                 .roots
@@ -70,14 +89,14 @@ impl Workspaces {
         }
         let path = Path::new(requested);
         if !path.is_absolute() {
-            return Err(WorkspaceError::NotAbsolute(requested.to_owned()));
+            return Err(WorkspaceError::NotAbsolute(shown(requested).into_owned()));
         }
         let wanted = canonical(path);
         self.roots
             .iter()
             .find(|r| **r == wanted)
             .cloned()
-            .ok_or_else(|| WorkspaceError::Unknown(requested.to_owned()))
+            .ok_or_else(|| WorkspaceError::Unknown(shown(requested).into_owned()))
     }
 }
 
@@ -107,6 +126,37 @@ mod tests {
         assert_eq!(
             Workspaces::new(&[]).resolve(""),
             Err(WorkspaceError::NoneConfigured)
+        );
+    }
+
+    #[test]
+    fn long_roots_are_refused_and_never_echoed_whole() {
+        let ws = Workspaces::new(&[]);
+        let huge = format!("/{}", "a".repeat(1 << 20));
+        let status = ws.resolve(&huge).unwrap_err().to_status();
+        assert_eq!(
+            (status.code(), status.message()),
+            (
+                tonic::Code::InvalidArgument,
+                "workspace_root: workspace_root must be at most 4096 bytes, got 1048577"
+            )
+        );
+        let long = format!("/{}", "b".repeat(4000));
+        let status = ws.resolve(&long).unwrap_err().to_status();
+        assert_eq!(
+            (status.code(), status.message().to_owned()),
+            (
+                tonic::Code::NotFound,
+                format!("workspace /{}…(4001 bytes) not found", "b".repeat(199))
+            )
+        );
+        let relative = "r".repeat(300);
+        assert_eq!(
+            ws.resolve(&relative),
+            Err(WorkspaceError::NotAbsolute(format!(
+                "{}…(300 bytes)",
+                "r".repeat(200)
+            )))
         );
     }
 }

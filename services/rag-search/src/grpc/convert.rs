@@ -102,7 +102,10 @@ pub(super) fn filters(f: Option<pb::SearchFilters>) -> Result<Filters, Status> {
         if norm.split('/').any(|c| c == "..") || p.starts_with('/') {
             return Err(invalid_argument(
                 &format!("filters.path_prefixes[{i}]"),
-                format!("`{p}` must be relative to the workspace root, without `..`"),
+                format!(
+                    "`{}` must be relative to the workspace root, without `..`",
+                    ploke_runtime::text::shown(p)
+                ),
             ));
         }
         if !norm.is_empty() {

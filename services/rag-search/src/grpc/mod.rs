@@ -9,6 +9,7 @@ use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::rag_search_server::RagSearch;
 use ploke_proto::rag::v1::{self as pb};
 use ploke_proto::status::invalid_argument;
+use ploke_runtime::text::shown;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
@@ -60,7 +61,7 @@ fn to_status(e: RagError) -> Status {
             ref field,
             ref path,
             reason,
-        } => invalid_argument(field, format!("`{path}` {reason}")),
+        } => invalid_argument(field, format!("`{}` {reason}", shown(path))),
         RagError::Index(IndexError::Embed(e)) | RagError::Embedding(e) => embed_status(&e),
         e @ RagError::Index(
             IndexError::Bm25(_)
