@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use ploke_runtime::decode_errors::is_decode_failure;
+use ploke_runtime::text::shown;
 use tonic::{Code, Request, Status};
 
 /// A request for an upstream with the gateway's deadline (or the caller's, if shorter: tonic
@@ -14,15 +16,18 @@ pub fn with_deadline<T>(message: T, timeout: Duration) -> Request<T> {
     request
 }
 
-/// Names the upstream in transport-level failures; passes every other status unchanged.
+/// Names the upstream in transport-level failures; an answer the gateway could not decode is
+/// INTERNAL worded so that it is never taken for the caller's undecodable request. Every other
+/// status passes unchanged.
 pub fn upstream_status(service: &str, status: Status) -> Status {
+    let message = shown(status.message());
     match status.code() {
-        Code::Unavailable => {
-            Status::unavailable(format!("{service} is unavailable: {}", status.message()))
+        Code::Unavailable => Status::unavailable(format!("{service} is unavailable: {message}")),
+        Code::DeadlineExceeded => {
+            Status::deadline_exceeded(format!("{service} did not answer in time: {message}"))
         }
-        Code::DeadlineExceeded => Status::deadline_exceeded(format!(
-            "{service} did not answer in time: {}",
-            status.message()
+        Code::Internal if is_decode_failure(&status) => Status::internal(format!(
+            "{service} answered with a message the gateway cannot decode ({message})"
         )),
         _ => status,
     }

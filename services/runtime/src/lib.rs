@@ -8,6 +8,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod correlation;
+pub mod decode_errors;
 pub mod language;
 pub mod probe;
 pub mod retry;

@@ -1,6 +1,7 @@
 //! The server scaffold every ploke service runs on: `grpc.health.v1` (NOT_SERVING until the
-//! service declares itself ready), server reflection v1 and v1alpha, the trace layer, message
-//! and concurrency limits, and graceful drain with a deadline.
+//! service declares itself ready), server reflection v1 and v1alpha, the trace layer,
+//! INVALID_ARGUMENT for undecodable requests, message and concurrency limits, and graceful
+//! drain with a deadline.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tonic_health::server::HealthReporter;
 
 use crate::TraceLayer;
 use crate::config::LimitsConfig;
+use crate::decode_errors::DecodeErrorLayer;
 
 /// A server could not start or failed while serving.
 #[derive(Debug, thiserror::Error)]
@@ -173,6 +175,7 @@ impl ServiceHost {
         let drain = Duration::from_secs(self.limits.drain_seconds);
         let server = tonic::transport::Server::builder()
             .layer(TraceLayer)
+            .layer(DecodeErrorLayer)
             .concurrency_limit_per_connection(self.limits.concurrency_per_connection)
             .max_concurrent_streams(Some(self.limits.max_concurrent_streams))
             .add_routes(routes)

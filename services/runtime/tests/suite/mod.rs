@@ -1,3 +1,4 @@
 mod fixtures;
 mod propagation;
 mod scaffold;
+mod transport;
