@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ploke_proto::session::v1::llm_session_server::LlmSessionServer;
-use ploke_runtime::config::{LimitsConfig, PlokeConfig, ProviderConfig, SessionConfig};
+use ploke_runtime::config::{
+    InternalConfig, LimitsConfig, PlokeConfig, ProviderConfig, SessionConfig,
+};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use ploke_runtime::workspaces::Workspaces;
 use tokio::net::TcpListener;
@@ -41,6 +43,8 @@ pub struct Config {
     pub session: SessionConfig,
     /// Server limits.
     pub limits: LimitsConfig,
+    /// The internal tokens callers must present (the first is sent to tool-executor).
+    pub internal: InternalConfig,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -52,6 +56,7 @@ impl From<&PlokeConfig> for Config {
             providers: c.providers.clone(),
             session: c.session.clone(),
             limits: c.limits,
+            internal: c.internal.clone(),
         }
     }
 }
@@ -82,8 +87,9 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
-    let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
-    let channel = ploke_runtime::client::traced_channel(&config.tool_executor_url)?;
+    let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    let tokens = host.require_internal(&config.internal)?;
+    let channel = ploke_runtime::client::internal_channel(&config.tool_executor_url, &tokens)?;
     let registry = ploke_proto::registry::ToolRegistry::global()?;
     let store: Arc<dyn store::SessionStore> =
         Arc::new(store::sqlite::SqliteStore::open(&config.data_dir.join("sessions.sqlite")).await?);

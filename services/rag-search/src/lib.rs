@@ -20,7 +20,7 @@ pub mod watch;
 use std::path::PathBuf;
 
 use ploke_proto::rag::v1::rag_search_server::RagSearchServer;
-use ploke_runtime::config::{EmbeddingConfig, LimitsConfig, PlokeConfig};
+use ploke_runtime::config::{EmbeddingConfig, InternalConfig, LimitsConfig, PlokeConfig};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use ploke_runtime::workspaces::Workspaces;
 use tokio::net::TcpListener;
@@ -47,6 +47,8 @@ pub struct Config {
     pub watch: bool,
     /// A remote embeddings endpoint (`[embedding]`), instead of a local model.
     pub embedding: Option<EmbeddingConfig>,
+    /// The internal tokens callers must present.
+    pub internal: InternalConfig,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -67,6 +69,7 @@ impl From<&PlokeConfig> for Config {
             },
             watch: c.rag_search.watch,
             embedding: c.embedding.clone(),
+            internal: c.internal.clone(),
         }
     }
 }
@@ -112,7 +115,8 @@ pub async fn serve(
         }
         None => None,
     };
-    let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    host.require_internal(&config.internal)?;
     let workspaces = Workspaces::new(&config.workspaces);
     let data_dir = config.data_dir.clone();
     let embed_model = config.embed_model.clone();

@@ -19,6 +19,7 @@ pub mod sqlite;
 pub mod telemetry;
 pub mod testing;
 pub mod text;
+pub mod storage_health;
 mod trace_layer;
 pub mod workspaces;
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use ploke_proto::registry::ToolRegistry;
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutorServer;
-use ploke_runtime::config::{LimitsConfig, PlokeConfig};
+use ploke_runtime::config::{InternalConfig, LimitsConfig, PlokeConfig};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use ploke_runtime::workspaces::Workspaces;
 use tokio::net::TcpListener;
@@ -41,6 +41,8 @@ pub struct Config {
     pub policy: edits::Policy,
     /// Injected before each file rename while applying (tests only; `None` in production).
     pub fault: Option<edits::FaultHook>,
+    /// The internal tokens callers must present (the first is sent to rag-search).
+    pub internal: InternalConfig,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -62,6 +64,7 @@ impl From<&PlokeConfig> for Config {
                 ),
             },
             fault: None,
+            internal: c.internal.clone(),
         }
     }
 }
@@ -89,10 +92,12 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
-    let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    let tokens = host.require_internal(&config.internal)?;
     let registry = ToolRegistry::global()?;
-    let rag = rag::Rag::new(ploke_runtime::client::traced_channel(
+    let rag = rag::Rag::new(ploke_runtime::client::internal_channel(
         &config.rag_search_url,
+        &tokens,
     )?);
     let stopping = tokio_util::sync::CancellationToken::new();
     let edits = edits::Edits::open(
