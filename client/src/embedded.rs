@@ -1,11 +1,13 @@
 //! All four services in one process: binds their listeners first, wires each service's
 //! upstream URLs to the addresses actually bound, then serves them until stopped. `ploke up`
-//! and the end-to-end Sandbox run exactly this.
+//! and the end-to-end Sandbox run exactly this. Without a configured internal token the
+//! services share a random one made for this process, so that other users of the machine
+//! cannot call the loopback backends directly.
 
 use std::net::SocketAddr;
 
 use ploke_runtime::ServiceKind;
-use ploke_runtime::config::PlokeConfig;
+use ploke_runtime::config::{PlokeConfig, Secret};
 use ploke_runtime::shutdown::Shutdown;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -82,6 +84,15 @@ async fn bind(kind: ServiceKind, addr: SocketAddr) -> Result<TcpListener, Embedd
 
 type ServiceTask = (&'static str, JoinHandle<Result<(), String>>);
 
+/// 244 random bits from the OS (two v4 UUIDs), as 64 hex characters.
+fn random_token() -> Secret {
+    Secret::new(format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
 /// Spawns one service; if it fails, every other service is stopped too.
 fn spawn_service<E: std::fmt::Display>(
     kind: ServiceKind,
@@ -101,8 +112,11 @@ fn spawn_service<E: std::fmt::Display>(
 
 impl Embedded {
     /// Binds every service at the listen address `config` gives it (port 0 = any free port)
-    /// and starts them.
+    /// and starts them; with no internal token configured, they share a random one.
     pub async fn start(mut config: PlokeConfig) -> Result<Self, EmbeddedError> {
+        if config.internal.is_unset() {
+            config.internal.tokens = vec![random_token()];
+        }
         let rag_l = bind(ServiceKind::RagSearch, config.rag_search.listen).await?;
         let tools_l = bind(ServiceKind::ToolExecutor, config.tool_executor.listen).await?;
         let session_l = bind(ServiceKind::LlmSession, config.llm_session.listen).await?;

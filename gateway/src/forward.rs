@@ -16,9 +16,10 @@ pub fn with_deadline<T>(message: T, timeout: Duration) -> Request<T> {
     request
 }
 
-/// Names the upstream in transport-level failures; an answer the gateway could not decode is
-/// INTERNAL worded so that it is never taken for the caller's undecodable request. Every other
-/// status passes unchanged.
+/// Names the upstream in transport-level failures; an upstream refusing the gateway's internal
+/// token is the deployment's fault (INTERNAL), not the caller's; an answer the gateway could not
+/// decode is INTERNAL worded so that it is never taken for the caller's undecodable request.
+/// Every other status passes unchanged.
 pub fn upstream_status(service: &str, status: Status) -> Status {
     let message = shown(status.message());
     match status.code() {
@@ -26,6 +27,10 @@ pub fn upstream_status(service: &str, status: Status) -> Status {
         Code::DeadlineExceeded => {
             Status::deadline_exceeded(format!("{service} did not answer in time: {message}"))
         }
+        Code::Unauthenticated => Status::internal(format!(
+            "{service} refused the gateway's internal token ({message}); the services of this \
+             deployment are configured with different internal tokens"
+        )),
         Code::Internal if is_decode_failure(&status) => Status::internal(format!(
             "{service} answered with a message the gateway cannot decode ({message})"
         )),

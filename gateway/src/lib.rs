@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use ploke_proto::gateway::v1::gateway_server::GatewayServer;
 use ploke_runtime::auth::BearerAuth;
-use ploke_runtime::config::{LimitsConfig, PlokeConfig, Secret, UpstreamsConfig};
+use ploke_runtime::config::{InternalConfig, LimitsConfig, PlokeConfig, Secret, UpstreamsConfig};
+use ploke_runtime::internal::{InternalTokens, TokenError};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use tokio::net::TcpListener;
 
@@ -40,6 +41,8 @@ pub struct Config {
     pub subscriber_grace: Duration,
     /// Server limits.
     pub limits: LimitsConfig,
+    /// The internal token sent to the backends.
+    pub internal: InternalConfig,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -53,6 +56,7 @@ impl From<&PlokeConfig> for Config {
             subscriber_buffer: c.gateway.subscriber_buffer,
             subscriber_grace: Duration::from_millis(c.gateway.subscriber_grace_ms),
             limits: c.limits,
+            internal: c.internal.clone(),
         }
     }
 }
@@ -71,6 +75,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The internal token could not be used.
+    #[error(transparent)]
+    Internal(#[from] TokenError),
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -99,8 +106,15 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
-    let host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
-    let upstreams = Upstreams::connect(&config.upstreams)?;
+    let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
+    // The gateway is the door: its callers are authenticated by bearer token, not the
+    // internal one, which it sends to the backends.
+    host.public();
+    let internal = InternalTokens::load(&config.internal)?;
+    if internal.is_empty() {
+        tracing::info!("no internal token configured; backends must be on loopback");
+    }
+    let upstreams = Upstreams::connect(&config.upstreams, &internal)?;
     let max = config.limits.max_message_bytes;
     let server = GatewayServer::new(grpc::GatewayGrpc::new(
         upstreams,

@@ -1,11 +1,12 @@
-//! The gateway's upstream services: typed clients with trace propagation, and the raw channels
-//! used for health probes.
+//! The gateway's upstream services: typed clients with trace propagation and the internal
+//! token, and the raw channels used for health probes (health needs no token).
 
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
-use ploke_runtime::client::{ChannelError, TracedChannel, lazy_channel, traced};
+use ploke_runtime::client::{ChannelError, TracedChannel, internal, lazy_channel};
 use ploke_runtime::config::UpstreamsConfig;
+use ploke_runtime::internal::InternalTokens;
 use tonic::transport::Channel;
 
 /// One upstream: its name, URL and channel.
@@ -33,15 +34,18 @@ pub struct Upstreams {
 }
 
 impl Upstreams {
-    /// Lazily connecting clients to the configured URLs.
-    pub fn connect(config: &UpstreamsConfig) -> Result<Self, ChannelError> {
+    /// Lazily connecting clients to the configured URLs, sending the first of `tokens`.
+    pub fn connect(
+        config: &UpstreamsConfig,
+        tokens: &InternalTokens,
+    ) -> Result<Self, ChannelError> {
         let session = lazy_channel(&config.llm_session_url)?;
         let tools = lazy_channel(&config.tool_executor_url)?;
         let rag = lazy_channel(&config.rag_search_url)?;
         Ok(Self {
-            sessions: LlmSessionClient::new(traced(session.clone())),
-            tools: ToolExecutorClient::new(traced(tools.clone())),
-            rag: RagSearchClient::new(traced(rag.clone())),
+            sessions: LlmSessionClient::new(internal(session.clone(), tokens)),
+            tools: ToolExecutorClient::new(internal(tools.clone(), tokens)),
+            rag: RagSearchClient::new(internal(rag.clone(), tokens)),
             all: vec![
                 Upstream {
                     service: "ploke.session.v1.LlmSession",

@@ -1,6 +1,7 @@
 //! The end-to-end Sandbox: all four services in this process on `127.0.0.1:0`, with a temp
-//! workspace and data dir, the gateway requiring a bearer token, and connected clients for the
-//! gateway (authenticated) and every service.
+//! workspace and data dir, the gateway requiring a bearer token, the backends the embedded
+//! deployment's random internal token, and connected clients for the gateway (authenticated)
+//! and every service (sending the internal token).
 
 pub mod fake_embeddings;
 pub mod fake_provider;
@@ -14,7 +15,9 @@ use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
 use ploke_runtime::ServiceKind;
+use ploke_runtime::client::TracedChannel;
 use ploke_runtime::config::{PlokeConfig, Secret};
+use ploke_runtime::internal::{InternalTokens, TokenError};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
@@ -41,6 +44,9 @@ pub enum SandboxError {
     /// Indexing the workspace failed.
     #[error("indexing: {0}")]
     Index(tonic::Status),
+    /// The internal token of the services is not usable.
+    #[error(transparent)]
+    Token(#[from] TokenError),
 }
 
 /// Adds `authorization: Bearer <token>` to every call.
@@ -81,6 +87,7 @@ struct Channels {
     sessions: Channel,
     tools: Channel,
     rag: Channel,
+    internal: InternalTokens,
 }
 
 async fn connect(url: String) -> Result<Channel, SandboxError> {
@@ -101,6 +108,7 @@ async fn launch(config: PlokeConfig) -> Result<(Embedded, Channels), SandboxErro
             sessions: connect(a.url(ServiceKind::LlmSession)).await?,
             tools: connect(a.url(ServiceKind::ToolExecutor)).await?,
             rag: connect(a.url(ServiceKind::RagSearch)).await?,
+            internal: InternalTokens::load(&embedded.config.internal)?,
         })
     }
     .await;
@@ -255,22 +263,32 @@ impl Sandbox {
         self.channels.gateway.clone()
     }
 
-    /// A direct llm-session client.
-    pub fn sessions(&self) -> LlmSessionClient<Channel> {
-        LlmSessionClient::new(self.channels.sessions.clone())
+    /// A direct llm-session client (sending the internal token, as the gateway does).
+    pub fn sessions(&self) -> LlmSessionClient<TracedChannel> {
+        LlmSessionClient::new(self.internal(ServiceKind::LlmSession))
     }
 
-    /// A direct tool-executor client.
-    pub fn tools(&self) -> ToolExecutorClient<Channel> {
-        ToolExecutorClient::new(self.channels.tools.clone())
+    /// A direct tool-executor client (sending the internal token).
+    pub fn tools(&self) -> ToolExecutorClient<TracedChannel> {
+        ToolExecutorClient::new(self.internal(ServiceKind::ToolExecutor))
     }
 
-    /// A direct rag-search client.
-    pub fn rag(&self) -> RagSearchClient<Channel> {
-        RagSearchClient::new(self.channels.rag.clone())
+    /// A direct rag-search client (sending the internal token).
+    pub fn rag(&self) -> RagSearchClient<TracedChannel> {
+        RagSearchClient::new(self.internal(ServiceKind::RagSearch))
     }
 
-    /// The channel of one service.
+    /// The channel of one service, sending the services' internal token.
+    pub fn internal(&self, service: ServiceKind) -> TracedChannel {
+        ploke_runtime::client::internal(self.channel(service), &self.channels.internal)
+    }
+
+    /// The internal tokens the services were started with (a random one unless configured).
+    pub fn internal_tokens(&self) -> &InternalTokens {
+        &self.channels.internal
+    }
+
+    /// The channel of one service, without any token.
     pub fn channel(&self, service: ServiceKind) -> Channel {
         match service {
             ServiceKind::Gateway => self.channels.gateway.clone(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use ploke_proto::gateway::v1::gateway_client::GatewayClient;
 use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState};
 use ploke_proto::rag::v1::IndexStatusRequest;
-use ploke_runtime::config::{LimitsConfig, UpstreamsConfig};
+use ploke_runtime::config::{InternalConfig, LimitsConfig, UpstreamsConfig};
 use ploke_runtime::shutdown::Shutdown;
 use tonic::Code;
 
@@ -31,6 +31,7 @@ async fn unreachable_upstreams_are_reported() {
         subscriber_buffer: 16,
         subscriber_grace: Duration::from_secs(1),
         limits: LimitsConfig::default(),
+        internal: InternalConfig::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

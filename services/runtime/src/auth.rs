@@ -24,12 +24,18 @@ impl BearerAuth {
     /// Whether `presented` equals one of the tokens. Every token is compared, in constant time,
     /// so timing reveals neither which token nor how much of it matched.
     pub fn accepts(&self, presented: &str) -> bool {
-        let mut ok = subtle::Choice::from(0u8);
-        for token in self.tokens.iter() {
-            ok |= token.expose().as_bytes().ct_eq(presented.as_bytes());
-        }
-        bool::from(ok)
+        matches_any(&self.tokens, presented.as_bytes())
     }
+}
+
+/// Whether `presented` equals one of `tokens`. Every token is compared, in constant time, so
+/// timing reveals neither which token nor how much of it matched.
+pub(crate) fn matches_any(tokens: &[Secret], presented: &[u8]) -> bool {
+    let mut ok = subtle::Choice::from(0u8);
+    for token in tokens {
+        ok |= token.expose().as_bytes().ct_eq(presented);
+    }
+    bool::from(ok)
 }
 
 impl tonic::service::Interceptor for BearerAuth {

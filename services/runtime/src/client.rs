@@ -1,5 +1,6 @@
-//! Outgoing calls: the client interceptor that injects W3C trace context and the current
-//! correlation ids into every request, and lazily connecting channels to upstream services.
+//! Outgoing calls: the client interceptor that injects W3C trace context, the current
+//! correlation ids and the internal token into every request, and lazily connecting channels to
+//! upstream services.
 
 use std::time::Duration;
 
@@ -11,11 +12,35 @@ use tonic::transport::{Channel, Endpoint};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::correlation;
+use crate::internal::{self, InternalTokens};
 
-/// Injects `traceparent`/`tracestate` of the current span and the current task's correlation
-/// ids (explicit ids already on the request win).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PropagateInterceptor;
+/// Injects `traceparent`/`tracestate` of the current span, the current task's correlation
+/// ids (explicit ids already on the request win) and, between ploke services, the internal
+/// token.
+#[derive(Clone, Default)]
+pub struct PropagateInterceptor {
+    internal_token: Option<http::HeaderValue>,
+}
+
+impl std::fmt::Debug for PropagateInterceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PropagateInterceptor")
+            .field(
+                "internal_token",
+                &self.internal_token.as_ref().map(|_| "***"),
+            )
+            .finish()
+    }
+}
+
+impl PropagateInterceptor {
+    /// Also sends the first of `tokens` as the internal token (nothing when there is none).
+    pub fn with_internal(tokens: &InternalTokens) -> Self {
+        Self {
+            internal_token: tokens.outgoing().cloned(),
+        }
+    }
+}
 
 struct MetadataInjector<'a>(&'a mut MetadataMap);
 
@@ -42,6 +67,9 @@ impl tonic::service::Interceptor for PropagateInterceptor {
         let explicit = correlation::Correlation::from_headers(&headers);
         let merged = explicit.or(&correlation::current());
         merged.write_headers(&mut headers);
+        if let Some(token) = &self.internal_token {
+            headers.insert(internal::HEADER, token.clone());
+        }
         *request.metadata_mut() = MetadataMap::from_headers(headers);
         Ok(request)
     }
@@ -76,7 +104,19 @@ pub fn lazy_channel(url: &str) -> Result<Channel, ChannelError> {
 
 /// `channel` with [`PropagateInterceptor`].
 pub fn traced(channel: Channel) -> TracedChannel {
-    InterceptedService::new(channel, PropagateInterceptor)
+    InterceptedService::new(channel, PropagateInterceptor::default())
+}
+
+/// `channel` with [`PropagateInterceptor`] sending the internal token of `tokens`: for calls
+/// to another ploke service.
+pub fn internal(channel: Channel, tokens: &InternalTokens) -> TracedChannel {
+    InterceptedService::new(channel, PropagateInterceptor::with_internal(tokens))
+}
+
+/// A lazily connecting channel to the ploke service at `url`, with trace propagation and the
+/// internal token.
+pub fn internal_channel(url: &str, tokens: &InternalTokens) -> Result<TracedChannel, ChannelError> {
+    Ok(internal(lazy_channel(url)?, tokens))
 }
 
 /// A lazily connecting channel to `url`, wrapped with [`PropagateInterceptor`].

@@ -99,6 +99,8 @@ pub struct PlokeConfig {
     pub session: SessionConfig,
     /// gateway settings.
     pub gateway: GatewayConfig,
+    /// Service-to-service authentication.
+    pub internal: InternalConfig,
     /// Model providers by name.
     pub providers: BTreeMap<String, ProviderConfig>,
 }
@@ -117,6 +119,7 @@ impl Default for PlokeConfig {
             llm_session: LlmSessionConfig::default(),
             session: SessionConfig::default(),
             gateway: GatewayConfig::default(),
+            internal: InternalConfig::default(),
             providers: BTreeMap::new(),
         }
     }
@@ -468,6 +471,7 @@ pub const KNOWN_ENV: &[&str] = &[
     "PLOKE_LLM_SESSION_URL",
     "PLOKE_EMBED_MODEL",
     "PLOKE_GATEWAY_TOKENS",
+    "PLOKE_INTERNAL_TOKEN",
     "PLOKE_LOG",
     "PLOKE_LOG_FORMAT",
     "PLOKE_GATEWAY",
@@ -599,6 +603,9 @@ impl PlokeConfig {
                 .map(Secret::new)
                 .collect();
         }
+        if let Some(v) = env("PLOKE_INTERNAL_TOKEN") {
+            self.internal.tokens = InternalConfig::parse_env(&v);
+        }
         if let Some(v) = env("PLOKE_LOG") {
             self.telemetry.log_filter = v;
         }
@@ -643,7 +650,9 @@ impl PlokeConfig {
 }
 
 mod embedding;
+mod internal;
 #[cfg(test)]
 mod tests;
 
 pub use embedding::EmbeddingConfig;
+pub use internal::InternalConfig;

@@ -1,6 +1,6 @@
 //! What every ploke service shares: layered configuration, telemetry, trace and correlation
 //! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain), bearer
-//! auth, upstream channels, and clipping user input in errors.
+//! and service-to-service auth, upstream channels, and clipping user input in errors.
 
 pub mod auth;
 pub mod binary;
@@ -9,6 +9,7 @@ pub mod client;
 pub mod config;
 pub mod correlation;
 pub mod decode_errors;
+pub mod internal;
 pub mod language;
 pub mod probe;
 pub mod retry;

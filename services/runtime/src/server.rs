@@ -1,7 +1,7 @@
 //! The server scaffold every ploke service runs on: `grpc.health.v1` (NOT_SERVING until the
 //! service declares itself ready), server reflection v1 and v1alpha, the trace layer,
-//! INVALID_ARGUMENT for undecodable requests, message and concurrency limits, and graceful
-//! drain with a deadline.
+//! service-to-service authentication, INVALID_ARGUMENT for undecodable requests, message and
+//! concurrency limits, and graceful drain with a deadline.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,8 +16,9 @@ use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
 use crate::TraceLayer;
-use crate::config::LimitsConfig;
+use crate::config::{InternalConfig, LimitsConfig};
 use crate::decode_errors::DecodeErrorLayer;
+use crate::internal::{Access, InternalAuthLayer, InternalTokens, TokenError, Unprotected};
 
 /// A server could not start or failed while serving.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +29,15 @@ pub enum ServeError {
     /// The transport failed.
     #[error("serving: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// The listener's address could not be read.
+    #[error("reading the listen address: {0}")]
+    Listener(std::io::Error),
+    /// The internal tokens could not be used.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// A backend without internal tokens would listen beyond loopback.
+    #[error(transparent)]
+    Unprotected(#[from] Unprotected),
 }
 
 /// Switches the health status of a server's services (and of the whole server, `""`).
@@ -70,6 +80,7 @@ pub struct ServiceHost {
     readiness: Readiness,
     health: tonic_health::pb::health_server::HealthServer<tonic_health::server::HealthService>,
     limits: LimitsConfig,
+    access: Access,
 }
 
 impl std::fmt::Debug for ServiceHost {
@@ -77,13 +88,16 @@ impl std::fmt::Debug for ServiceHost {
         f.debug_struct("ServiceHost")
             .field("readiness", &self.readiness)
             .field("limits", &self.limits)
+            .field("access", &self.access)
             .finish()
     }
 }
 
 impl ServiceHost {
     /// A host for the gRPC services named `names` (e.g. `ploke.rag.v1.RagSearch`), all
-    /// NOT_SERVING until [`Readiness::set_serving`].
+    /// NOT_SERVING until [`Readiness::set_serving`]. It serves as a backend without internal
+    /// tokens (loopback only) until [`ServiceHost::require_internal`] or
+    /// [`ServiceHost::public`] says otherwise.
     pub async fn new(limits: LimitsConfig, names: &[&str]) -> Self {
         let reporter = HealthReporter::new();
         let health = tonic_health::pb::health_server::HealthServer::new(
@@ -98,7 +112,28 @@ impl ServiceHost {
             readiness,
             health,
             limits,
+            access: Access::default(),
         }
+    }
+
+    /// Serves as a backend: every call but health and reflection must carry one of the
+    /// internal tokens `config` gives (with none: loopback only, unless
+    /// `allow_unauthenticated`). Returns the tokens, whose first the service sends upstream.
+    pub fn require_internal(
+        &mut self,
+        config: &InternalConfig,
+    ) -> Result<InternalTokens, ServeError> {
+        let tokens = InternalTokens::load(config)?;
+        self.access = Access::Internal {
+            tokens: tokens.clone(),
+            allow_unauthenticated: config.allow_unauthenticated,
+        };
+        Ok(tokens)
+    }
+
+    /// Serves anyone who reaches it (the gateway, which authenticates its own callers).
+    pub fn public(&mut self) {
+        self.access = Access::Public;
     }
 
     /// The handle that switches health status.
@@ -149,10 +184,9 @@ impl ServiceHost {
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
 
-        let local = listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
+        let bound = listener.local_addr().map_err(ServeError::Listener)?;
+        let internal = crate::internal::guard(&self.access, bound)?;
+        let local = bound.to_string();
         let service = self.readiness.names.first().cloned().unwrap_or_default();
         let incoming = TcpListenerStream::new(listener).map(|conn| {
             if let Ok(stream) = &conn {
@@ -175,6 +209,7 @@ impl ServiceHost {
         let drain = Duration::from_secs(self.limits.drain_seconds);
         let server = tonic::transport::Server::builder()
             .layer(TraceLayer)
+            .layer(InternalAuthLayer::new(internal))
             .layer(DecodeErrorLayer)
             .concurrency_limit_per_connection(self.limits.concurrency_per_connection)
             .max_concurrent_streams(Some(self.limits.max_concurrent_streams))

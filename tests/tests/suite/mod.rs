@@ -1,4 +1,6 @@
 mod auth;
+mod clear_codes;
+mod internal_auth;
 mod remote_embeddings;
 mod session;
 mod through_gateway;

@@ -235,3 +235,42 @@ fn the_documented_example_config_parses() {
         }]
     );
 }
+
+#[test]
+fn internal_tokens_come_from_the_environment_or_a_file_never_ploke_toml() {
+    let c = load(
+        ServiceKind::RagSearch,
+        &CommonArgs::default(),
+        &[(
+            "PLOKE_INTERNAL_TOKEN",
+            "new-internal-secret, old-internal-secret",
+        )],
+    )
+    .unwrap();
+    assert_eq!(
+        c.internal,
+        InternalConfig {
+            token_file: None,
+            tokens: vec![
+                Secret::new("new-internal-secret"),
+                Secret::new("old-internal-secret")
+            ],
+            allow_unauthenticated: false,
+        }
+    );
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("internal-secret"), "{debug}");
+    let text = "[internal]\ntoken_file = \"/run/secrets/ploke\"\nallow_unauthenticated = true\n";
+    let c = PlokeConfig::from_toml(text, Path::new("ploke.toml")).unwrap();
+    assert_eq!(
+        c.internal,
+        InternalConfig {
+            token_file: Some(PathBuf::from("/run/secrets/ploke")),
+            tokens: Vec::new(),
+            allow_unauthenticated: true,
+        }
+    );
+    let e = PlokeConfig::from_toml("[internal]\ntokens = [\"x\"]\n", Path::new("ploke.toml"))
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown field `tokens`"), "{e}");
+}

@@ -6,8 +6,8 @@ use std::pin::Pin;
 use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
 use ploke_proto::tools::v1::tool_executor_server::{ToolExecutor, ToolExecutorServer};
 use ploke_proto::tools::v1::*;
-use ploke_runtime::client::{TracedChannel, traced_channel};
-use ploke_runtime::config::LimitsConfig;
+use ploke_runtime::client::{TracedChannel, internal_channel};
+use ploke_runtime::config::{InternalConfig, LimitsConfig};
 use ploke_runtime::server::{Readiness, ServiceHost};
 use ploke_runtime::shutdown::Shutdown;
 use tokio::net::TcpListener;
@@ -70,12 +70,24 @@ pub struct Running {
 }
 
 pub async fn start(downstream: Option<&str>, ready: bool, limits: LimitsConfig) -> Running {
+    start_with(downstream, ready, limits, &InternalConfig::default()).await
+}
+
+/// [`start`] as a backend requiring the internal tokens of `internal` (sent downstream too).
+pub async fn start_with(
+    downstream: Option<&str>,
+    ready: bool,
+    limits: LimitsConfig,
+    internal: &InternalConfig,
+) -> Running {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let host = ServiceHost::new(limits, &["ploke.tools.v1.ToolExecutor"]).await;
+    let mut host = ServiceHost::new(limits, &["ploke.tools.v1.ToolExecutor"]).await;
+    let tokens = host.require_internal(internal).unwrap();
     let readiness = host.readiness();
     let echo = Echo {
-        downstream: downstream.map(|u| ToolExecutorClient::new(traced_channel(u).unwrap())),
+        downstream: downstream
+            .map(|u| ToolExecutorClient::new(internal_channel(u, &tokens).unwrap())),
     };
     let routes = tonic::service::Routes::new(ToolExecutorServer::new(echo));
     if ready {

@@ -2,6 +2,7 @@
 //! tool-executor and rag-search running in the Sandbox.
 
 mod events;
+mod limits;
 mod loop_;
 mod provider;
 mod spans;
@@ -10,8 +11,8 @@ use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::{FakeProvider, Received};
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::session::v1::*;
+use ploke_runtime::client::TracedChannel;
 use ploke_runtime::config::PlokeConfig;
-use tonic::transport::Channel;
 
 /// The env var whose value the fake provider's "API key" is (set by cargo for every test).
 pub const KEY_ENV: &str = "CARGO_MANIFEST_DIR";
@@ -50,7 +51,7 @@ pub async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
 }
 
 impl Chat {
-    pub fn client(&self) -> LlmSessionClient<Channel> {
+    pub fn client(&self) -> LlmSessionClient<TracedChannel> {
         self.sandbox.sessions()
     }
 
