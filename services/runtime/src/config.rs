@@ -325,6 +325,12 @@ impl Default for SessionConfig {
             provider_idle_timeout_secs: 120,
         }
     }
+    /// Longest wall time of one turn in seconds (tool calls and approval waits included);
+    /// then it ends with `turn_failed{time_limit}` and the provider request is dropped.
+    pub max_turn_secs: u64,
+    /// Most bytes the model may stream in one turn (text and tool-call arguments, retried
+    /// attempts included); then it ends with `turn_failed{output_limit}`.
+    pub max_turn_output_bytes: u64,
 }
 
 /// Automatic context for a turn.
@@ -340,6 +346,8 @@ pub enum AutoContext {
 
 /// `[gateway]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+            max_turn_secs: 30 * 60,
+            max_turn_output_bytes: 4 * 1024 * 1024,
 #[serde(deny_unknown_fields, default)]
 pub struct GatewayConfig {
     /// Listen address.
