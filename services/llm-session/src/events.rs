@@ -1,17 +1,18 @@
 //! The per-session event log: every event is written to the store with the next seq before any
 //! subscriber sees it; subscribers replay from the store and then follow live with no gap and
 //! no duplicate. A subscriber that falls behind reads the store again; it never slows the turn
-//! or other subscribers.
+//! or other subscribers. Every event is bounded ([`crate::bounds`]) before it is written.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use ploke_proto::common::v1::Correlation;
-use ploke_proto::session::v1::{SessionEvent, session_event};
+use ploke_proto::session::v1::{AssistantDelta, SessionEvent, session_event};
 use tokio::sync::{Mutex, broadcast, mpsc};
 
-use crate::store::{SessionStore, StoreError};
+use crate::bounds::{EventBounds, bound_event, split_text};
+use crate::store::{Effects, SessionStore, StoreError};
 
 /// Live events buffered per session before a slow subscriber falls back to the store.
 const LIVE_BUFFER: usize = 1024;
@@ -22,7 +23,9 @@ const SUBSCRIBER_BUFFER: usize = 256;
 
 struct Channel {
     tx: broadcast::Sender<SessionEvent>,
-    last_seq: Mutex<u64>,
+    /// The last seq written; `None` = read it from the store (at first, and after a failed
+    /// write, whose outcome is not known).
+    last_seq: Mutex<Option<u64>>,
 }
 
 /// Appends and streams session events.
@@ -30,6 +33,7 @@ struct Channel {
 pub struct EventLog {
     store: Arc<dyn SessionStore>,
     channels: Arc<std::sync::Mutex<HashMap<String, Arc<Channel>>>>,
+    bounds: EventBounds,
 }
 
 impl std::fmt::Debug for EventLog {
@@ -39,34 +43,30 @@ impl std::fmt::Debug for EventLog {
 }
 
 impl EventLog {
-    /// A log over `store`.
-    pub fn new(store: Arc<dyn SessionStore>) -> Self {
+    /// A log over `store` whose events stay within `bounds`.
+    pub fn new(store: Arc<dyn SessionStore>, bounds: EventBounds) -> Self {
         Self {
             store,
             channels: Arc::default(),
+            bounds,
         }
     }
 
-    async fn channel(&self, session_id: &str) -> Result<Arc<Channel>, StoreError> {
-        if let Some(c) = self.lock().get(session_id) {
-            return Ok(c.clone());
-        }
-        let last = self
-            .store
-            .get_session(session_id)
-            .await?
-            .map(|s| s.last_seq)
-            .unwrap_or(0);
-        let mut map = self.lock();
-        Ok(map
+    /// The bounds events are kept within.
+    pub fn bounds(&self) -> EventBounds {
+        self.bounds
+    }
+
+    fn channel(&self, session_id: &str) -> Arc<Channel> {
+        self.lock()
             .entry(session_id.to_owned())
             .or_insert_with(|| {
                 Arc::new(Channel {
                     tx: broadcast::channel(LIVE_BUFFER).0,
-                    last_seq: Mutex::new(last),
+                    last_seq: Mutex::new(None),
                 })
             })
-            .clone())
+            .clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Channel>>> {
@@ -80,17 +80,70 @@ impl EventLog {
         correlation: &Correlation,
         event: session_event::Event,
     ) -> Result<SessionEvent, StoreError> {
-        let channel = self.channel(session_id).await?;
+        self.append_with(session_id, correlation, event, |_| Effects::default())
+            .await
+    }
+
+    /// Streamed assistant text as deltas of at most the delta bound each.
+    pub async fn append_text(
+        &self,
+        session_id: &str,
+        correlation: &Correlation,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        for piece in split_text(text, self.bounds.delta) {
+            let delta = session_event::Event::AssistantDelta(AssistantDelta {
+                text: piece.to_owned(),
+            });
+            self.append(session_id, correlation, delta).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes `event` as the session's next event together with `effects(seq)` in one
+    /// transaction, then publishes it. Nobody sees an event before it is durable.
+    pub async fn append_with(
+        &self,
+        session_id: &str,
+        correlation: &Correlation,
+        event: session_event::Event,
+        effects: impl FnOnce(u64) -> Effects,
+    ) -> Result<SessionEvent, StoreError> {
+        let channel = self.channel(session_id);
         let mut last = channel.last_seq.lock().await;
+        let last_seq = match *last {
+            Some(n) => n,
+            None => self
+                .store
+                .get_session(session_id)
+                .await?
+                .map_or(0, |s| s.last_seq),
+        };
         let event = SessionEvent {
-            seq: *last + 1,
+            seq: last_seq + 1,
             session_id: session_id.to_owned(),
             correlation: Some(correlation.clone()),
             at: Some(prost_types::Timestamp::from(SystemTime::now())),
             event: Some(event),
         };
-        self.store.append_event(&event).await?;
-        *last = event.seq;
+        let (event, cut) = bound_event(event, self.bounds.event);
+        if cut {
+            tracing::warn!(
+                session_id,
+                seq = event.seq,
+                call_id = %correlation.call_id,
+                bound = self.bounds.event,
+                "event cut to its size bound"
+            );
+        }
+        if let Err(e) = self.store.append_event(&event, &effects(event.seq)).await {
+            // A failed commit may still have landed (a file moved away and back): the next
+            // append reads the last seq from the store instead of trusting this one.
+            *last = None;
+            return Err(e);
+        }
+        *last = Some(event.seq);
+        // No live subscriber is not an error: they replay from the store.
         let _ = channel.tx.send(event.clone());
         Ok(event)
     }
@@ -103,7 +156,7 @@ impl EventLog {
         after_seq: u64,
         follow: bool,
     ) -> Result<mpsc::Receiver<Result<SessionEvent, StoreError>>, StoreError> {
-        let channel = self.channel(session_id).await?;
+        let channel = self.channel(session_id);
         // Subscribe before reading the store so that nothing falls between the two.
         let mut live = channel.tx.subscribe();
         let (out, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
@@ -152,6 +205,7 @@ async fn replay(
         let batch = match store.events_after(session_id, *last, REPLAY_BATCH).await {
             Ok(b) => b,
             Err(e) => {
+                // The subscriber learns why its stream ends (unless it is gone already).
                 let _ = out.send(Err(e)).await;
                 return false;
             }

@@ -12,10 +12,8 @@ use tonic::{Request, Response, Status};
 
 use crate::error::SessionError;
 use crate::service::{NewSession, SessionService};
-use crate::store::PageCursor;
+use crate::store::{PageCursor, StoreError};
 
-/// Longest user message accepted, in bytes.
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// Longest client_request_id accepted.
 const MAX_CLIENT_REQUEST_ID: usize = 200;
 
@@ -40,7 +38,15 @@ fn to_status(e: SessionError) -> Status {
         e @ SessionError::NoModel(_) => invalid_argument("model", e),
         SessionError::NoSuchSession(id) => not_found(format!("session {id}")),
         e @ SessionError::Busy { .. } => Status::failed_precondition(e.to_string()),
-        e @ SessionError::Store(_) => Status::internal(e.to_string()),
+        SessionError::Store(e) => store_status(&e),
+    }
+}
+
+/// UNAVAILABLE while storage is broken (the message names storage), INTERNAL otherwise.
+fn store_status(e: &StoreError) -> Status {
+    match e {
+        StoreError::Unavailable(_) => Status::unavailable(e.to_string()),
+        StoreError::Db(_) | StoreError::Corrupt(_) => Status::internal(e.to_string()),
     }
 }
 
@@ -131,13 +137,11 @@ impl LlmSession for LlmSessionGrpc {
         if r.content.trim().is_empty() {
             return Err(invalid_argument("content", "must not be empty"));
         }
-        if r.content.len() > MAX_MESSAGE_BYTES {
+        let max = self.service.bounds().user_message;
+        if r.content.len() > max {
             return Err(invalid_argument(
                 "content",
-                format!(
-                    "must be at most {MAX_MESSAGE_BYTES} bytes, got {}",
-                    r.content.len()
-                ),
+                format!("must be at most {max} bytes, got {}", r.content.len()),
             ));
         }
         if r.client_request_id.len() > MAX_CLIENT_REQUEST_ID {
@@ -167,8 +171,7 @@ impl LlmSession for LlmSessionGrpc {
             .events(id, r.after_seq, !r.no_follow)
             .await
             .map_err(to_status)?;
-        let stream =
-            ReceiverStream::new(rx).map(|e| e.map_err(|e| Status::internal(e.to_string())));
+        let stream = ReceiverStream::new(rx).map(|e| e.map_err(|e| store_status(&e)));
         Ok(Response::new(Box::pin(stream)))
     }
 

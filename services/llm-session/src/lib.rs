@@ -2,6 +2,7 @@
 //! tool execution and the durable per-session event log. The domain ([`service`]) knows
 //! nothing of gRPC; [`grpc`] adapts it.
 
+pub mod bounds;
 mod error;
 pub mod events;
 mod grpc;
@@ -20,6 +21,7 @@ use ploke_runtime::config::{
     InternalConfig, LimitsConfig, PlokeConfig, ProviderConfig, SessionConfig,
 };
 use ploke_runtime::server::{ServeError, ServiceHost};
+use ploke_runtime::storage_health::StorageState;
 use ploke_runtime::workspaces::Workspaces;
 use tokio::net::TcpListener;
 
@@ -70,7 +72,10 @@ pub enum StartError {
     /// The tool registry is broken (a build defect).
     #[error(transparent)]
     Registry(#[from] ploke_proto::registry::RegistryError),
-    /// The session store could not be opened or recovered.
+    /// The session store could not be opened.
+    #[error(transparent)]
+    Open(#[from] ploke_runtime::sqlite::OpenError),
+    /// The session store could not be recovered.
     #[error(transparent)]
     Store(#[from] store::StoreError),
     /// Recovering interrupted turns failed.
@@ -91,10 +96,12 @@ pub async fn serve(
     let tokens = host.require_internal(&config.internal)?;
     let channel = ploke_runtime::client::internal_channel(&config.tool_executor_url, &tokens)?;
     let registry = ploke_proto::registry::ToolRegistry::global()?;
-    let store: Arc<dyn store::SessionStore> =
-        Arc::new(store::sqlite::SqliteStore::open(&config.data_dir.join("sessions.sqlite")).await?);
+    let sqlite = store::sqlite::SqliteStore::open(&config.data_dir.join("sessions.sqlite")).await?;
+    let database = sqlite.database().clone();
+    let store: Arc<dyn store::SessionStore> = Arc::new(sqlite);
+    let max = config.limits.max_message_bytes;
     let deps = turn::TurnDeps {
-        log: events::EventLog::new(store.clone()),
+        log: events::EventLog::new(store.clone(), bounds::EventBounds::for_transport(max)),
         store: store.clone(),
         tools: turn::tools::ToolRunner::new(
             channel,
@@ -112,15 +119,35 @@ pub async fn serve(
     );
     service.recover().await?;
     let stopping = service.clone();
-    let max = config.limits.max_message_bytes;
+    let recovered = service.clone();
     let server = LlmSessionServer::new(grpc::LlmSessionGrpc::new(service))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;
-    Ok(host
+    // Health follows storage; turn ends held while it was broken are written when it recovers.
+    let monitor = database.monitor(host.readiness(), STORAGE_PROBE_PERIOD);
+    let mut storage = database.health().subscribe();
+    let flusher = tokio::spawn(async move {
+        while storage.changed().await.is_ok() {
+            let healthy = *storage.borrow_and_update() == StorageState::Healthy;
+            if healthy {
+                recovered.flush_pending().await;
+            }
+        }
+    });
+    let served = host
         .serve(tonic::service::Routes::new(server), listener, async move {
             shutdown.await;
+            // No more probing: the server drains.
+            drop(monitor);
+            flusher.abort();
             stopping.shutdown().await;
         })
-        .await?)
+        .await;
+    // Releases the database's lock for whoever opens it next (a restart in this process).
+    database.close().await;
+    Ok(served?)
 }
+
+/// How often the session store's file is checked (and, while broken, probed with a write).
+const STORAGE_PROBE_PERIOD: Duration = Duration::from_secs(1);

@@ -1,5 +1,11 @@
 //! llm-session's domain: sessions, sending a message (idempotent, one turn at a time),
 //! following a session's events and cancelling its turn. Nothing here knows gRPC.
+//!
+//! A turn starts with one atomic write (the user message event, its history message, the
+//! request id, the title, the running mark) and ends with one (the final event, the usage, the
+//! running mark cleared). When storage is broken at the end of a turn, the final event is held
+//! in memory and written — before anything else of that session — when storage recovers or at
+//! the session's next SendMessage; until then nobody is told the turn ended.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -15,10 +21,11 @@ use ploke_runtime::workspaces::Workspaces;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::bounds::EventBounds;
 use crate::error::SessionError;
 use crate::provider::Provider;
 use crate::provider::wire::ChatMessage;
-use crate::store::{PageCursor, SessionStore, StoreError, StoredMessage};
+use crate::store::{Effects, PageCursor, SessionStore, StoreError};
 use crate::turn::{self, TurnDeps, TurnEnd, TurnSpec};
 
 struct Running {
@@ -27,6 +34,14 @@ struct Running {
     reason: Arc<std::sync::Mutex<String>>,
     interrupted: Arc<std::sync::atomic::AtomicBool>,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// The end of a turn that storage could not record yet.
+#[derive(Debug, Clone)]
+struct PendingEnd {
+    correlation: Correlation,
+    event: Event,
+    usage: TokenUsage,
 }
 
 /// What CreateSession asks for.
@@ -51,6 +66,8 @@ pub struct SessionService {
     store: Arc<dyn SessionStore>,
     deps: TurnDeps,
     running: Arc<std::sync::Mutex<HashMap<String, Running>>>,
+    /// Turn ends waiting for storage, by session.
+    pending: Arc<std::sync::Mutex<HashMap<String, PendingEnd>>>,
     /// Serialises turn starts and ends so that "running" and the event log agree.
     turns: Arc<tokio::sync::Mutex<()>>,
 }
@@ -85,8 +102,14 @@ impl SessionService {
             store,
             deps,
             running: Arc::default(),
+            pending: Arc::default(),
             turns: Arc::default(),
         }
+    }
+
+    /// The bounds events are kept within.
+    pub fn bounds(&self) -> EventBounds {
+        self.deps.log.bounds()
     }
 
     /// Ends the turns a previous run left running with `turn_failed{interrupted}`.
@@ -106,16 +129,19 @@ impl SessionService {
             .await?;
             self.deps
                 .log
-                .append(
+                .append_with(
                     &session_id,
                     &correlation,
                     Event::TurnFailed(TurnFailed {
                         reason: TurnFailureReason::Interrupted as i32,
                         message: "llm-session restarted while the turn ran".into(),
                     }),
+                    |_| Effects {
+                        running: Some(None),
+                        ..Effects::default()
+                    },
                 )
                 .await?;
-            self.store.set_running(&session_id, None).await?;
             tracing::warn!(session_id, parent_id, "turn interrupted by a restart");
         }
         Ok(())
@@ -268,7 +294,7 @@ impl SessionService {
         client_request_id: &str,
     ) -> Result<SendMessageResponse, SessionError> {
         let _turns = self.turns.lock().await;
-        let mut session = self
+        let session = self
             .store
             .get_session(session_id)
             .await?
@@ -293,6 +319,8 @@ impl SessionService {
                 parent_id,
             });
         }
+        // A turn end that storage could not take yet comes first.
+        self.flush_pending_of(session_id).await?;
         let provider = self.provider(&session.provider)?;
         let parent_id = new_id();
         let request_id = new_id();
@@ -302,51 +330,45 @@ impl SessionService {
             parent_id: parent_id.clone(),
             call_id: String::new(),
         };
-        let event = self
-            .deps
-            .log
-            .append(
-                session_id,
-                &correlation,
-                Event::UserMessage(UserMessage {
-                    content: content.to_owned(),
-                    client_request_id: client_request_id.to_owned(),
-                }),
-            )
-            .await?;
-        self.store
-            .append_messages(
-                session_id,
-                &[StoredMessage {
-                    seq: event.seq,
-                    parent_id: parent_id.clone(),
-                    message: ChatMessage::text("user", content),
-                }],
-            )
-            .await?;
-        let response = SendMessageResponse {
+        let answer = |seq| SendMessageResponse {
             request_id: request_id.clone(),
             parent_id: parent_id.clone(),
-            seq: event.seq,
+            seq,
             duplicate: false,
         };
-        if !client_request_id.is_empty() {
-            self.store
-                .save_request(session_id, client_request_id, &response)
-                .await?;
-        }
-        if session.title.is_empty() {
-            session.title = content
+        let title = session.title.is_empty().then(|| {
+            content
                 .chars()
                 .take(60)
                 .collect::<String>()
                 .lines()
                 .next()
                 .unwrap_or("")
-                .to_owned();
-            self.store.update_session(&session).await?;
-        }
-        self.store.set_running(session_id, Some(&parent_id)).await?;
+                .to_owned()
+        });
+        // The message, its history entry, the request id, the title and the running mark
+        // commit together: a failed write leaves nothing to retry around.
+        let event = self
+            .deps
+            .log
+            .append_with(
+                session_id,
+                &correlation,
+                Event::UserMessage(UserMessage {
+                    content: content.to_owned(),
+                    client_request_id: client_request_id.to_owned(),
+                }),
+                |seq| Effects {
+                    messages: vec![ChatMessage::text("user", content)],
+                    request: (!client_request_id.is_empty())
+                        .then(|| (client_request_id.to_owned(), answer(seq))),
+                    title,
+                    running: Some(Some(parent_id.clone())),
+                    usage: None,
+                },
+            )
+            .await?;
+        let response = answer(event.seq);
         let cancel = CancellationToken::new();
         let reason = Arc::new(std::sync::Mutex::new(String::new()));
         let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -410,20 +432,77 @@ impl SessionService {
         if let Ok(mut r) = self.running.lock() {
             r.remove(&spec.session_id);
         }
-        if let Err(e) = self
-            .deps
+        let end = PendingEnd {
+            correlation,
+            event,
+            usage,
+        };
+        if let Err(e) = self.record_end(&spec.session_id, &end).await {
+            tracing::error!(
+                session_id = %spec.session_id,
+                parent_id = %spec.parent_id,
+                error = %e,
+                "recording the end of a turn failed; it is recorded when storage recovers"
+            );
+            if let Ok(mut p) = self.pending.lock() {
+                p.insert(spec.session_id.clone(), end);
+            }
+        }
+    }
+
+    /// Writes a turn's final event, adds its usage and clears the running mark, atomically.
+    async fn record_end(&self, session_id: &str, end: &PendingEnd) -> Result<(), StoreError> {
+        self.deps
             .log
-            .append(&spec.session_id, &correlation, event)
+            .append_with(session_id, &end.correlation, end.event.clone(), |_| {
+                Effects {
+                    running: Some(None),
+                    usage: Some(end.usage),
+                    ..Effects::default()
+                }
+            })
             .await
-        {
-            tracing::error!(error = %e, "recording the end of a turn failed");
+            .map(|_| ())
+    }
+
+    /// Records the held end of `session_id`'s last turn, if any (the `turns` lock is held).
+    async fn flush_pending_of(&self, session_id: &str) -> Result<(), StoreError> {
+        let Some(end) = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(session_id))
+        else {
+            return Ok(());
+        };
+        match self.record_end(session_id, &end).await {
+            Ok(()) => {
+                tracing::info!(session_id, parent_id = %end.correlation.parent_id, "recorded a turn end held while storage was broken");
+                Ok(())
+            }
+            Err(e) => {
+                if let Ok(mut p) = self.pending.lock() {
+                    p.insert(session_id.to_owned(), end);
+                }
+                Err(e)
+            }
         }
-        if let Ok(Some(mut s)) = self.store.get_session(&spec.session_id).await {
-            turn::add_usage(s.usage.get_or_insert_with(TokenUsage::default), &usage);
-            s.updated_at = Some(now());
-            let _ = self.store.update_session(&s).await;
+    }
+
+    /// Records every held turn end (storage recovered).
+    pub async fn flush_pending(&self) {
+        let _turns = self.turns.lock().await;
+        let sessions: Vec<String> = self
+            .pending
+            .lock()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        for session_id in sessions {
+            if let Err(e) = self.flush_pending_of(&session_id).await {
+                tracing::warn!(session_id, error = %e, "turn end still not recorded");
+                return;
+            }
         }
-        let _ = self.store.set_running(&spec.session_id, None).await;
     }
 
     /// Ends every running turn with `turn_failed{interrupted}` and waits for them to record it.

@@ -45,6 +45,9 @@ pub enum ProviderError {
     /// The key's environment variable is not set.
     #[error("environment variable {0} (the provider's api_key_env) is not set")]
     MissingKey(String),
+    /// The reply went past what the turn may still receive.
+    #[error("provider streamed more than the {0} bytes the turn had left")]
+    OutputLimit(u64),
 }
 
 impl ProviderError {
@@ -53,7 +56,9 @@ impl ProviderError {
         match self {
             ProviderError::Status { status, .. } => *status == 429 || *status >= 500,
             ProviderError::Transport(_) | ProviderError::Idle(_) | ProviderError::Truncated => true,
-            ProviderError::Protocol(_) | ProviderError::MissingKey(_) => false,
+            ProviderError::Protocol(_)
+            | ProviderError::MissingKey(_)
+            | ProviderError::OutputLimit(_) => false,
         }
     }
 
@@ -117,6 +122,8 @@ pub struct ChatStream {
     pending: std::collections::VecDeque<String>,
     idle: Duration,
     done: bool,
+    budget: u64,
+    spent: u64,
 }
 
 impl std::fmt::Debug for ChatStream {
@@ -196,11 +203,27 @@ impl Provider {
             pending: std::collections::VecDeque::new(),
             idle: self.idle,
             done: false,
+            budget: u64::MAX,
+            spent: 0,
         })
     }
 }
 
+/// Bytes of SSE framing and JSON allowed around the output itself in one undecoded event.
+const EVENT_OVERHEAD: u64 = 64 * 1024;
+
 impl ChatStream {
+    /// Ends the stream with [`ProviderError::OutputLimit`] once the reply's text and tool-call
+    /// arguments pass `bytes` (and bounds what an unfinished SSE event may buffer).
+    pub fn limit_output(&mut self, bytes: u64) {
+        self.budget = bytes;
+    }
+
+    /// Bytes of text and tool calls received so far.
+    pub fn output_bytes(&self) -> u64 {
+        self.spent
+    }
+
     /// The next delta, then the completion, then `None`.
     pub async fn next(&mut self) -> Result<Option<StreamItem>, ProviderError> {
         loop {
@@ -212,10 +235,15 @@ impl ChatStream {
                 }
                 let chunk: Chunk = serde_json::from_str(&payload)
                     .map_err(|e| ProviderError::Protocol(format!("{e}: {}", truncate(&payload))))?;
-                if let Some(a) = self.assembler.as_mut()
-                    && let Some(text) = a.push(chunk)
-                {
-                    return Ok(Some(StreamItem::Delta(text)));
+                if let Some(a) = self.assembler.as_mut() {
+                    let text = a.push(chunk);
+                    self.spent = a.output_bytes() as u64;
+                    if self.spent > self.budget {
+                        return Err(ProviderError::OutputLimit(self.budget));
+                    }
+                    if let Some(text) = text {
+                        return Ok(Some(StreamItem::Delta(text)));
+                    }
                 }
                 continue;
             }
@@ -226,7 +254,19 @@ impl ChatStream {
                 .await
                 .map_err(|_| ProviderError::Idle(self.idle.as_secs()))?;
             match next {
-                Some(Ok(bytes)) => self.pending.extend(self.decoder.feed(&bytes)),
+                Some(Ok(bytes)) => {
+                    self.pending.extend(self.decoder.feed(&bytes));
+                    // An event that never ends must not grow without bound either.
+                    let buffered = self.decoder.buffered() as u64;
+                    if buffered
+                        > self
+                            .budget
+                            .saturating_sub(self.output_bytes())
+                            .saturating_add(EVENT_OVERHEAD)
+                    {
+                        return Err(ProviderError::OutputLimit(self.budget));
+                    }
+                }
                 Some(Err(e)) => return Err(ProviderError::Transport(e.without_url().to_string())),
                 None => {
                     self.done = true;

@@ -35,6 +35,11 @@ impl SseDecoder {
         out
     }
 
+    /// Bytes held for events not complete yet.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len() + self.data.iter().map(String::len).sum::<usize>()
+    }
+
     /// The payload of an event the stream ended in without its blank line.
     pub fn finish(&mut self) -> Option<String> {
         let rest = String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
@@ -129,6 +134,16 @@ impl Assembler {
         }
         self.text.push_str(&text);
         (!text.is_empty()).then_some(text)
+    }
+
+    /// Bytes of text, tool names and tool arguments so far.
+    pub fn output_bytes(&self) -> usize {
+        self.text.len()
+            + self
+                .calls
+                .values()
+                .map(|c| c.name.len() + c.arguments.len())
+                .sum::<usize>()
     }
 
     /// Whether a finish reason arrived.

@@ -4,19 +4,51 @@
 
 pub mod sqlite;
 
+use ploke_proto::common::v1::TokenUsage;
 use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
+use ploke_runtime::sqlite::DbError;
+use ploke_runtime::storage_health::StorageFault;
 
 use crate::provider::wire::ChatMessage;
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// Storage cannot take writes (disk full, read-only, data dir removed): UNAVAILABLE.
+    #[error("session store: {0}")]
+    Unavailable(#[from] StorageFault),
     /// The database failed.
     #[error("session store: {0}")]
     Db(#[from] sqlx::Error),
     /// A stored row could not be decoded.
     #[error("session store: corrupt row: {0}")]
     Corrupt(String),
+}
+
+impl From<DbError> for StoreError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Storage(f) => StoreError::Unavailable(f),
+            DbError::Db(e) => StoreError::Db(e),
+        }
+    }
+}
+
+/// What else the transaction that appends an event records. Everything in it commits with the
+/// event or not at all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Effects {
+    /// History messages to append; their seq is the event's, their turn the event's
+    /// `correlation.parent_id`.
+    pub messages: Vec<ChatMessage>,
+    /// A `client_request_id` and the answer it got.
+    pub request: Option<(String, SendMessageResponse)>,
+    /// A title for a session that has none.
+    pub title: Option<String>,
+    /// Marks a turn running (`Some(Some(parent_id))`) or finished (`Some(None)`).
+    pub running: Option<Option<String>>,
+    /// Tokens to add to the session's total (and `updated_at` set to the event's time).
+    pub usage: Option<TokenUsage>,
 }
 
 /// One message of a session's history, as the provider will see it.
@@ -44,11 +76,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         limit: u32,
         after: Option<&PageCursor>,
     ) -> Result<Vec<Session>, StoreError>;
-    /// Replaces a session's record (usage, title, timestamps).
-    async fn update_session(&self, session: &Session) -> Result<(), StoreError>;
-    /// Appends an event whose seq is the session's last seq + 1 (checked) and records the new
-    /// last seq.
-    async fn append_event(&self, event: &SessionEvent) -> Result<(), StoreError>;
+    /// Appends an event whose seq is the session's last seq + 1 (checked), records the new
+    /// last seq and applies `effects`, in one transaction.
+    async fn append_event(&self, event: &SessionEvent, effects: &Effects)
+    -> Result<(), StoreError>;
     /// Events with seq > `after_seq`, in order, at most `limit`.
     async fn events_after(
         &self,
@@ -70,19 +101,6 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         session_id: &str,
         client_request_id: &str,
     ) -> Result<Option<SendMessageResponse>, StoreError>;
-    /// Records the answer to a `client_request_id`.
-    async fn save_request(
-        &self,
-        session_id: &str,
-        client_request_id: &str,
-        response: &SendMessageResponse,
-    ) -> Result<(), StoreError>;
-    /// Marks the turn running (`Some(parent_id)`) or finished (`None`).
-    async fn set_running(
-        &self,
-        session_id: &str,
-        parent_id: Option<&str>,
-    ) -> Result<(), StoreError>;
     /// Sessions whose turn was running when the service stopped: (session id, parent id).
     async fn running(&self) -> Result<Vec<(String, String)>, StoreError>;
 }

@@ -1,13 +1,17 @@
-//! The SQLite [`SessionStore`]: sessions, events and history messages in one file (WAL).
+//! The SQLite [`SessionStore`]: sessions, events and history messages in one file (WAL, see
+//! `ploke_runtime::sqlite` for why it is opened as it is). Every write is refused while storage
+//! is broken and counts only if the file is still the one opened.
 
 use std::path::Path;
 
+use ploke_proto::common::v1::TokenUsage;
 use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
+use ploke_runtime::sqlite::Database;
 use prost::Message;
-use sqlx::Row;
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::SqliteConnection;
+use sqlx::{Connection, Row};
 
-use super::{PageCursor, SessionStore, StoreError, StoredMessage};
+use super::{Effects, PageCursor, SessionStore, StoreError, StoredMessage};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -44,7 +48,7 @@ CREATE TABLE IF NOT EXISTS requests (
 /// Sessions in a SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    db: Database,
 }
 
 fn ms(t: Option<&prost_types::Timestamp>) -> i64 {
@@ -58,32 +62,39 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
 
 impl SqliteStore {
     /// Opens (creating) the database at `path`.
-    pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = ploke_runtime::sqlite::open(path, SCHEMA).await?;
-        Ok(Self { pool })
+    pub async fn open(path: &Path) -> Result<Self, ploke_runtime::sqlite::OpenError> {
+        let db = ploke_runtime::sqlite::open(path, SCHEMA).await?;
+        Ok(Self { db })
+    }
+
+    /// The database (its health, its monitor, closing it).
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 }
 
 #[async_trait::async_trait]
 impl SessionStore for SqliteStore {
     async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session) VALUES (?, ?, ?, ?, ?)")
+        self.db.writable()?;
+        let r = sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session) VALUES (?, ?, ?, ?, ?)")
             .bind(&session.session_id)
             .bind(&session.workspace_root)
             .bind(ms(session.created_at.as_ref()))
             .bind(session.last_seq as i64)
             .bind(session.encode_to_vec())
-            .execute(&self.pool)
-            .await?;
+            .execute(self.db.pool())
+            .await;
+        self.db.written(r)?;
         Ok(())
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<Session>, StoreError> {
         let row = sqlx::query("SELECT session, last_seq FROM sessions WHERE id = ?")
             .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|r| decode_session(&r)).transpose()
+            .fetch_optional(self.db.pool())
+            .await;
+        self.db.read(row)?.map(|r| decode_session(&r)).transpose()
     }
 
     async fn list_sessions(
@@ -107,41 +118,22 @@ impl SessionStore for SqliteStore {
         }
         q.push(" ORDER BY created_ms DESC, id DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = q.build().fetch_all(&self.pool).await?;
-        rows.iter().map(decode_session).collect()
+        let rows = q.build().fetch_all(self.db.pool()).await;
+        self.db.read(rows)?.iter().map(decode_session).collect()
     }
 
-    async fn update_session(&self, session: &Session) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET session = ? WHERE id = ?")
-            .bind(session.encode_to_vec())
-            .bind(&session.session_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    async fn append_event(&self, event: &SessionEvent) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let done = sqlx::query("UPDATE sessions SET last_seq = ? WHERE id = ? AND last_seq = ?")
-            .bind(event.seq as i64)
-            .bind(&event.session_id)
-            .bind(event.seq as i64 - 1)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() != 1 {
-            return Err(StoreError::Corrupt(format!(
-                "event {} of session {} is not the next seq",
-                event.seq, event.session_id
-            )));
+    async fn append_event(
+        &self,
+        event: &SessionEvent,
+        effects: &Effects,
+    ) -> Result<(), StoreError> {
+        self.db.writable()?;
+        let result = async {
+            let mut conn = self.db.pool().acquire().await?;
+            append_tx(&mut conn, event, effects).await
         }
-        sqlx::query("INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)")
-            .bind(&event.session_id)
-            .bind(event.seq as i64)
-            .bind(event.encode_to_vec())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
+        .await;
+        self.db.written(result)?
     }
 
     async fn events_after(
@@ -156,9 +148,11 @@ impl SessionStore for SqliteStore {
         .bind(session_id)
         .bind(after_seq as i64)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
+        .fetch_all(self.db.pool())
+        .await;
+        self.db
+            .read(rows)?
+            .iter()
             .map(|r| {
                 let bytes: Vec<u8> = r.try_get("event")?;
                 SessionEvent::decode(bytes.as_slice()).map_err(corrupt)
@@ -171,26 +165,17 @@ impl SessionStore for SqliteStore {
         session_id: &str,
         messages: &[StoredMessage],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let next: i64 =
-            sqlx::query("SELECT COALESCE(MAX(idx), 0) AS n FROM messages WHERE session_id = ?")
-                .bind(session_id)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get("n")?;
-        for (i, m) in messages.iter().enumerate() {
-            let json = serde_json::to_string(&m.message).map_err(corrupt)?;
-            sqlx::query("INSERT INTO messages (session_id, idx, seq, parent_id, message) VALUES (?, ?, ?, ?, ?)")
-                .bind(session_id)
-                .bind(next + 1 + i as i64)
-                .bind(m.seq as i64)
-                .bind(&m.parent_id)
-                .bind(json)
-                .execute(&mut *tx)
-                .await?;
+        self.db.writable()?;
+        let result = async {
+            let mut tx = self.db.pool().begin().await?;
+            let done = insert_messages(&mut tx, session_id, messages).await?;
+            if done.is_ok() {
+                tx.commit().await?;
+            }
+            Ok(done)
         }
-        tx.commit().await?;
-        Ok(())
+        .await;
+        self.db.written(result)?
     }
 
     async fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
@@ -198,9 +183,11 @@ impl SessionStore for SqliteStore {
             "SELECT seq, parent_id, message FROM messages WHERE session_id = ? ORDER BY idx",
         )
         .bind(session_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
+        .fetch_all(self.db.pool())
+        .await;
+        self.db
+            .read(rows)?
+            .iter()
             .map(|r| {
                 let seq: i64 = r.try_get("seq")?;
                 let text: String = r.try_get("message")?;
@@ -223,49 +210,25 @@ impl SessionStore for SqliteStore {
         )
         .bind(session_id)
         .bind(client_request_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|r| {
-            let bytes: Vec<u8> = r.try_get("response")?;
-            SendMessageResponse::decode(bytes.as_slice()).map_err(corrupt)
-        })
-        .transpose()
-    }
-
-    async fn save_request(
-        &self,
-        session_id: &str,
-        client_request_id: &str,
-        response: &SendMessageResponse,
-    ) -> Result<(), StoreError> {
-        sqlx::query("INSERT OR IGNORE INTO requests (session_id, client_request_id, response) VALUES (?, ?, ?)")
-            .bind(session_id)
-            .bind(client_request_id)
-            .bind(response.encode_to_vec())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    async fn set_running(
-        &self,
-        session_id: &str,
-        parent_id: Option<&str>,
-    ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET running_parent = ? WHERE id = ?")
-            .bind(parent_id)
-            .bind(session_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        .fetch_optional(self.db.pool())
+        .await;
+        self.db
+            .read(row)?
+            .map(|r| {
+                let bytes: Vec<u8> = r.try_get("response")?;
+                SendMessageResponse::decode(bytes.as_slice()).map_err(corrupt)
+            })
+            .transpose()
     }
 
     async fn running(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows =
             sqlx::query("SELECT id, running_parent FROM sessions WHERE running_parent IS NOT NULL")
-                .fetch_all(&self.pool)
-                .await?;
-        rows.iter()
+                .fetch_all(self.db.pool())
+                .await;
+        self.db
+            .read(rows)?
+            .iter()
             .map(|r| Ok((r.try_get("id")?, r.try_get("running_parent")?)))
             .collect()
     }
@@ -277,4 +240,123 @@ fn decode_session(row: &sqlx::sqlite::SqliteRow) -> Result<Session, StoreError> 
     let mut s = Session::decode(bytes.as_slice()).map_err(corrupt)?;
     s.last_seq = last_seq as u64;
     Ok(s)
+}
+
+/// History messages after the session's last, in `conn`'s transaction.
+async fn insert_messages(
+    conn: &mut SqliteConnection,
+    session_id: &str,
+    messages: &[StoredMessage],
+) -> Result<Result<(), StoreError>, sqlx::Error> {
+    let next: i64 =
+        sqlx::query("SELECT COALESCE(MAX(idx), 0) AS n FROM messages WHERE session_id = ?")
+            .bind(session_id)
+            .fetch_one(&mut *conn)
+            .await?
+            .try_get("n")?;
+    for (i, m) in messages.iter().enumerate() {
+        let json = match serde_json::to_string(&m.message) {
+            Ok(j) => j,
+            Err(e) => return Ok(Err(corrupt(e))),
+        };
+        sqlx::query(
+            "INSERT INTO messages (session_id, idx, seq, parent_id, message) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(next + 1 + i as i64)
+        .bind(m.seq as i64)
+        .bind(&m.parent_id)
+        .bind(json)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(Ok(()))
+}
+
+/// The event, its seq check and its effects in one transaction on `conn`. The outer error is
+/// the database's; the inner one a refusal (not the next seq, a corrupt record) after which
+/// nothing was committed.
+async fn append_tx(
+    conn: &mut SqliteConnection,
+    event: &SessionEvent,
+    effects: &Effects,
+) -> Result<Result<(), StoreError>, sqlx::Error> {
+    let mut tx = conn.begin().await?;
+    let done = sqlx::query("UPDATE sessions SET last_seq = ? WHERE id = ? AND last_seq = ?")
+        .bind(event.seq as i64)
+        .bind(&event.session_id)
+        .bind(event.seq as i64 - 1)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() != 1 {
+        return Ok(Err(StoreError::Corrupt(format!(
+            "event {} of session {} is not the next seq",
+            event.seq, event.session_id
+        ))));
+    }
+    sqlx::query("INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)")
+        .bind(&event.session_id)
+        .bind(event.seq as i64)
+        .bind(event.encode_to_vec())
+        .execute(&mut *tx)
+        .await?;
+    let parent_id = event
+        .correlation
+        .as_ref()
+        .map(|c| c.parent_id.clone())
+        .unwrap_or_default();
+    let messages: Vec<StoredMessage> = effects
+        .messages
+        .iter()
+        .map(|m| StoredMessage {
+            seq: event.seq,
+            parent_id: parent_id.clone(),
+            message: m.clone(),
+        })
+        .collect();
+    if let Err(e) = insert_messages(&mut tx, &event.session_id, &messages).await? {
+        return Ok(Err(e));
+    }
+    if let Some((id, response)) = &effects.request {
+        sqlx::query("INSERT OR IGNORE INTO requests (session_id, client_request_id, response) VALUES (?, ?, ?)")
+            .bind(&event.session_id)
+            .bind(id)
+            .bind(response.encode_to_vec())
+            .execute(&mut *tx)
+            .await?;
+    }
+    if let Some(running) = &effects.running {
+        sqlx::query("UPDATE sessions SET running_parent = ? WHERE id = ?")
+            .bind(running.as_deref())
+            .bind(&event.session_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    if effects.title.is_some() || effects.usage.is_some() {
+        let row = sqlx::query("SELECT session, last_seq FROM sessions WHERE id = ?")
+            .bind(&event.session_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let mut session = match decode_session(&row) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Some(title) = &effects.title {
+            session.title.clone_from(title);
+        }
+        if let Some(u) = &effects.usage {
+            let total = session.usage.get_or_insert_with(TokenUsage::default);
+            total.input_tokens += u.input_tokens;
+            total.output_tokens += u.output_tokens;
+            total.total_tokens += u.total_tokens;
+            session.updated_at = event.at;
+        }
+        sqlx::query("UPDATE sessions SET session = ? WHERE id = ?")
+            .bind(session.encode_to_vec())
+            .bind(&event.session_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(Ok(()))
 }

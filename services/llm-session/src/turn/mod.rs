@@ -1,30 +1,32 @@
 //! One turn: the request loop against the provider. Each step fits the history, streams the
 //! reply as deltas, runs the tool calls it asks for concurrently and appends their results in
-//! the model's order, until the model answers without tools, a limit is hit, the provider keeps
-//! failing or the turn is cancelled. Every turn ends with `turn_completed` or `turn_failed`.
+//! the model's order, until the model answers without tools, a limit is hit (tool rounds, wall
+//! time, output bytes), the provider keeps failing, storage fails or the turn is cancelled.
+//! Every turn ends with `turn_completed` or `turn_failed`.
 
 pub mod history;
 mod render;
+mod request;
 pub mod tools;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ploke_proto::common::v1::{Correlation, TokenUsage};
 use ploke_proto::session::v1::{
-    AssistantDelta, AssistantMessage, Notice, NoticeLevel, TurnCompleted, TurnFailed,
-    TurnFailureReason, session_event::Event,
+    AssistantMessage, NoticeLevel, TurnCompleted, TurnFailed, TurnFailureReason,
+    session_event::Event,
 };
 use ploke_proto::tools::v1::tool_result;
 use ploke_runtime::config::{AutoContext, SessionConfig};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::events::EventLog;
-use crate::provider::wire::{ChatMessage, ChatRequest, StreamOptions, ToolSpec};
-use crate::provider::{AssembledCall, Completion, Provider, ProviderError, StreamItem};
-use crate::store::{SessionStore, StoredMessage};
+use crate::provider::wire::{ChatMessage, ToolSpec};
+use crate::provider::{AssembledCall, Provider, ProviderError};
+use crate::store::{Effects, SessionStore, StoreError, StoredMessage};
 use history::TokenCounter;
+use request::{OutputBudget, append_notice, request};
 use tools::{CallOutcome, CallScope, ToolRunner};
 
 /// The text appended when a reply was cut at the length limit.
@@ -79,9 +81,11 @@ pub enum TurnEnd {
 
 enum StepError {
     Cancelled,
+    TimeLimit(Duration),
+    OutputLimit,
     MaxRounds(u32),
     Provider(ProviderError),
-    Store(String),
+    Store(StoreError),
 }
 
 /// Adds `u` to `total`.
@@ -106,59 +110,88 @@ fn system_prompt(root: &str) -> String {
 pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> TurnEnd {
     let started = Instant::now();
     let mut rounds = 0u32;
+    let max_time = Duration::from_secs(deps.settings.max_turn_secs);
+    // Whichever ends first drops the others: a dropped step closes the provider's connection
+    // and the in-flight ExecuteTool calls.
     let result = tokio::select! {
         r = steps(deps, spec, usage, &mut rounds) => r,
         () = spec.cancel.cancelled() => Err(StepError::Cancelled),
+        () = tokio::time::sleep(max_time) => Err(StepError::TimeLimit(max_time)),
     };
-    match result {
-        Ok(()) => TurnEnd::Completed(TurnCompleted {
-            rounds,
-            usage: Some(*usage),
-            duration_ms: started.elapsed().as_millis() as u64,
-        }),
-        Err(StepError::Cancelled) => {
-            // Calls the model made but that never got an answer are closed in the history so
-            // that the next turn's request is well-formed.
-            let _ = history::answer_open_calls(
-                &*deps.store,
-                &spec.session_id,
-                &spec.parent_id,
+    let (reason, message, calls) = match result {
+        Ok(()) => {
+            return TurnEnd::Completed(TurnCompleted {
+                rounds,
+                usage: Some(*usage),
+                duration_ms: started.elapsed().as_millis() as u64,
+            });
+        }
+        Err(StepError::Cancelled) if spec.interrupted.load(std::sync::atomic::Ordering::SeqCst) => {
+            (
+                TurnFailureReason::Interrupted,
+                "llm-session shut down while the turn ran".to_owned(),
                 "cancelled by the user before it finished",
             )
-            .await;
-            if spec.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-                return TurnEnd::Failed(TurnFailed {
-                    reason: TurnFailureReason::Interrupted as i32,
-                    message: "llm-session shut down while the turn ran".to_owned(),
-                });
-            }
+        }
+        Err(StepError::Cancelled) => {
             let reason = spec
                 .cancel_reason
                 .lock()
                 .map(|r| r.clone())
                 .unwrap_or_default();
-            TurnEnd::Failed(TurnFailed {
-                reason: TurnFailureReason::Cancelled as i32,
-                message: if reason.is_empty() {
+            (
+                TurnFailureReason::Cancelled,
+                if reason.is_empty() {
                     "cancelled".to_owned()
                 } else {
                     reason
                 },
-            })
+                "cancelled by the user before it finished",
+            )
         }
-        Err(StepError::MaxRounds(n)) => TurnEnd::Failed(TurnFailed {
-            reason: TurnFailureReason::MaxRounds as i32,
-            message: format!("the model still asked for tools after {n} tool rounds"),
-        }),
-        Err(StepError::Provider(e)) => TurnEnd::Failed(TurnFailed {
-            reason: TurnFailureReason::Provider as i32,
-            message: e.to_string(),
-        }),
-        Err(StepError::Store(e)) => TurnEnd::Failed(TurnFailed {
-            reason: TurnFailureReason::Internal as i32,
-            message: e,
-        }),
+        Err(StepError::TimeLimit(d)) => (
+            TurnFailureReason::TimeLimit,
+            format!(
+                "the turn ran for its limit of {} s ([session] max_turn_secs)",
+                d.as_secs()
+            ),
+            "not finished: the turn reached its time limit",
+        ),
+        Err(StepError::OutputLimit) => (
+            TurnFailureReason::OutputLimit,
+            format!(
+                "the model streamed more than {} bytes in this turn ([session] max_turn_output_bytes)",
+                deps.settings.max_turn_output_bytes
+            ),
+            "not run: the turn reached its output limit",
+        ),
+        Err(StepError::MaxRounds(n)) => (
+            TurnFailureReason::MaxRounds,
+            format!("the model still asked for tools after {n} tool rounds"),
+            "",
+        ),
+        Err(StepError::Provider(e)) => (TurnFailureReason::Provider, e.to_string(), ""),
+        Err(StepError::Store(e)) => (
+            match e {
+                StoreError::Unavailable(_) => TurnFailureReason::Storage,
+                _ => TurnFailureReason::Internal,
+            },
+            e.to_string(),
+            "not finished: the session store failed",
+        ),
+    };
+    // Calls the model made but that never got an answer are closed in the history so that the
+    // next turn's request is well-formed.
+    if !calls.is_empty()
+        && let Err(e) =
+            history::answer_open_calls(&*deps.store, &spec.session_id, &spec.parent_id, calls).await
+    {
+        tracing::error!(session_id = %spec.session_id, parent_id = %spec.parent_id, error = %e, "closing the turn's open tool calls in the history failed");
     }
+    TurnEnd::Failed(TurnFailed {
+        reason: reason as i32,
+        message,
+    })
 }
 
 async fn steps(
@@ -186,30 +219,19 @@ async fn steps(
         parent_id: spec.parent_id.clone(),
         call_id: String::new(),
     };
-    let notice = |correlation: Correlation, level: NoticeLevel, text: String| async move {
-        let _ = deps
-            .log
-            .append(
-                &spec.session_id,
-                &correlation,
-                Event::Notice(Notice {
-                    level: level as i32,
-                    text,
-                }),
-            )
-            .await;
-    };
     let mut tools: Vec<ToolSpec> = Vec::new();
     if model_cfg.as_ref().and_then(|m| m.supports_tools) != Some(false) {
         match deps.tools.definitions().await {
             Ok(t) => tools = t,
             Err(e) => {
-                notice(
-                    correlation.clone(),
+                append_notice(
+                    deps,
+                    spec,
+                    &correlation,
                     NoticeLevel::Warn,
                     format!("tools unavailable: {e}"),
                 )
-                .await;
+                .await?;
             }
         }
     }
@@ -223,7 +245,7 @@ async fn steps(
     )];
     let mut auto = Vec::new();
     if s.auto_context == AutoContext::Light {
-        let (message, parts) = auto_context(deps, spec, &correlation).await;
+        let (message, parts) = auto_context(deps, spec, &correlation).await?;
         if let Some(m) = message {
             system.push(m);
         }
@@ -231,12 +253,16 @@ async fn steps(
     }
     let mut tool_rounds = 0u32;
     let mut continued = false;
+    let mut budget = OutputBudget {
+        limit: s.max_turn_output_bytes,
+        used: 0,
+    };
     loop {
         let history = deps
             .store
             .messages(&spec.session_id)
             .await
-            .map_err(|e| StepError::Store(e.to_string()))?;
+            .map_err(StepError::Store)?;
         let mut fitted = history::fit(
             &counter,
             &system,
@@ -260,8 +286,16 @@ async fn steps(
                 Event::ContextPlan(fitted.plan),
             )
             .await
-            .map_err(|e| StepError::Store(e.to_string()))?;
-        let completion = request(deps, spec, &correlation, &fitted.messages, &mut tools).await?;
+            .map_err(StepError::Store)?;
+        let completion = request(
+            deps,
+            spec,
+            &correlation,
+            &fitted.messages,
+            &mut tools,
+            &mut budget,
+        )
+        .await?;
         *rounds += 1;
         let (input, output) = completion
             .usage
@@ -272,8 +306,17 @@ async fn steps(
             total_tokens: input + output,
         };
         add_usage(usage, &step_usage);
+        let calls = with_ids(&completion.tool_calls, &correlation.request_id);
+        let assistant = ChatMessage {
+            role: "assistant".into(),
+            content: (!completion.text.is_empty() || calls.is_empty())
+                .then(|| completion.text.clone()),
+            tool_calls: calls.iter().map(AssembledCall::to_wire).collect(),
+            tool_call_id: None,
+        };
+        // The event (bounded) and the history message (whole) commit together.
         deps.log
-            .append(
+            .append_with(
                 &spec.session_id,
                 &correlation,
                 Event::AssistantMessage(AssistantMessage {
@@ -286,18 +329,13 @@ async fn steps(
                         completion.model.clone()
                     },
                 }),
+                |_| Effects {
+                    messages: vec![assistant],
+                    ..Effects::default()
+                },
             )
             .await
-            .map_err(|e| StepError::Store(e.to_string()))?;
-        let calls = with_ids(&completion.tool_calls, &correlation.request_id);
-        let assistant = ChatMessage {
-            role: "assistant".into(),
-            content: (!completion.text.is_empty() || calls.is_empty())
-                .then(|| completion.text.clone()),
-            tool_calls: calls.iter().map(AssembledCall::to_wire).collect(),
-            tool_call_id: None,
-        };
-        remember(deps, spec, vec![assistant]).await?;
+            .map_err(StepError::Store)?;
         if !calls.is_empty() {
             if tool_rounds >= s.max_tool_rounds {
                 let text = format!(
@@ -306,13 +344,17 @@ async fn steps(
                 );
                 history::answer_open_calls(&*deps.store, &spec.session_id, &spec.parent_id, &text)
                     .await
-                    .map_err(|e| StepError::Store(e.to_string()))?;
+                    .map_err(StepError::Store)?;
                 return Err(StepError::MaxRounds(s.max_tool_rounds));
             }
             tool_rounds += 1;
             let scope = call_scope(deps, spec, &correlation);
+            // A call whose events cannot be recorded fails the step; the others are dropped
+            // (their ExecuteTool calls cancelled).
             let outcomes: Vec<CallOutcome> =
-                futures::future::join_all(calls.iter().map(|c| deps.tools.run(&scope, c))).await;
+                futures::future::try_join_all(calls.iter().map(|c| deps.tools.run(&scope, c)))
+                    .await
+                    .map_err(StepError::Store)?;
             let messages = outcomes
                 .iter()
                 .map(|o| ChatMessage::tool(&o.call_id, o.text.clone()))
@@ -323,12 +365,14 @@ async fn steps(
         }
         if completion.finish_reason == "length" && !continued {
             continued = true;
-            notice(
-                correlation.clone(),
+            append_notice(
+                deps,
+                spec,
+                &correlation,
                 NoticeLevel::Info,
                 "the reply reached the length limit; asking the model to continue".into(),
             )
-            .await;
+            .await?;
             remember(deps, spec, vec![ChatMessage::text("user", CONTINUE_PROMPT)]).await?;
             correlation.request_id = uuid::Uuid::now_v7().to_string();
             continue;
@@ -364,8 +408,7 @@ async fn remember(
         .store
         .get_session(&spec.session_id)
         .await
-        .ok()
-        .flatten()
+        .map_err(StepError::Store)?
         .map_or(0, |s| s.last_seq);
     let stored: Vec<StoredMessage> = messages
         .into_iter()
@@ -378,151 +421,7 @@ async fn remember(
     deps.store
         .append_messages(&spec.session_id, &stored)
         .await
-        .map_err(|e| StepError::Store(e.to_string()))
-}
-
-/// One provider request with retries: 429 / 5xx / transport errors up to `provider_tries`
-/// with exponential backoff and jitter (Retry-After honoured); a refusal of tools once more
-/// without them.
-async fn request(
-    deps: &TurnDeps,
-    spec: &TurnSpec,
-    correlation: &Correlation,
-    messages: &[ChatMessage],
-    tools: &mut Vec<ToolSpec>,
-) -> Result<Completion, StepError> {
-    let s = &deps.settings;
-    let tries = s.provider_tries.max(1);
-    let mut attempt = 1;
-    loop {
-        match attempt_once(deps, spec, correlation, messages, tools).await {
-            Ok(c) => return Ok(c),
-            Err(StepError::Provider(e)) if e.no_tool_support() && !tools.is_empty() => {
-                tools.clear();
-                append_notice(
-                    deps,
-                    spec,
-                    correlation,
-                    NoticeLevel::Warn,
-                    format!(
-                        "model {} does not accept tools ({e}); answering without tools",
-                        spec.model
-                    ),
-                )
-                .await;
-            }
-            Err(StepError::Provider(e)) if e.retryable() && attempt < tries => {
-                let delay = ploke_runtime::retry::backoff(
-                    s.retry_base_ms,
-                    s.retry_max_ms,
-                    attempt,
-                    e.retry_after(),
-                );
-                append_notice(
-                    deps,
-                    spec,
-                    correlation,
-                    NoticeLevel::Warn,
-                    format!(
-                        "{e}; retrying in {:.1} s (try {} of {tries})",
-                        delay.as_secs_f64(),
-                        attempt + 1
-                    ),
-                )
-                .await;
-                tokio::time::sleep(delay).await;
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-async fn append_notice(
-    deps: &TurnDeps,
-    spec: &TurnSpec,
-    correlation: &Correlation,
-    level: NoticeLevel,
-    text: String,
-) {
-    let _ = deps
-        .log
-        .append(
-            &spec.session_id,
-            correlation,
-            Event::Notice(Notice {
-                level: level as i32,
-                text,
-            }),
-        )
-        .await;
-}
-
-async fn attempt_once(
-    deps: &TurnDeps,
-    spec: &TurnSpec,
-    correlation: &Correlation,
-    messages: &[ChatMessage],
-    tools: &[ToolSpec],
-) -> Result<Completion, StepError> {
-    let span = tracing::info_span!(
-        "chat",
-        otel.name = %format!("chat {}", spec.model),
-        otel.kind = "client",
-        gen_ai.operation.name = "chat",
-        gen_ai.provider.name = %spec.provider.name,
-        gen_ai.request.model = %spec.model,
-        gen_ai.conversation.id = %spec.session_id,
-        gen_ai.usage.input_tokens = tracing::field::Empty,
-        gen_ai.usage.output_tokens = tracing::field::Empty,
-        gen_ai.response.finish_reasons = tracing::field::Empty,
-        ploke.request_id = %correlation.request_id,
-        ploke.parent_id = %correlation.parent_id,
-    );
-    let recorder = span.clone();
-    async {
-        let request = ChatRequest {
-            model: &spec.model,
-            messages,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            tools: (!tools.is_empty()).then_some(tools),
-            tool_choice: (!tools.is_empty()).then_some("auto"),
-            provider: spec.provider.config().preferences.as_ref(),
-        };
-        let mut stream = spec
-            .provider
-            .start(&request)
-            .await
-            .map_err(StepError::Provider)?;
-        loop {
-            match stream.next().await.map_err(StepError::Provider)? {
-                Some(StreamItem::Delta(text)) => {
-                    deps.log
-                        .append(
-                            &spec.session_id,
-                            correlation,
-                            Event::AssistantDelta(AssistantDelta { text }),
-                        )
-                        .await
-                        .map_err(|e| StepError::Store(e.to_string()))?;
-                }
-                Some(StreamItem::Done(c)) => {
-                    if let Some(u) = c.usage {
-                        recorder.record("gen_ai.usage.input_tokens", u.prompt_tokens);
-                        recorder.record("gen_ai.usage.output_tokens", u.completion_tokens);
-                    }
-                    recorder.record("gen_ai.response.finish_reasons", c.finish_reason.as_str());
-                    return Ok(c);
-                }
-                None => return Err(StepError::Provider(ProviderError::Truncated)),
-            }
-        }
-    }
-    .instrument(span)
-    .await
+        .map_err(StepError::Store)
 }
 
 /// The scope tool calls of this turn run in.
@@ -545,18 +444,25 @@ async fn auto_context(
     deps: &TurnDeps,
     spec: &TurnSpec,
     correlation: &Correlation,
-) -> (
-    Option<ChatMessage>,
-    Vec<ploke_proto::tools::v1::ContextSnippet>,
-) {
+) -> Result<
+    (
+        Option<ChatMessage>,
+        Vec<ploke_proto::tools::v1::ContextSnippet>,
+    ),
+    StepError,
+> {
     let call = AssembledCall {
         id: format!("auto-context-{}", spec.parent_id),
         name: "request_code_context".into(),
         arguments: serde_json::json!({ "search_term": spec.user_message }).to_string(),
     };
     let scope = call_scope(deps, spec, correlation);
-    let outcome = deps.tools.run(&scope, &call).await;
-    match outcome.result.and_then(|r| r.result) {
+    let outcome = deps
+        .tools
+        .run(&scope, &call)
+        .await
+        .map_err(StepError::Store)?;
+    Ok(match outcome.result.and_then(|r| r.result) {
         Some(tool_result::Result::RequestCodeContext(c)) if !c.parts.is_empty() => (
             Some(ChatMessage::text(
                 "system",
@@ -568,5 +474,5 @@ async fn auto_context(
             c.parts,
         ),
         _ => (None, Vec::new()),
-    }
+    })
 }

@@ -1,6 +1,8 @@
 //! Running the model's tool calls through tool-executor: arguments parsed into typed calls with
 //! the registry (a parse failure is a typed error the model reads), one ExecuteTool per call,
 //! its progress, proposals and outcome recorded as events, the outcome rendered for the model.
+//! An event that cannot be recorded ends the call (its ExecuteTool is dropped, which withdraws
+//! a pending proposal) with the store's error, which fails the turn.
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,7 @@ use super::render;
 use crate::events::EventLog;
 use crate::provider::AssembledCall;
 use crate::provider::wire::{FunctionSpec, ToolSpec};
+use crate::store::StoreError;
 
 /// tool-executor as the loop uses it.
 #[derive(Debug, Clone)]
@@ -94,8 +97,13 @@ impl ToolRunner {
             .collect()
     }
 
-    /// Runs one call the model asked for; every path ends with an event and a tool message.
-    pub async fn run(&self, scope: &CallScope<'_>, call: &AssembledCall) -> CallOutcome {
+    /// Runs one call the model asked for; every path ends with an event and a tool message,
+    /// or with the error that kept the event from being recorded.
+    pub async fn run(
+        &self,
+        scope: &CallScope<'_>,
+        call: &AssembledCall,
+    ) -> Result<CallOutcome, StoreError> {
         let started = Instant::now();
         let mut correlation = scope.correlation.clone();
         correlation.call_id = call.id.clone();
@@ -118,7 +126,7 @@ impl ToolRunner {
                         .await;
                 }
             };
-            let _ = scope
+            scope
                 .log
                 .append(
                     scope.session_id,
@@ -129,7 +137,7 @@ impl ToolRunner {
                         call: Some(typed.clone()),
                     }),
                 )
-                .await;
+                .await?;
             self.execute(scope, &correlation, call, typed, started)
                 .await
         }
@@ -144,7 +152,7 @@ impl ToolRunner {
         call: &AssembledCall,
         typed: ToolCall,
         started: Instant,
-    ) -> CallOutcome {
+    ) -> Result<CallOutcome, StoreError> {
         let is_edit = matches!(
             typed.args,
             Some(tool_call::Args::ApplyCodeEdit(_) | tool_call::Args::CreateFile(_))
@@ -168,12 +176,16 @@ impl ToolRunner {
                 .clone()
                 .execute_tool(request)
                 .await
-                .map_err(|s| unavailable(&s))?
+                .map_err(|s| Ended::Tool(unavailable(&s)))?
                 .into_inner();
-            while let Some(e) = stream.message().await.map_err(|s| unavailable(&s))? {
+            while let Some(e) = stream
+                .message()
+                .await
+                .map_err(|s| Ended::Tool(unavailable(&s)))?
+            {
                 match e.event {
                     Some(execute_tool_event::Event::Progress(p)) => {
-                        let _ = scope
+                        scope
                             .log
                             .append(
                                 scope.session_id,
@@ -183,30 +195,32 @@ impl ToolRunner {
                                     progress: Some(p),
                                 }),
                             )
-                            .await;
+                            .await
+                            .map_err(Ended::Store)?;
                     }
                     Some(execute_tool_event::Event::EditProposed(p)) => {
                         proposal_id = Some(p.proposal_id.clone());
-                        let _ = scope
+                        scope
                             .log
                             .append(
                                 scope.session_id,
                                 correlation,
                                 Event::EditProposed(EditProposed { proposal: Some(p) }),
                             )
-                            .await;
+                            .await
+                            .map_err(Ended::Store)?;
                     }
                     Some(execute_tool_event::Event::Result(r)) => return Ok(r),
-                    Some(execute_tool_event::Event::Error(e)) => return Err(e),
+                    Some(execute_tool_event::Event::Error(e)) => return Err(Ended::Tool(e)),
                     None => {}
                 }
             }
-            Err(ToolError {
+            Err(Ended::Tool(ToolError {
                 code: ToolErrorCode::Internal as i32,
                 field: String::new(),
                 message: "tool-executor ended the call without an outcome".into(),
                 retry_hint: String::new(),
-            })
+            }))
         };
         // The ids travel as x-ploke-* metadata too (the client interceptor reads this scope).
         let run = ploke_runtime::correlation::scope(
@@ -220,21 +234,27 @@ impl ToolRunner {
             tokio::time::timeout(self.timeout + Duration::from_secs(5), run)
                 .await
                 .unwrap_or_else(|_| {
-                    Err(ToolError {
+                    Err(Ended::Tool(ToolError {
                         code: ToolErrorCode::Timeout as i32,
                         field: String::new(),
                         message: format!("no answer within {} ms", self.timeout.as_millis() + 5000),
                         retry_hint: String::new(),
-                    })
+                    }))
                 })
+        };
+        let outcome = match outcome {
+            Ok(result) => Ok(result),
+            Err(Ended::Tool(e)) => Err(e),
+            // The ExecuteTool stream is gone (a pending proposal is withdrawn with it).
+            Err(Ended::Store(e)) => return Err(e),
         };
         match outcome {
             Ok(result) => {
                 if let Some(id) = &proposal_id {
-                    decided(scope, correlation, id, Ok(&result)).await;
+                    decided(scope, correlation, id, Ok(&result)).await?;
                 }
                 let text = render::result(&result);
-                let _ = scope
+                scope
                     .log
                     .append(
                         scope.session_id,
@@ -246,12 +266,12 @@ impl ToolRunner {
                             duration_ms: started.elapsed().as_millis() as u64,
                         }),
                     )
-                    .await;
-                CallOutcome {
+                    .await?;
+                Ok(CallOutcome {
                     call_id: call.id.clone(),
                     text,
                     result: Some(result),
-                }
+                })
             }
             Err(error) => {
                 self.failed(scope, correlation, call, error, started, proposal_id)
@@ -268,13 +288,13 @@ impl ToolRunner {
         error: ToolError,
         started: Instant,
         proposal_id: Option<String>,
-    ) -> CallOutcome {
+    ) -> Result<CallOutcome, StoreError> {
         if let Some(id) = &proposal_id {
-            decided(scope, correlation, id, Err(&error)).await;
+            decided(scope, correlation, id, Err(&error)).await?;
         }
         let text = render::error(&error);
         tracing::info!(call_id = %call.id, tool = %call.name, code = error.code().as_str_name(), "tool call failed");
-        let _ = scope
+        scope
             .log
             .append(
                 scope.session_id,
@@ -286,13 +306,21 @@ impl ToolRunner {
                     duration_ms: started.elapsed().as_millis() as u64,
                 }),
             )
-            .await;
-        CallOutcome {
+            .await?;
+        Ok(CallOutcome {
             call_id: call.id.clone(),
             text,
             result: None,
-        }
+        })
     }
+}
+
+/// Why a call ended without a result.
+enum Ended {
+    /// The tool (or tool-executor) failed: the model reads it.
+    Tool(ToolError),
+    /// An event could not be recorded: the turn fails.
+    Store(StoreError),
 }
 
 /// Records how an edit proposal ended.
@@ -301,12 +329,12 @@ async fn decided(
     correlation: &Correlation,
     proposal_id: &str,
     outcome: Result<&ToolResult, &ToolError>,
-) {
+) -> Result<(), StoreError> {
     let (state, applied) = match outcome {
         Ok(ToolResult {
             result: Some(tool_result::Result::ApplyCodeEdit(o) | tool_result::Result::CreateFile(o)),
         }) => (o.state(), o.applied_edits.clone()),
-        Ok(_) => return,
+        Ok(_) => return Ok(()),
         Err(e) => (
             match e.code() {
                 ToolErrorCode::Denied => ProposalState::Denied,
@@ -318,7 +346,7 @@ async fn decided(
             Vec::new(),
         ),
     };
-    let _ = scope
+    scope
         .log
         .append(
             scope.session_id,
@@ -329,7 +357,8 @@ async fn decided(
                 applied_edits: applied,
             }),
         )
-        .await;
+        .await
+        .map(|_| ())
 }
 
 fn unavailable(s: &tonic::Status) -> ToolError {

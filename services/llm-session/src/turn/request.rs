@@ -1,0 +1,183 @@
+//! One provider request of a step, with retries: 429 / 5xx / transport errors up to
+//! `provider_tries` with exponential backoff and jitter (Retry-After honoured); a refusal of
+//! tools once more without them. Text streams into bounded `assistant_delta` events; the bytes
+//! the model streams count against the turn's output budget, retried attempts included.
+
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::session::v1::{Notice, NoticeLevel, session_event::Event};
+use tracing::Instrument;
+
+use super::{StepError, TurnDeps, TurnSpec};
+use crate::provider::wire::{ChatMessage, ChatRequest, StreamOptions, ToolSpec};
+use crate::provider::{Completion, ProviderError, StreamItem};
+
+/// What the model may still stream in this turn.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OutputBudget {
+    /// `[session] max_turn_output_bytes`.
+    pub limit: u64,
+    /// Streamed so far.
+    pub used: u64,
+}
+
+impl OutputBudget {
+    fn left(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+}
+
+fn provider_error(e: ProviderError) -> StepError {
+    match e {
+        ProviderError::OutputLimit(_) => StepError::OutputLimit,
+        e => StepError::Provider(e),
+    }
+}
+
+/// The step's completion, after retries.
+pub(super) async fn request(
+    deps: &TurnDeps,
+    spec: &TurnSpec,
+    correlation: &Correlation,
+    messages: &[ChatMessage],
+    tools: &mut Vec<ToolSpec>,
+    budget: &mut OutputBudget,
+) -> Result<Completion, StepError> {
+    let s = &deps.settings;
+    let tries = s.provider_tries.max(1);
+    let mut attempt = 1;
+    loop {
+        match attempt_once(deps, spec, correlation, messages, tools, budget).await {
+            Ok(c) => return Ok(c),
+            Err(StepError::Provider(e)) if e.no_tool_support() && !tools.is_empty() => {
+                tools.clear();
+                append_notice(
+                    deps,
+                    spec,
+                    correlation,
+                    NoticeLevel::Warn,
+                    format!(
+                        "model {} does not accept tools ({e}); answering without tools",
+                        spec.model
+                    ),
+                )
+                .await?;
+            }
+            Err(StepError::Provider(e)) if e.retryable() && attempt < tries => {
+                let delay = ploke_runtime::retry::backoff(
+                    s.retry_base_ms,
+                    s.retry_max_ms,
+                    attempt,
+                    e.retry_after(),
+                );
+                append_notice(
+                    deps,
+                    spec,
+                    correlation,
+                    NoticeLevel::Warn,
+                    format!(
+                        "{e}; retrying in {:.1} s (try {} of {tries})",
+                        delay.as_secs_f64(),
+                        attempt + 1
+                    ),
+                )
+                .await?;
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Records a notice; a notice that cannot be recorded fails the step.
+pub(super) async fn append_notice(
+    deps: &TurnDeps,
+    spec: &TurnSpec,
+    correlation: &Correlation,
+    level: NoticeLevel,
+    text: String,
+) -> Result<(), StepError> {
+    deps.log
+        .append(
+            &spec.session_id,
+            correlation,
+            Event::Notice(Notice {
+                level: level as i32,
+                text,
+            }),
+        )
+        .await
+        .map(|_| ())
+        .map_err(StepError::Store)
+}
+
+async fn attempt_once(
+    deps: &TurnDeps,
+    spec: &TurnSpec,
+    correlation: &Correlation,
+    messages: &[ChatMessage],
+    tools: &[ToolSpec],
+    budget: &mut OutputBudget,
+) -> Result<Completion, StepError> {
+    let span = tracing::info_span!(
+        "chat",
+        otel.name = %format!("chat {}", spec.model),
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = %spec.provider.name,
+        gen_ai.request.model = %spec.model,
+        gen_ai.conversation.id = %spec.session_id,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+        ploke.request_id = %correlation.request_id,
+        ploke.parent_id = %correlation.parent_id,
+    );
+    let recorder = span.clone();
+    async {
+        let request = ChatRequest {
+            model: &spec.model,
+            messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tools: (!tools.is_empty()).then_some(tools),
+            tool_choice: (!tools.is_empty()).then_some("auto"),
+            provider: spec.provider.config().preferences.as_ref(),
+        };
+        let mut stream = spec
+            .provider
+            .start(&request)
+            .await
+            .map_err(StepError::Provider)?;
+        stream.limit_output(budget.left());
+        let result = async {
+            loop {
+                match stream.next().await.map_err(provider_error)? {
+                    Some(StreamItem::Delta(text)) => {
+                        deps.log
+                            .append_text(&spec.session_id, correlation, &text)
+                            .await
+                            .map_err(StepError::Store)?;
+                    }
+                    Some(StreamItem::Done(c)) => {
+                        if let Some(u) = c.usage {
+                            recorder.record("gen_ai.usage.input_tokens", u.prompt_tokens);
+                            recorder.record("gen_ai.usage.output_tokens", u.completion_tokens);
+                        }
+                        recorder.record("gen_ai.response.finish_reasons", c.finish_reason.as_str());
+                        return Ok(c);
+                    }
+                    None => return Err(StepError::Provider(ProviderError::Truncated)),
+                }
+            }
+        }
+        .await;
+        budget.used += stream.output_bytes();
+        // Dropping the stream here closes the provider's connection whatever the outcome.
+        result
+    }
+    .instrument(span)
+    .await
+}
