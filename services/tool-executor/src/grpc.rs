@@ -13,7 +13,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::edits::Decision;
+use crate::edits::{Decision, StoreError};
 use crate::error::ExecutorError;
 use crate::service::{ExecuteRequest, ToolService};
 use crate::tools::ToolEvent;
@@ -40,6 +40,7 @@ fn to_status(e: ExecutorError) -> Status {
         ExecutorError::NoSuchProposal(id) => not_found(format!("proposal {id}")),
         e @ ExecutorError::NotPending { .. } => Status::failed_precondition(e.to_string()),
         e @ ExecutorError::BadEditIndex { .. } => invalid_argument("edit_indices", e),
+        e @ ExecutorError::Store(StoreError::Unavailable(_)) => Status::unavailable(e.to_string()),
         e @ ExecutorError::Store(_) => Status::internal(e.to_string()),
         ExecutorError::Internal(m) => Status::internal(m),
     }

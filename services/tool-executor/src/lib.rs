@@ -109,6 +109,7 @@ pub async fn serve(
         stopping.clone(),
     )
     .await?;
+    let database = edits.database().clone();
     let service = service::ToolService::new(
         Workspaces::new(&config.workspaces),
         registry,
@@ -121,11 +122,21 @@ pub async fn serve(
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;
-    Ok(host
+    // Health follows the proposal store (NOT_SERVING while it cannot take writes).
+    let monitor = database.monitor(host.readiness(), STORAGE_PROBE_PERIOD);
+    let served = host
         .serve(tonic::service::Routes::new(server), listener, async move {
             shutdown.await;
             // Calls waiting for a decision end now instead of holding the drain open.
             stopping.cancel();
         })
-        .await?)
+        .await;
+            // No more probing: the server drains.
+            drop(monitor);
+    // Releases the database's lock for whoever opens it next (a restart in this process).
+    database.close().await;
+    Ok(served?)
 }
+
+/// How often the proposal store's file is checked (and, while broken, probed with a write).
+const STORAGE_PROBE_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);

@@ -579,8 +579,12 @@ impl Edits {
             // back as they were (the proposal stays approved; the next start marks it failed).
             if written.is_ok() {
                 match apply::recover(&record) {
-                    Ok(_) => tracing::error!(proposal_id = %p.proposal_id, error = %e, "recording an apply failed; its files were restored"),
-                    Err(r) => tracing::error!(proposal_id = %p.proposal_id, error = %e, restore = %r, record = %record.display(), "recording an apply failed and restoring its files failed"),
+                    Ok(_) => {
+                        tracing::error!(proposal_id = %p.proposal_id, error = %e, "recording an apply failed; its files were restored")
+                    }
+                    Err(r) => {
+                        tracing::error!(proposal_id = %p.proposal_id, error = %e, restore = %r, record = %record.display(), "recording an apply failed and restoring its files failed")
+                    }
                 }
             }
             return Err(e.into());

@@ -1,11 +1,14 @@
 //! Durable proposals: one SQLite table (the embedded default) holding each proposal as its
-//! protobuf encoding beside the columns it is filtered by, and its plan.
+//! protobuf encoding beside the columns it is filtered by, and its plan. Every write is refused
+//! while storage is broken and counts only if the file is still the one opened (see
+//! `ploke_runtime::sqlite`).
 
 use std::path::Path;
 
 use ploke_proto::tools::v1::{EditProposal, ProposalState};
+use ploke_runtime::sqlite::{Database, DbError, OpenError};
+use ploke_runtime::storage_health::StorageFault;
 use prost::Message;
-use sqlx::sqlite::SqlitePool;
 use sqlx::{QueryBuilder, Row};
 
 use super::plan::Plan;
@@ -13,6 +16,12 @@ use super::plan::Plan;
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The database could not be opened.
+    #[error("proposal store: {0}")]
+    Open(#[from] OpenError),
+    /// Storage cannot take writes (disk full, read-only, data dir removed): UNAVAILABLE.
+    #[error("proposal store: {0}")]
+    Unavailable(#[from] StorageFault),
     /// The database failed.
     #[error("proposal store: {0}")]
     Db(#[from] sqlx::Error),
@@ -26,10 +35,19 @@ pub enum StoreError {
     },
 }
 
+impl From<DbError> for StoreError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Storage(f) => StoreError::Unavailable(f),
+            DbError::Db(e) => StoreError::Db(e),
+        }
+    }
+}
+
 /// The proposal table.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    db: Database,
 }
 
 const SCHEMA: &str = "
@@ -55,8 +73,13 @@ fn created_ms(p: &EditProposal) -> i64 {
 impl Store {
     /// Opens (creating) the database file at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = ploke_runtime::sqlite::open(path, SCHEMA).await?;
-        Ok(Self { pool })
+        let db = ploke_runtime::sqlite::open(path, SCHEMA).await?;
+        Ok(Self { db })
+    }
+
+    /// The database (its health, its monitor, closing it).
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 
     /// Stores a new proposal; false (and nothing changed) when its id exists already.
@@ -70,6 +93,7 @@ impl Store {
             .as_ref()
             .map(|c| c.session_id.clone())
             .unwrap_or_default();
+        self.db.writable()?;
         let done = sqlx::query(
             "INSERT OR IGNORE INTO proposals (id, session_id, state, created_ms, proposal, plan)
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -80,18 +104,20 @@ impl Store {
         .bind(created_ms(proposal))
         .bind(proposal.encode_to_vec())
         .bind(plan_json)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .execute(self.db.pool())
+        .await;
+        Ok(self.db.written(done)?.rows_affected() == 1)
     }
 
     /// The proposal and its plan.
     pub async fn get(&self, id: &str) -> Result<Option<(EditProposal, Plan)>, StoreError> {
         let row = sqlx::query("SELECT proposal, plan FROM proposals WHERE id = ?")
             .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        let Some(row) = row else { return Ok(None) };
+            .fetch_optional(self.db.pool())
+            .await;
+        let Some(row) = self.db.read(row)? else {
+            return Ok(None);
+        };
         let corrupt = |reason: String| StoreError::Corrupt {
             id: id.to_owned(),
             reason,
@@ -111,15 +137,16 @@ impl Store {
         proposal: &EditProposal,
         from: ProposalState,
     ) -> Result<bool, StoreError> {
+        self.db.writable()?;
         let done =
             sqlx::query("UPDATE proposals SET state = ?, proposal = ? WHERE id = ? AND state = ?")
                 .bind(proposal.state)
                 .bind(proposal.encode_to_vec())
                 .bind(&proposal.proposal_id)
                 .bind(from as i32)
-                .execute(&self.pool)
-                .await?;
-        Ok(done.rows_affected() == 1)
+                .execute(self.db.pool())
+                .await;
+        Ok(self.db.written(done)?.rows_affected() == 1)
     }
 
     /// Proposals newest first, of `session` (empty = all) in `states` (empty = all).
@@ -143,8 +170,10 @@ impl Store {
         }
         q.push(" ORDER BY created_ms DESC, id DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = q.build().fetch_all(&self.pool).await?;
-        rows.iter()
+        let rows = q.build().fetch_all(self.db.pool()).await;
+        self.db
+            .read(rows)?
+            .iter()
             .map(|row| {
                 let id: String = row.try_get("id")?;
                 let bytes: Vec<u8> = row.try_get("proposal")?;
