@@ -308,6 +308,12 @@ pub struct SessionConfig {
     pub retry_max_ms: u64,
     /// Seconds without a byte from the provider before a request counts as failed.
     pub provider_idle_timeout_secs: u64,
+    /// Longest wall time of one turn in seconds (tool calls and approval waits included);
+    /// then it ends with `turn_failed{time_limit}` and the provider request is dropped.
+    pub max_turn_secs: u64,
+    /// Most bytes the model may stream in one turn (text and tool-call arguments, retried
+    /// attempts included); then it ends with `turn_failed{output_limit}`.
+    pub max_turn_output_bytes: u64,
 }
 
 impl Default for SessionConfig {
@@ -323,14 +329,10 @@ impl Default for SessionConfig {
             retry_base_ms: 500,
             retry_max_ms: 30_000,
             provider_idle_timeout_secs: 120,
+            max_turn_secs: 30 * 60,
+            max_turn_output_bytes: 4 * 1024 * 1024,
         }
     }
-    /// Longest wall time of one turn in seconds (tool calls and approval waits included);
-    /// then it ends with `turn_failed{time_limit}` and the provider request is dropped.
-    pub max_turn_secs: u64,
-    /// Most bytes the model may stream in one turn (text and tool-call arguments, retried
-    /// attempts included); then it ends with `turn_failed{output_limit}`.
-    pub max_turn_output_bytes: u64,
 }
 
 /// Automatic context for a turn.
@@ -346,8 +348,6 @@ pub enum AutoContext {
 
 /// `[gateway]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-            max_turn_secs: 30 * 60,
-            max_turn_output_bytes: 4 * 1024 * 1024,
 #[serde(deny_unknown_fields, default)]
 pub struct GatewayConfig {
     /// Listen address.

@@ -17,10 +17,10 @@ pub mod server;
 pub mod shutdown;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod storage_health;
 pub mod telemetry;
 pub mod testing;
 pub mod text;
-pub mod storage_health;
 mod trace_layer;
 pub mod workspaces;
 

@@ -127,12 +127,12 @@ pub async fn serve(
     let served = host
         .serve(tonic::service::Routes::new(server), listener, async move {
             shutdown.await;
+            // No more probing: the server drains.
+            drop(monitor);
             // Calls waiting for a decision end now instead of holding the drain open.
             stopping.cancel();
         })
         .await;
-            // No more probing: the server drains.
-            drop(monitor);
     // Releases the database's lock for whoever opens it next (a restart in this process).
     database.close().await;
     Ok(served?)
