@@ -3,7 +3,8 @@
 //! chunked transfer encoding, `data: {json}\n\n` events, a role chunk first, tool-call
 //! arguments split mid-string and interleaved by index, usage in the last chunk, `data: [DONE]`
 //! — and replies can be error statuses (404, 429 with Retry-After, 500), slow, held open until
-//! the client goes away, or cut off mid-stream.
+//! the client goes away, cut off mid-stream, paused until the test resumes them, or endless
+//! (deltas or `: keep-alive` comments until the client leaves).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,17 @@ pub enum Reply {
         hold_after: Option<usize>,
         /// After this many events, close the connection mid-stream.
         cut_after: Option<usize>,
+        /// After this many events, wait for [`FakeProvider::resume`] before sending the rest.
+        pause_after: Option<usize>,
+    },
+    /// A 200 SSE stream that never ends: a role chunk, then every `every` either a text
+    /// delta (`delta`) or, without one, a `: keep-alive` comment (as OpenRouter sends while
+    /// it waits), until the client goes away.
+    Endless {
+        /// Text of each delta; `None` = comments only.
+        delta: Option<String>,
+        /// Pause between writes (the fake's pace, not a test's synchronisation).
+        every: Duration,
     },
     /// An error status with headers and a body.
     Status {
@@ -77,6 +89,7 @@ pub struct FakeProvider {
     state: Arc<Mutex<State>>,
     disconnected: Arc<Notify>,
     first_byte: Arc<Notify>,
+    resume: Arc<Notify>,
 }
 
 const MODEL: &str = "fake-model";
@@ -111,6 +124,7 @@ impl Reply {
             delay: Duration::ZERO,
             hold_after: None,
             cut_after: None,
+            pause_after: None,
         }
     }
 
@@ -210,6 +224,27 @@ impl Reply {
         self
     }
 
+    /// Sends `n` events, then waits for [`FakeProvider::resume`] before the rest.
+    pub fn pause_after(mut self, n: usize) -> Self {
+        if let Reply::Stream { pause_after, .. } = &mut self {
+            *pause_after = Some(n);
+        }
+        self
+    }
+
+    /// Keep-alive comments every `every`, forever (no content).
+    pub fn keep_alive_forever(every: Duration) -> Self {
+        Reply::Endless { delta: None, every }
+    }
+
+    /// The text `delta` every `every`, forever.
+    pub fn deltas_forever(delta: &str, every: Duration) -> Self {
+        Reply::Endless {
+            delta: Some(delta.to_owned()),
+            every,
+        }
+    }
+
     /// Pauses before each event.
     pub fn slow(mut self, pause: Duration) -> Self {
         if let Reply::Stream { delay, .. } = &mut self {
@@ -229,6 +264,7 @@ impl FakeProvider {
             state: Arc::default(),
             disconnected: Arc::default(),
             first_byte: Arc::default(),
+            resume: Arc::default(),
         };
         let server = fake.clone();
         tokio::spawn(async move {
@@ -301,6 +337,11 @@ impl FakeProvider {
         self.disconnected.notified().await;
     }
 
+    /// Lets a stream paused by [`Reply::pause_after`] go on.
+    pub fn resume(&self) {
+        self.resume.notify_one();
+    }
+
     /// Resolves when the next stream has sent its first event.
     pub fn first_byte(&self) -> Arc<Notify> {
         self.first_byte.clone()
@@ -353,8 +394,18 @@ impl FakeProvider {
                     delay,
                     hold_after,
                     cut_after,
+                    pause_after,
                 }) => {
-                    self.respond_stream(&mut socket, &events, delay, hold_after, cut_after)
+                    self.respond_stream(
+                        &mut socket,
+                        &events,
+                        delay,
+                        [hold_after, cut_after, pause_after],
+                    )
+                    .await
+                }
+                Some(Reply::Endless { delta, every }) => {
+                    self.respond_endless(&mut socket, delta.as_deref(), every)
                         .await
                 }
             };
@@ -369,14 +420,16 @@ impl FakeProvider {
         socket: &mut TcpStream,
         events: &[String],
         delay: Duration,
-        hold_after: Option<usize>,
-        cut_after: Option<usize>,
+        [hold_after, cut_after, pause_after]: [Option<usize>; 3],
     ) -> bool {
         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
         if socket.write_all(head.as_bytes()).await.is_err() {
             return false;
         }
         for (i, e) in events.iter().enumerate() {
+            if pause_after == Some(i) {
+                self.resume.notified().await;
+            }
             if hold_after == Some(i) {
                 let mut scratch = [0u8; 64];
                 // The client sends nothing more on this connection; a read ends when it leaves.
@@ -410,6 +463,47 @@ impl FakeProvider {
         let ended = socket.write_all(b"0\r\n\r\n").await.is_ok();
         self.mark(Moment::StreamEnd);
         ended
+    }
+}
+
+impl FakeProvider {
+    async fn respond_endless(
+        &self,
+        socket: &mut TcpStream,
+        delta: Option<&str>,
+        every: Duration,
+    ) -> bool {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
+        if socket.write_all(head.as_bytes()).await.is_err() {
+            return false;
+        }
+        let role = chunk(
+            json!({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}),
+        );
+        let next = match delta {
+            Some(d) => format!(
+                "data: {}\n\n",
+                chunk(json!({"index": 0, "delta": {"content": d}, "finish_reason": null}))
+            ),
+            None => ": keep-alive\n\n".to_owned(),
+        };
+        let mut data = format!("data: {role}\n\n");
+        let mut first = true;
+        loop {
+            let framed = format!("{:x}\r\n{data}\r\n", data.len());
+            if socket.write_all(framed.as_bytes()).await.is_err() || socket.flush().await.is_err() {
+                // The client went away: what an endless stream waits for.
+                self.disconnected.notify_one();
+                return false;
+            }
+            if first {
+                first = false;
+                self.mark(Moment::FirstByte);
+                self.first_byte.notify_one();
+            }
+            data.clone_from(&next);
+            tokio::time::sleep(every).await;
+        }
     }
 }
 

@@ -1,0 +1,343 @@
+//! Storage faults end cleanly. The tests run as root, where chmod stops nothing, so the faults
+//! are real ones: the data dir moved away while the services run (and moved back: recovery),
+//! and the data dir removed. Writes answer UNAVAILABLE naming storage, a running turn ends in
+//! `turn_failed{storage}` (recorded once storage is back, never before it is durable), a
+//! proposal that cannot be recorded is a tool error, health is NOT_SERVING while storage is
+//! broken and SERVING again after, and no process dies. (A full disk is covered by
+//! llm-session's own suite with a file-size limit on the real binary.)
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ploke_e2e::Sandbox;
+use ploke_e2e::fake_provider::Reply;
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::session::v1::*;
+use ploke_proto::tools::v1::{
+    CreateFileArgs, DecideEditRequest, Decision, EditProposal, ExecuteToolEvent,
+    ExecuteToolRequest, ProposalState, ToolCall, ToolErrorCode, execute_tool_event, tool_call,
+    tool_result,
+};
+use ploke_runtime::ServiceKind;
+use tonic::Code;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+use super::session::chat;
+
+const SESSIONS: &str = "ploke.session.v1.LlmSession";
+const TOOLS: &str = "ploke.tools.v1.ToolExecutor";
+
+/// Waits (on the health Watch stream) until `service` reports `want`.
+async fn health_becomes(sandbox: &Sandbox, kind: ServiceKind, service: &str, want: ServingStatus) {
+    let mut stream = HealthClient::new(sandbox.channel(kind))
+        .watch(HealthCheckRequest {
+            service: service.to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let reached = async {
+        while let Some(r) = stream.message().await.unwrap() {
+            if r.status() == want {
+                return;
+            }
+        }
+        panic!("the health stream of {service} ended");
+    };
+    // The deadline only bounds a failing test.
+    tokio::time::timeout(Duration::from_secs(30), reached)
+        .await
+        .unwrap_or_else(|_| panic!("{service} never reported {want:?}"));
+}
+
+/// Moves the data dir away; the returned path moves it back.
+fn move_away(sandbox: &Sandbox) -> (PathBuf, PathBuf) {
+    let data = sandbox.data.path().to_owned();
+    let away = data.with_extension("away");
+    std::fs::rename(&data, &away).unwrap();
+    (data, away)
+}
+
+fn create_file(call_id: &str, path: &str) -> ExecuteToolRequest {
+    ExecuteToolRequest {
+        correlation: Some(Correlation {
+            session_id: "storage".into(),
+            request_id: "req".into(),
+            parent_id: "parent".into(),
+            call_id: call_id.into(),
+        }),
+        call: Some(ToolCall {
+            args: Some(tool_call::Args::CreateFile(CreateFileArgs {
+                file_path: path.into(),
+                content: "pub fn made() {}\n".into(),
+                on_exists: None,
+            })),
+        }),
+        ..Default::default()
+    }
+}
+
+/// The next proposal or outcome of a tool call.
+async fn next_event(stream: &mut tonic::Streaming<ExecuteToolEvent>) -> execute_tool_event::Event {
+    loop {
+        match stream.message().await.unwrap().unwrap().event {
+            Some(execute_tool_event::Event::Progress(_)) | None => {}
+            Some(e) => return e,
+        }
+    }
+}
+
+async fn propose(
+    sandbox: &Sandbox,
+    call_id: &str,
+    path: &str,
+) -> (tonic::Streaming<ExecuteToolEvent>, EditProposal) {
+    let mut stream = sandbox
+        .tools()
+        .execute_tool(create_file(call_id, path))
+        .await
+        .unwrap()
+        .into_inner();
+    match next_event(&mut stream).await {
+        execute_tool_event::Event::EditProposed(p) => (stream, p),
+        other => panic!("expected a proposal, got {other:?}"),
+    }
+}
+
+fn approve(proposal_id: &str) -> DecideEditRequest {
+    DecideEditRequest {
+        proposal_id: proposal_id.into(),
+        decision: Decision::Approve as i32,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_meets_a_vanished_data_dir_fails_with_the_reason_once_storage_is_back() {
+    let c = chat().await;
+    // "before" arrives, then the reply waits for the fault; " the fault" meets it.
+    c.fake
+        .push([Reply::text(&["before", " the fault", " never sent"])
+            .pause_after(2)
+            .hold_after(3)]);
+    let mut live = c.events(0, true).await;
+    c.send("hello").await;
+    loop {
+        let e = live.message().await.unwrap().unwrap();
+        if matches!(e.event, Some(session_event::Event::AssistantDelta(_))) {
+            break;
+        }
+    }
+
+    let (data, away) = move_away(&c.sandbox);
+    health_becomes(
+        &c.sandbox,
+        ServiceKind::LlmSession,
+        SESSIONS,
+        ServingStatus::NotServing,
+    )
+    .await;
+    let refused = c
+        .client()
+        .create_session(CreateSessionRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("storage unavailable")
+            && refused.message().contains("sessions.sqlite"),
+        "{}",
+        refused.message()
+    );
+
+    // The next delta cannot be recorded: the turn ends and drops the provider's stream.
+    c.fake.resume();
+    c.fake.disconnected().await;
+
+    std::fs::rename(&away, &data).unwrap();
+    health_becomes(
+        &c.sandbox,
+        ServiceKind::LlmSession,
+        SESSIONS,
+        ServingStatus::Serving,
+    )
+    .await;
+    // The end was held until storage could keep it; the live subscriber gets it now.
+    let end = loop {
+        let e = live.message().await.unwrap().unwrap();
+        if let Some(session_event::Event::TurnFailed(f)) = e.event {
+            break f;
+        }
+    };
+    assert_eq!(end.reason(), TurnFailureReason::Storage, "{end:?}");
+    assert!(
+        end.message.contains("storage unavailable") && end.message.contains("sessions.sqlite"),
+        "{}",
+        end.message
+    );
+    // The log is dense and holds only what was acknowledged.
+    let all = c.all_events(0).await;
+    assert_eq!(
+        all.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=all.len() as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        super::session::kinds(&all),
+        vec![
+            "user_message",
+            "context_plan",
+            "assistant_delta",
+            "turn_failed"
+        ]
+    );
+
+    // Everything works again.
+    c.fake.push([Reply::text(&["after"])]);
+    let next = c.turn("again").await;
+    assert!(matches!(
+        next.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
+    c.client()
+        .create_session(CreateSessionRequest::default())
+        .await
+        .unwrap();
+    // A following subscriber would hold the drain open.
+    drop(live);
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_proposal_that_cannot_be_recorded_is_a_tool_error_and_nothing_pending_is_lost() {
+    let sandbox = Sandbox::start().await.unwrap();
+    let (mut waiting, proposal) = propose(&sandbox, "call-a", "src/a.rs").await;
+
+    let (data, away) = move_away(&sandbox);
+    health_becomes(
+        &sandbox,
+        ServiceKind::ToolExecutor,
+        TOOLS,
+        ServingStatus::NotServing,
+    )
+    .await;
+    // A new proposal cannot be recorded: a typed tool error with the reason.
+    let mut refused = sandbox
+        .tools()
+        .execute_tool(create_file("call-b", "src/b.rs"))
+        .await
+        .unwrap()
+        .into_inner();
+    let execute_tool_event::Event::Error(e) = next_event(&mut refused).await else {
+        panic!("expected an error")
+    };
+    assert_eq!(e.code(), ToolErrorCode::Unavailable, "{e:?}");
+    assert!(
+        e.message.contains("storage unavailable") && e.message.contains("proposals.sqlite"),
+        "{}",
+        e.message
+    );
+    // A decision cannot be recorded either: UNAVAILABLE, and nothing is written.
+    let status = sandbox
+        .tools()
+        .decide_edit(approve(&proposal.proposal_id))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().contains("storage unavailable"),
+        "{}",
+        status.message()
+    );
+    assert!(!sandbox.workspace_root().join("src/a.rs").exists());
+
+    std::fs::rename(&away, &data).unwrap();
+    health_becomes(
+        &sandbox,
+        ServiceKind::ToolExecutor,
+        TOOLS,
+        ServingStatus::Serving,
+    )
+    .await;
+    // The pending proposal survived and can be decided; its caller gets the outcome.
+    let decided = sandbox
+        .tools()
+        .decide_edit(approve(&proposal.proposal_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        decided.proposal.map(|p| p.state()),
+        Some(ProposalState::Applied)
+    );
+    let execute_tool_event::Event::Result(r) = next_event(&mut waiting).await else {
+        panic!("expected the outcome")
+    };
+    assert!(matches!(
+        r.result,
+        Some(tool_result::Result::CreateFile(ref o)) if o.state() == ProposalState::Applied
+    ));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace_root().join("src/a.rs")).unwrap(),
+        "pub fn made() {}\n"
+    );
+    // New proposals are recorded again.
+    propose(&sandbox, "call-c", "src/c.rs").await;
+    sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_removed_data_dir_refuses_writes_and_reports_not_serving_without_a_crash() {
+    let c = chat().await;
+    c.fake.push([Reply::text(&["fine"])]);
+    c.turn("before").await;
+    std::fs::remove_dir_all(c.sandbox.data.path()).unwrap();
+    for (kind, service) in [
+        (ServiceKind::LlmSession, SESSIONS),
+        (ServiceKind::ToolExecutor, TOOLS),
+    ] {
+        health_becomes(&c.sandbox, kind, service, ServingStatus::NotServing).await;
+    }
+    let status = c
+        .client()
+        .send_message(SendMessageRequest {
+            session_id: c.session_id.clone(),
+            content: "after".into(),
+            client_request_id: "r1".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().contains("was removed"),
+        "{}",
+        status.message()
+    );
+    let mut refused = c
+        .sandbox
+        .tools()
+        .execute_tool(create_file("call-x", "src/x.rs"))
+        .await
+        .unwrap()
+        .into_inner();
+    let execute_tool_event::Event::Error(e) = next_event(&mut refused).await else {
+        panic!("expected an error")
+    };
+    assert_eq!(e.code(), ToolErrorCode::Unavailable, "{e:?}");
+    // Reads of what is already open still answer; nothing was appended after the fault.
+    let events = c.all_events(0).await;
+    assert!(matches!(
+        events.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
+    assert_eq!(c.requests().len(), 1);
+    // Both services still run (health answers) and stop cleanly.
+    assert_eq!(
+        ploke_runtime::probe::health(c.sandbox.channel(ServiceKind::LlmSession), SESSIONS)
+            .await
+            .unwrap(),
+        ServingStatus::NotServing
+    );
+    c.sandbox.stop().await.unwrap();
+}
