@@ -117,6 +117,9 @@ impl BlockingPool {
     }
 }
 
+/// How often services check that their pool can still take work.
+pub const WATCH_PERIOD: Duration = Duration::from_secs(2);
+
 /// Watches a pool for as long as it lives (dropping it stops the watch).
 #[derive(Debug)]
 pub struct PoolWatch(tokio::task::JoinHandle<()>);

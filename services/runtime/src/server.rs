@@ -40,17 +40,27 @@ pub enum ServeError {
     Unprotected(#[from] Unprotected),
 }
 
-/// Switches the health status of a server's services (and of the whole server, `""`).
+/// Switches the health status of a server's services (and of the whole server, `""`): SERVING
+/// while the service is ready ([`Readiness::set_serving`]) and no fault is raised
+/// ([`Readiness::set_fault`]: storage gone, a wedged worker pool), NOT_SERVING otherwise.
 #[derive(Clone)]
 pub struct Readiness {
     reporter: HealthReporter,
     names: Arc<[String]>,
+    state: Arc<std::sync::Mutex<ReadyState>>,
+}
+
+#[derive(Debug, Default)]
+struct ReadyState {
+    ready: bool,
+    faults: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl std::fmt::Debug for Readiness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Readiness")
             .field("names", &self.names)
+            .field("faults", &self.faults())
             .finish()
     }
 }
@@ -63,14 +73,58 @@ impl Readiness {
         }
     }
 
-    /// Reports SERVING: the service is ready for traffic.
+    /// Applies `change` to the state and reports the status it leads to.
+    async fn update(&self, change: impl FnOnce(&mut ReadyState)) {
+        let serving = match self.state.lock() {
+            Ok(mut state) => {
+                change(&mut state);
+                state.ready && state.faults.is_empty()
+            }
+            Err(_) => false,
+        };
+        self.set(if serving {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        })
+        .await;
+    }
+
+    /// Reports SERVING: the service is ready for traffic (unless a fault is raised).
     pub async fn set_serving(&self) {
-        self.set(ServingStatus::Serving).await;
+        self.update(|s| s.ready = true).await;
     }
 
     /// Reports NOT_SERVING: not ready, or draining.
     pub async fn set_not_serving(&self) {
-        self.set(ServingStatus::NotServing).await;
+        self.update(|s| s.ready = false).await;
+    }
+
+    /// Raises (`Some(reason)`) or clears (`None`) the fault `name`; while any fault is raised
+    /// the service reports NOT_SERVING. Transitions are logged.
+    pub async fn set_fault(&self, name: &'static str, fault: Option<String>) {
+        self.update(|s| match fault {
+            Some(reason) => {
+                if s.faults.get(name) != Some(&reason) {
+                    tracing::error!(fault = name, %reason, "not serving until this recovers");
+                }
+                s.faults.insert(name, reason);
+            }
+            None => {
+                if s.faults.remove(name).is_some() {
+                    tracing::info!(fault = name, "recovered");
+                }
+            }
+        })
+        .await;
+    }
+
+    /// The faults raised now, by name.
+    pub fn faults(&self) -> Vec<(&'static str, String)> {
+        self.state
+            .lock()
+            .map(|s| s.faults.iter().map(|(k, v)| (*k, v.clone())).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -106,6 +160,7 @@ impl ServiceHost {
         let readiness = Readiness {
             reporter,
             names: names.iter().map(|n| (*n).to_owned()).collect(),
+            state: Arc::default(),
         };
         readiness.set_not_serving().await;
         Self {
