@@ -36,6 +36,9 @@ pub enum RagError {
     /// The index failed.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The blocking pool could not take the work (saturated) or the work panicked.
+    #[error(transparent)]
+    Blocking(#[from] ploke_runtime::blocking::BlockingError),
     /// A background task failed (a bug).
     #[error("internal: {0}")]
     Internal(String),

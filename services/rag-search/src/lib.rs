@@ -135,7 +135,8 @@ pub async fn serve(
         )?)
     })
     .await
-    .map_err(|e| StartError::Task(e.to_string()))??;
+    .map_err(|e| StartError::Task(e.to_string()))??
+    .with_pool(config.limits.blocking_pool());
     let _watcher = if config.watch {
         match watch::spawn(service.clone(), service.roots(), watch::DEBOUNCE) {
             Ok(w) => Some(w),
@@ -148,6 +149,9 @@ pub async fn serve(
         None
     };
     let max = config.limits.max_message_bytes;
+    let _pool_watch = service
+        .pool()
+        .watch(host.readiness(), ploke_runtime::blocking::WATCH_PERIOD);
     let closing = service.clone();
     let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service))
         .max_decoding_message_size(max)

@@ -170,6 +170,21 @@ pub struct LimitsConfig {
     pub concurrency_per_connection: usize,
     /// Seconds in-flight calls get to finish after a shutdown signal.
     pub drain_seconds: u64,
+    /// Blocking tasks (file reads, index searches) run at once; 0 = two per core, at least 4.
+    pub blocking_threads: usize,
+    /// Longest wait in milliseconds for a blocking slot before a call is refused with
+    /// `RESOURCE_EXHAUSTED`.
+    pub blocking_queue_ms: u64,
+}
+
+impl LimitsConfig {
+    /// The bounded pool for blocking work these limits describe.
+    pub fn blocking_pool(&self) -> crate::blocking::BlockingPool {
+        crate::blocking::BlockingPool::new(crate::blocking::PoolSize::new(
+            self.blocking_threads,
+            self.blocking_queue_ms,
+        ))
+    }
 }
 
 impl Default for LimitsConfig {
@@ -179,6 +194,8 @@ impl Default for LimitsConfig {
             max_concurrent_streams: 512,
             concurrency_per_connection: 256,
             drain_seconds: 10,
+            blocking_threads: 0,
+            blocking_queue_ms: 5000,
         }
     }
 }

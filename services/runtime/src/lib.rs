@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod binary;
+pub mod blocking;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -11,6 +12,7 @@ pub mod correlation;
 pub mod decode_errors;
 pub mod internal;
 pub mod language;
+pub mod path_policy;
 pub mod probe;
 pub mod retry;
 pub mod server;

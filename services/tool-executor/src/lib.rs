@@ -116,7 +116,11 @@ pub async fn serve(
         rag,
         config.tools,
         edits,
+        config.limits.blocking_pool(),
     );
+    let _pool_watch = service
+        .pool()
+        .watch(host.readiness(), ploke_runtime::blocking::WATCH_PERIOD);
     let max = config.limits.max_message_bytes;
     let server = ToolExecutorServer::new(grpc::ToolExecutorGrpc::new(service))
         .max_decoding_message_size(max)

@@ -9,6 +9,7 @@ use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::rag_search_server::RagSearch;
 use ploke_proto::rag::v1::{self as pb};
 use ploke_proto::status::invalid_argument;
+use ploke_runtime::blocking::BlockingError;
 use ploke_runtime::text::shown;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
@@ -69,7 +70,12 @@ fn to_status(e: RagError) -> Status {
             | IndexError::Vectors(_)
             | IndexError::Corrupt { .. },
         ) => Status::internal(e.to_string()),
-        e @ RagError::Internal(_) => Status::internal(e.to_string()),
+        RagError::Blocking(e @ BlockingError::Saturated { .. }) => {
+            Status::resource_exhausted(e.to_string())
+        }
+        e @ (RagError::Internal(_) | RagError::Blocking(BlockingError::Panicked(_))) => {
+            Status::internal(e.to_string())
+        }
     }
 }
 

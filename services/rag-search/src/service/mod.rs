@@ -166,6 +166,11 @@ impl RagService {
         self
     }
 
+    /// The pool blocking work runs on.
+    pub fn pool(&self) -> &BlockingPool {
+        &self.pool
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
