@@ -104,8 +104,11 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    ploke_runtime::binary::block_on(main_async())?
+}
+
+async fn main_async() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Up {
             workspace,

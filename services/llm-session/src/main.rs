@@ -12,8 +12,11 @@ struct Args {
     common: CommonArgs,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    ploke_runtime::binary::block_on(main_async())?
+}
+
+async fn main_async() -> anyhow::Result<()> {
     let args = Args::parse();
     let config = PlokeConfig::load_from_process(ServiceKind::LlmSession, &args.common)?;
     ploke_runtime::binary::run(

@@ -24,8 +24,11 @@ struct Args {
     embed_model: Option<PathBuf>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    ploke_runtime::binary::block_on(main_async())?
+}
+
+async fn main_async() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut config = PlokeConfig::load_from_process(ServiceKind::RagSearch, &args.common)?;
     if let Some(dir) = args.embed_model {

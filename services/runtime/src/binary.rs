@@ -1,8 +1,10 @@
-//! The body of every service binary's `main`: telemetry, bind the listen address, serve until
-//! SIGTERM or Ctrl-C, flush telemetry.
+//! The body of every service binary's `main`: the tokio runtime, telemetry, bind the listen
+//! address, serve until SIGTERM or Ctrl-C, flush telemetry, and exit even when blocking work is
+//! still stuck (a read on a hung file system must not keep the process alive).
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -26,6 +28,27 @@ pub enum RunError {
     /// The service failed.
     #[error(transparent)]
     Serve(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Most threads tokio may start for blocking work: the services bound their own blocking work
+/// with [`crate::blocking::BlockingPool`]; this is the backstop for everything else.
+pub const MAX_BLOCKING_THREADS: usize = 64;
+
+/// How long the end of `main` waits for blocking work still running before the process exits
+/// without it.
+pub const EXIT_GRACE: Duration = Duration::from_secs(1);
+
+/// Runs `future` to completion on a multi-threaded tokio runtime, then shuts the runtime down
+/// giving blocking work at most [`EXIT_GRACE`]: unlike `#[tokio::main]`, whose runtime waits
+/// for every blocking thread, a stuck read cannot keep the process from exiting.
+pub fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build()?;
+    let out = runtime.block_on(future);
+    runtime.shutdown_timeout(EXIT_GRACE);
+    Ok(out)
 }
 
 /// Runs `kind` with `config`: `serve(config, listener, shutdown)` is the service's `serve`.
