@@ -318,6 +318,15 @@ impl FakeProvider {
             .unwrap_or_default()
     }
 
+    /// Drops what was recorded so far (requests and timeline), for long runs: every request
+    /// carries the whole history, so keeping them all grows with the square of the turns.
+    pub fn forget(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.received.clear();
+            s.timeline.clear();
+        }
+    }
+
     /// When each request arrived and each stream started and ended.
     pub fn timeline(&self) -> Vec<(Moment, std::time::Instant)> {
         self.state
