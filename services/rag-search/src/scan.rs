@@ -40,12 +40,16 @@ pub fn relative(root: &Path, abs: &Path) -> Option<String> {
 /// on the way or at the end, as a walk would find it; `None` otherwise (missing, a symlink,
 /// outside, not a regular file).
 pub fn own_file(root: &Path, rel: &str) -> Option<PathBuf> {
-    own(root, rel).filter(|(_, m)| m.is_file()).map(|(abs, _)| abs)
+    own(root, rel)
+        .filter(|(_, m)| m.is_file())
+        .map(|(abs, _)| abs)
 }
 
 /// Like [`own_file`], for a directory.
 pub fn own_dir(root: &Path, rel: &str) -> Option<PathBuf> {
-    own(root, rel).filter(|(_, m)| m.is_dir()).map(|(abs, _)| abs)
+    own(root, rel)
+        .filter(|(_, m)| m.is_dir())
+        .map(|(abs, _)| abs)
 }
 
 fn own(root: &Path, rel: &str) -> Option<(PathBuf, std::fs::Metadata)> {

@@ -129,7 +129,9 @@ pub fn resolve(root: &Path, input: &str, access: Access) -> Result<Resolved, Pat
     }
     let lexical: PathBuf = parts.iter().fold(root.to_path_buf(), |p, c| p.join(c));
     let abs = resolve_symlinks(&lexical)?;
-    let inside = abs.strip_prefix(root).map_err(|_| PathError::SymlinkEscape)?;
+    let inside = abs
+        .strip_prefix(root)
+        .map_err(|_| PathError::SymlinkEscape)?;
     if access == Access::Write
         && let Some(dir) = inside
             .components()
@@ -154,7 +156,10 @@ pub fn resolve(root: &Path, input: &str, access: Access) -> Result<Resolved, Pat
 /// refused. A missing path resolves to where it would be.
 pub fn resolve_own(root: &Path, rel: &str) -> Result<Option<PathBuf>, PathError> {
     let resolved = resolve(root, rel, Access::Read)?;
-    let asked: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let asked: Vec<&str> = rel
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     Ok((resolved.rel == asked.join("/")).then_some(resolved.abs))
 }
 

@@ -70,9 +70,7 @@ impl ToolFailure {
                 field,
                 format!("{path}: permission denied"),
             ),
-            std::io::ErrorKind::InvalidFilename => {
-                Self::invalid(field, format!("{path}: {e}"))
-            }
+            std::io::ErrorKind::InvalidFilename => Self::invalid(field, format!("{path}: {e}")),
             std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem => {
                 Self::new(ToolErrorCode::Unavailable, field, format!("{path}: {e}"))
                     .hint("the server's disk cannot take the write; retry later")

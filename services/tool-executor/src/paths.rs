@@ -5,21 +5,11 @@
 use std::path::Path;
 
 use ploke_proto::tools::v1::ToolErrorCode;
-pub use ploke_runtime::path_policy::{Access, Resolved};
 use ploke_runtime::path_policy::{self as policy, FileError, PathError};
+pub use ploke_runtime::path_policy::{Access, Resolved};
+use ploke_runtime::text::shown;
 
 use crate::failure::ToolFailure;
-
-/// Longest part of a user-supplied path repeated in an error message.
-const SHOWN_CHARS: usize = 200;
-
-/// `input` as an error message may show it: at most [`SHOWN_CHARS`] characters.
-pub fn shown(input: &str) -> String {
-    match input.char_indices().nth(SHOWN_CHARS) {
-        Some((cut, _)) => format!("{}… ({} bytes)", &input[..cut], input.len()),
-        None => input.to_owned(),
-    }
-}
 
 /// The tool error for a path the policy refused.
 pub fn refused(field: &str, input: &str, e: &PathError) -> ToolFailure {
@@ -30,7 +20,9 @@ pub fn refused(field: &str, input: &str, e: &PathError) -> ToolFailure {
         | PathError::SymlinkEscape
         | PathError::Dangling => ToolFailure::new(ToolErrorCode::OutsideWorkspace, field, message)
             .hint("use a path relative to the workspace root, without `..` that leaves it"),
-        PathError::Protected(_) => ToolFailure::new(ToolErrorCode::PermissionDenied, field, message),
+        PathError::Protected(_) => {
+            ToolFailure::new(ToolErrorCode::PermissionDenied, field, message)
+        }
         PathError::Nul | PathError::TooLong(_) | PathError::NameTooLong | PathError::Loop => {
             ToolFailure::invalid(field, message)
         }
@@ -99,10 +91,16 @@ mod tests {
                 "`../x` climbs out of the workspace root"
             )
         );
-        assert_eq!(code(".GIT/config", Access::Write).code, ToolErrorCode::PermissionDenied);
+        assert_eq!(
+            code(".GIT/config", Access::Write).code,
+            ToolErrorCode::PermissionDenied
+        );
         let long = "x/".repeat(3000);
         let e = code(&long, Access::Read);
-        assert_eq!((e.code, e.field.as_str()), (ToolErrorCode::InvalidArgument, "file"));
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ToolErrorCode::InvalidArgument, "file")
+        );
         assert!(e.message.len() < 400, "{} bytes echoed", e.message.len());
         assert!(e.message.contains("(6000 bytes)"), "{}", e.message);
     }

@@ -356,8 +356,12 @@ impl WorkspaceIndex {
         {
             (self.files, self.items, self.next_id, self.last_indexed_at) = before;
             match self.bm25.rollback() {
-                Ok(()) => tracing::warn!(root = %self.root.display(), error = %e, "index update failed; the last committed index stays"),
-                Err(r) => tracing::warn!(root = %self.root.display(), error = %e, rollback = %r, "index update failed and bm25 could not roll back; searches answer from the last commit"),
+                Ok(()) => {
+                    tracing::warn!(root = %self.root.display(), error = %e, "index update failed; the last committed index stays")
+                }
+                Err(r) => {
+                    tracing::warn!(root = %self.root.display(), error = %e, rollback = %r, "index update failed and bm25 could not roll back; searches answer from the last commit")
+                }
             }
         }
         result

@@ -358,11 +358,7 @@ fn a_failed_run_keeps_serving_the_last_committed_index() {
     assert!(index.index_all(true, None, &mut |_| {}).is_err());
     assert_eq!(top(&index, "load settings"), before);
     assert_eq!((index.file_count(), index.item_count()), (files, items));
-    assert!(
-        index
-            .refresh(&["src/config.rs".to_owned()], None)
-            .is_err()
-    );
+    assert!(index.refresh(&["src/config.rs".to_owned()], None).is_err());
     assert_eq!(top(&index, "load settings"), before);
     assert!(top(&index, "replaced").is_empty());
 }
@@ -372,8 +368,16 @@ fn a_failed_run_keeps_serving_the_last_committed_index() {
 fn refreshes_never_follow_a_symlink_in_or_out_of_the_root() {
     let f = Fixture::new();
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("secret.rs"), "pub fn exfiltrated_secret() {}\n").unwrap();
-    std::fs::write(outside.path().join("notes.md"), "exfiltrated_secret notes\n").unwrap();
+    std::fs::write(
+        outside.path().join("secret.rs"),
+        "pub fn exfiltrated_secret() {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        outside.path().join("notes.md"),
+        "exfiltrated_secret notes\n",
+    )
+    .unwrap();
     let ws = f.ws.path();
     std::os::unix::fs::symlink(outside.path(), ws.join("linkdir")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("notes.md"), ws.join("notes.md")).unwrap();

@@ -395,15 +395,15 @@ impl RagService {
             .collect();
         let assembled = self
             .blocking(move || {
-            context::assemble(&root, candidates, budget, &mut |file, hash| {
-                let abs = scan::own_file(&root, file)?;
-                let bytes = path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
-                (blake3::hash(&bytes).to_hex().as_str() == hash)
-                    .then(|| String::from_utf8(bytes).ok())
-                    .flatten()
+                context::assemble(&root, candidates, budget, &mut |file, hash| {
+                    let abs = scan::own_file(&root, file)?;
+                    let bytes = path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
+                    (blake3::hash(&bytes).to_hex().as_str() == hash)
+                        .then(|| String::from_utf8(bytes).ok())
+                        .flatten()
+                })
             })
-        })
-        .await?;
+            .await?;
         Ok((assembled, outcome))
     }
 
@@ -428,10 +428,12 @@ impl RagService {
                     // missing, never followed or waited on.
                     let entry = files.entry(s.path.clone()).or_insert_with(|| {
                         let abs = scan::own_file(&root, &s.path)?;
-                        path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok().map(|b| {
-                            let h = blake3::hash(&b).to_hex().to_string();
-                            (b, h)
-                        })
+                        path_policy::read_regular(&abs, scan::MAX_FILE_BYTES)
+                            .ok()
+                            .map(|b| {
+                                let h = blake3::hash(&b).to_hex().to_string();
+                                (b, h)
+                            })
                     });
                     read_span(&s, entry.as_ref())
                 })

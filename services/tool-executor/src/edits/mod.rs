@@ -177,7 +177,10 @@ impl Edits {
         }
         let swept = apply::sweep_temp_files(&self.undo_dir);
         if swept > 0 {
-            tracing::warn!(files = swept, "removed undo records a killed process left half-written");
+            tracing::warn!(
+                files = swept,
+                "removed undo records a killed process left half-written"
+            );
         }
         // Records of proposals that were marked applied before the record was removed.
         if let Ok(dir) = std::fs::read_dir(&self.undo_dir) {
