@@ -1,5 +1,6 @@
 mod auth;
 mod clear_codes;
+mod faults;
 mod internal_auth;
 mod remote_embeddings;
 mod session;

@@ -1,0 +1,86 @@
+//! The fault suite: every way the hardening issue found to escape the workspace, wedge a
+//! service or lose a clear error, reproduced against the real services, so none comes back.
+
+mod escapes;
+mod special_files;
+
+use std::time::Duration;
+
+use ploke_e2e::Sandbox;
+use ploke_proto::common::v1::Correlation;
+use ploke_proto::rag::v1::{SearchRequest, Strategy};
+use ploke_proto::tools::v1::{
+    ExecuteToolRequest, ToolCall, ToolError, ToolResult, execute_tool_event, tool_call,
+};
+
+/// A file outside every workspace whose text must never come back from any service.
+pub const SECRET: &str = "pub fn exfiltrated_secret() -> &'static str { \"s3cr3t\" }\n";
+
+/// Canonical paths BM25 finds for `query`.
+pub async fn search(sandbox: &Sandbox, query: &str) -> Vec<String> {
+    sandbox
+        .rag()
+        .search(SearchRequest {
+            query: query.into(),
+            strategy: Strategy::Bm25 as i32,
+            top_k: 20,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .hits
+        .into_iter()
+        .map(|h| {
+            let part = h.part.unwrap();
+            format!("{}:{}", part.file_path, part.canon_path)
+        })
+        .collect()
+}
+
+/// Polls `probe` until it holds; the deadline only bounds a failing test.
+pub async fn eventually<F, Fut>(what: &str, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !probe().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs one tool call directly on tool-executor; its result or its typed error.
+pub async fn tool(sandbox: &Sandbox, args: tool_call::Args) -> Result<ToolResult, ToolError> {
+    let mut stream = sandbox
+        .tools()
+        .execute_tool(ExecuteToolRequest {
+            correlation: Some(Correlation {
+                session_id: "faults".into(),
+                request_id: "req".into(),
+                parent_id: "parent".into(),
+                call_id: uuid_like(),
+            }),
+            call: Some(ToolCall { args: Some(args) }),
+            timeout_ms: 10_000,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    while let Some(event) = stream.message().await.unwrap() {
+        match event.event {
+            Some(execute_tool_event::Event::Result(r)) => return Ok(r),
+            Some(execute_tool_event::Event::Error(e)) => return Err(e),
+            _ => {}
+        }
+    }
+    panic!("the stream ended without a result")
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("call-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
