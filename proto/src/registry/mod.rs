@@ -243,4 +243,6 @@ impl<T: prost::Message> TranscodeWith for T {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
