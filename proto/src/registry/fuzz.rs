@@ -23,7 +23,8 @@ impl Rng {
     }
 }
 
-const SEEDS: [(&str, &str); 8] = [
+/// One valid call of each tool.
+pub(super) const SEEDS: [(&str, &str); 8] = [
     (
         "apply_code_edit",
         r#"{"edits": [{"replace_item": {"canon_path": "crate::a::f", "new_code": "fn f() {}"}}, {"search_replace": {"file_path": "b.rs", "search": "1", "replace": "2"}}]}"#,

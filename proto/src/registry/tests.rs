@@ -208,34 +208,8 @@ fn enum_accepts_full_proto_name_too() {
 
 #[test]
 fn round_trip_render_then_parse_is_identity() {
-    let calls = [
-        (
-            "apply_code_edit",
-            r#"{"edits": [{"replace_item": {"canon_path": "crate::a::f", "new_code": "fn f() {}"}}, {"search_replace": {"file_path": "b.rs", "search": "1", "replace": "2"}}]}"#,
-        ),
-        (
-            "code_item_lookup",
-            r#"{"canon_path": "crate::x::Y", "kind": "struct"}"#,
-        ),
-        (
-            "create_file",
-            r#"{"file_path": "n.rs", "content": "x", "on_exists": "overwrite"}"#,
-        ),
-        (
-            "list_dir",
-            r#"{"path": "src", "include_hidden": true, "max_entries": 3}"#,
-        ),
-        (
-            "search_code",
-            r#"{"pattern": "fn \\w+", "literal": false, "case_insensitive": true, "path": "src", "context_lines": 2, "max_matches": 7}"#,
-        ),
-        ("get_file_metadata", r#"{"file_path": "Cargo.toml"}"#),
-        (
-            "request_code_context",
-            r#"{"search_term": "config loading", "token_budget": 2000}"#,
-        ),
-        ("read_file", r#"{"file": "README.md", "start_line": 1}"#),
-    ];
+    // One valid call of each tool (the mutation test starts from the same ones).
+    let calls = super::fuzz::SEEDS;
     for (name, args) in calls {
         let call = registry().parse_call(name, args).unwrap();
         let (rendered_name, json) = registry().render_call(&call).unwrap();
