@@ -1,10 +1,11 @@
 //! Storage faults end cleanly. The tests run as root, where chmod stops nothing, so the faults
-//! are real ones: the data dir moved away while the services run (and moved back: recovery),
-//! and the data dir removed. Writes answer UNAVAILABLE naming storage, a running turn ends in
-//! `turn_failed{storage}` (recorded once storage is back, never before it is durable), a
-//! proposal that cannot be recorded is a tool error, health is NOT_SERVING while storage is
-//! broken and SERVING again after, and no process dies. (A full disk is covered by
-//! llm-session's own suite with a file-size limit on the real binary.)
+//! are real ones: a service's database file moved away while it runs (and moved back:
+//! recovery) or removed — what a removed or replaced data dir looks like to the store; the
+//! rest of the data dir (rag-search's index) stays. Writes answer UNAVAILABLE naming storage, a
+//! running turn ends in `turn_failed{storage}` (recorded once storage is back, never before it
+//! is durable), a proposal that cannot be recorded is a tool error, health is NOT_SERVING while
+//! storage is broken and SERVING again after, and no process dies. (A removed data dir and a
+//! full disk are covered by the services' own suites, against their real binaries.)
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,12 +53,12 @@ async fn health_becomes(sandbox: &Sandbox, kind: ServiceKind, service: &str, wan
         .unwrap_or_else(|_| panic!("{service} never reported {want:?}"));
 }
 
-/// Moves the data dir away; the returned path moves it back.
-fn move_away(sandbox: &Sandbox) -> (PathBuf, PathBuf) {
-    let data = sandbox.data.path().to_owned();
-    let away = data.with_extension("away");
-    std::fs::rename(&data, &away).unwrap();
-    (data, away)
+/// Moves the database file `name` of the data dir away; rename the pair back to restore it.
+fn move_away(sandbox: &Sandbox, name: &str) -> (PathBuf, PathBuf) {
+    let file = sandbox.data.path().join(name);
+    let away = sandbox.data.path().join(format!("{name}.away"));
+    std::fs::rename(&file, &away).unwrap();
+    (file, away)
 }
 
 fn create_file(call_id: &str, path: &str) -> ExecuteToolRequest {
@@ -115,7 +116,7 @@ fn approve(proposal_id: &str) -> DecideEditRequest {
 }
 
 #[tokio::test]
-async fn a_turn_that_meets_a_vanished_data_dir_fails_with_the_reason_once_storage_is_back() {
+async fn a_turn_that_meets_a_vanished_database_fails_with_the_reason_once_it_is_back() {
     let c = chat().await;
     // "before" arrives, then the reply waits for the fault; " the fault" meets it.
     c.fake
@@ -131,7 +132,7 @@ async fn a_turn_that_meets_a_vanished_data_dir_fails_with_the_reason_once_storag
         }
     }
 
-    let (data, away) = move_away(&c.sandbox);
+    let (data, away) = move_away(&c.sandbox, "sessions.sqlite");
     health_becomes(
         &c.sandbox,
         ServiceKind::LlmSession,
@@ -214,7 +215,7 @@ async fn a_proposal_that_cannot_be_recorded_is_a_tool_error_and_nothing_pending_
     let sandbox = Sandbox::start().await.unwrap();
     let (mut waiting, proposal) = propose(&sandbox, "call-a", "src/a.rs").await;
 
-    let (data, away) = move_away(&sandbox);
+    let (data, away) = move_away(&sandbox, "proposals.sqlite");
     health_becomes(
         &sandbox,
         ServiceKind::ToolExecutor,
@@ -288,11 +289,13 @@ async fn a_proposal_that_cannot_be_recorded_is_a_tool_error_and_nothing_pending_
 }
 
 #[tokio::test]
-async fn a_removed_data_dir_refuses_writes_and_reports_not_serving_without_a_crash() {
+async fn removed_databases_refuse_writes_and_report_not_serving_without_a_crash() {
     let c = chat().await;
     c.fake.push([Reply::text(&["fine"])]);
     c.turn("before").await;
-    std::fs::remove_dir_all(c.sandbox.data.path()).unwrap();
+    for name in ["sessions.sqlite", "proposals.sqlite"] {
+        std::fs::remove_file(c.sandbox.data.path().join(name)).unwrap();
+    }
     for (kind, service) in [
         (ServiceKind::LlmSession, SESSIONS),
         (ServiceKind::ToolExecutor, TOOLS),

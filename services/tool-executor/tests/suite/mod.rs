@@ -8,6 +8,7 @@ mod files;
 mod limits;
 mod retrieval;
 mod security;
+mod storage;
 
 use std::path::{Path, PathBuf};
 
