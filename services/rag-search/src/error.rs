@@ -36,6 +36,9 @@ pub enum RagError {
     /// The index failed.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The index could not be written (its storage failed); the last committed index stays.
+    #[error("index storage unavailable: {0}")]
+    IndexStorage(IndexError),
     /// The blocking pool could not take the work (saturated) or the work panicked.
     #[error(transparent)]
     Blocking(#[from] ploke_runtime::blocking::BlockingError),

@@ -136,7 +136,8 @@ pub async fn serve(
     })
     .await
     .map_err(|e| StartError::Task(e.to_string()))??
-    .with_pool(config.limits.blocking_pool());
+    .with_pool(config.limits.blocking_pool())
+    .with_readiness(host.readiness());
     let _watcher = if config.watch {
         match watch::spawn(service.clone(), service.roots(), watch::DEBOUNCE) {
             Ok(w) => Some(w),

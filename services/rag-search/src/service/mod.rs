@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use ploke_runtime::blocking::{BlockingPool, PoolSize};
 use ploke_runtime::path_policy;
+use ploke_runtime::server::Readiness;
 use ploke_runtime::workspaces::Workspaces;
 use tokio::sync::mpsc;
 
@@ -45,6 +46,7 @@ pub struct RagService {
     rrf: Rrf,
     refreshed: tokio::sync::broadcast::Sender<Refreshed>,
     pool: BlockingPool,
+    readiness: Option<Readiness>,
 }
 
 /// How rag-search retrieves.
@@ -156,6 +158,7 @@ impl RagService {
             rrf: retrieval.rrf,
             refreshed: tokio::sync::broadcast::channel(64).0,
             pool: BlockingPool::new(PoolSize::new(0, 5000)),
+            readiness: None,
         })
     }
 
@@ -164,6 +167,37 @@ impl RagService {
     pub fn with_pool(mut self, pool: BlockingPool) -> Self {
         self.pool = pool;
         self
+    }
+
+    /// Reports index storage faults on `readiness`: health is NOT_SERVING while the index cannot
+    /// be written (its directory removed, the disk full) and SERVING again after a write works.
+    pub fn with_readiness(mut self, readiness: Readiness) -> Self {
+        self.readiness = Some(readiness);
+        self
+    }
+
+    /// Raises the `index_storage` fault when an index write failed on storage, clears it when
+    /// one succeeded; write failures become [`RagError::IndexStorage`] (UNAVAILABLE).
+    async fn storage_outcome<T>(&self, outcome: Result<T, RagError>) -> Result<T, RagError> {
+        let outcome = match outcome {
+            Err(RagError::Index(
+                e @ (IndexError::Bm25(_) | IndexError::Io { .. } | IndexError::Vectors(_)),
+            )) => Err(RagError::IndexStorage(e)),
+            other => other,
+        };
+        if let Some(readiness) = &self.readiness {
+            match &outcome {
+                Ok(_) => readiness.set_fault("index_storage", None).await,
+                Err(e @ RagError::IndexStorage(_)) => {
+                    let reason = format!(
+                        "the index cannot be written ({e}); searches answer from the last committed index"
+                    );
+                    readiness.set_fault("index_storage", Some(reason)).await;
+                }
+                Err(_) => {}
+            }
+        }
+        outcome
     }
 
     /// The pool blocking work runs on.
@@ -229,6 +263,16 @@ impl RagService {
 
     /// Indexes a workspace, sending progress to `progress` (dropped when the receiver lags).
     pub async fn index(
+        &self,
+        workspace_root: &str,
+        force: bool,
+        progress: mpsc::Sender<Progress>,
+    ) -> Result<Summary, RagError> {
+        let outcome = self.index_now(workspace_root, force, progress).await;
+        self.storage_outcome(outcome).await
+    }
+
+    async fn index_now(
         &self,
         workspace_root: &str,
         force: bool,
@@ -473,6 +517,15 @@ impl RagService {
 
     /// Re-reads files; only changed ones are re-parsed.
     pub async fn refresh(
+        &self,
+        workspace_root: &str,
+        paths: Vec<String>,
+    ) -> Result<Summary, RagError> {
+        let outcome = self.refresh_now(workspace_root, paths).await;
+        self.storage_outcome(outcome).await
+    }
+
+    async fn refresh_now(
         &self,
         workspace_root: &str,
         paths: Vec<String>,

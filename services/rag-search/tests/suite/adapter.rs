@@ -14,6 +14,7 @@ struct Server {
     shutdown: Shutdown,
     task: tokio::task::JoinHandle<Result<(), ploke_rag_search::StartError>>,
     workspace: tempfile::TempDir,
+    addr: std::net::SocketAddr,
 }
 
 async fn start() -> Server {
@@ -24,7 +25,8 @@ async fn start() -> Server {
         ..PlokeConfig::default()
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}");
     let shutdown = Shutdown::new();
     let task = tokio::spawn(ploke_rag_search::serve(
         ploke_rag_search::Config::from(&config),
@@ -37,6 +39,7 @@ async fn start() -> Server {
         shutdown,
         task,
         workspace,
+        addr,
     }
 }
 
@@ -211,4 +214,70 @@ async fn an_unreachable_embedding_endpoint_or_two_embedders_stop_the_start() {
         start(&config).await,
         "both a local model (--embed-model) and an [embedding] endpoint are configured; keep one"
     );
+}
+
+#[tokio::test]
+async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_still_searched() {
+    let mut s = start().await;
+    std::fs::write(
+        s.workspace.path().join("lib.rs"),
+        "pub fn load_settings() {}\n",
+    )
+    .unwrap();
+    let mut progress = s
+        .client
+        .index_workspace(IndexWorkspaceRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    while progress.message().await.unwrap().is_some() {}
+    let channel = Channel::from_shared(format!("http://{}", s.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let status = |h: &mut tonic_health::pb::health_client::HealthClient<Channel>| {
+        let mut h = h.clone();
+        async move {
+            h.check(tonic_health::pb::HealthCheckRequest {
+                service: "ploke.rag.v1.RagSearch".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status()
+        }
+    };
+    use tonic_health::pb::health_check_response::ServingStatus;
+    assert_eq!(status(&mut health).await, ServingStatus::Serving);
+    // The index directory vanishes under the running service.
+    std::fs::remove_dir_all(s.workspace.path().join(".ploke")).unwrap();
+    let e = s
+        .client
+        .refresh_files(RefreshFilesRequest {
+            workspace_root: String::new(),
+            paths: vec!["lib.rs".into()],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(
+        e.message().starts_with("index storage unavailable"),
+        "{e:?}"
+    );
+    assert_eq!(status(&mut health).await, ServingStatus::NotServing);
+    // Searches still answer from the last committed index.
+    let hits = s
+        .client
+        .search(search("load_settings", 5))
+        .await
+        .unwrap()
+        .into_inner()
+        .hits;
+    assert_eq!(
+        hits[0].part.as_ref().unwrap().canon_path,
+        "crate::load_settings"
+    );
+    s.stop().await;
 }
