@@ -29,6 +29,25 @@ pub const LIB_RS: &str =
 /// The token the Sandbox's gateway accepts.
 pub const TOKEN: &str = "sandbox-token";
 
+/// A direct `ExecuteTool` request for `args`, as one call (`call_id`) of a turn of the
+/// session `session_id`, on the default workspace with the tool's default timeout.
+pub fn tool_request(
+    session_id: &str,
+    call_id: &str,
+    args: ploke_proto::tools::v1::tool_call::Args,
+) -> ploke_proto::tools::v1::ExecuteToolRequest {
+    ploke_proto::tools::v1::ExecuteToolRequest {
+        correlation: Some(ploke_proto::common::v1::Correlation {
+            session_id: session_id.into(),
+            request_id: "req".into(),
+            parent_id: "parent".into(),
+            call_id: call_id.into(),
+        }),
+        call: Some(ploke_proto::tools::v1::ToolCall { args: Some(args) }),
+        ..Default::default()
+    }
+}
+
 /// The Sandbox could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {

@@ -12,12 +12,10 @@ use std::time::Duration;
 
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::Reply;
-use ploke_proto::common::v1::Correlation;
 use ploke_proto::session::v1::*;
 use ploke_proto::tools::v1::{
     CreateFileArgs, DecideEditRequest, Decision, EditProposal, ExecuteToolEvent,
-    ExecuteToolRequest, ProposalState, ToolCall, ToolErrorCode, execute_tool_event, tool_call,
-    tool_result,
+    ExecuteToolRequest, ProposalState, ToolErrorCode, execute_tool_event, tool_call, tool_result,
 };
 use ploke_runtime::ServiceKind;
 use tonic::Code;
@@ -62,22 +60,15 @@ fn move_away(sandbox: &Sandbox, name: &str) -> (PathBuf, PathBuf) {
 }
 
 fn create_file(call_id: &str, path: &str) -> ExecuteToolRequest {
-    ExecuteToolRequest {
-        correlation: Some(Correlation {
-            session_id: "storage".into(),
-            request_id: "req".into(),
-            parent_id: "parent".into(),
-            call_id: call_id.into(),
+    ploke_e2e::tool_request(
+        "storage",
+        call_id,
+        tool_call::Args::CreateFile(CreateFileArgs {
+            file_path: path.into(),
+            content: "pub fn made() {}\n".into(),
+            on_exists: None,
         }),
-        call: Some(ToolCall {
-            args: Some(tool_call::Args::CreateFile(CreateFileArgs {
-                file_path: path.into(),
-                content: "pub fn made() {}\n".into(),
-                on_exists: None,
-            })),
-        }),
-        ..Default::default()
-    }
+    )
 }
 
 /// The next proposal or outcome of a tool call.

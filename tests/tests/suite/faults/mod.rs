@@ -7,10 +7,9 @@ mod special_files;
 use std::time::Duration;
 
 use ploke_e2e::Sandbox;
-use ploke_proto::common::v1::Correlation;
 use ploke_proto::rag::v1::{SearchRequest, Strategy};
 use ploke_proto::tools::v1::{
-    ExecuteToolRequest, ToolCall, ToolError, ToolResult, execute_tool_event, tool_call,
+    ExecuteToolRequest, ToolError, ToolResult, execute_tool_event, tool_call,
 };
 
 /// A file outside every workspace whose text must never come back from any service.
@@ -56,15 +55,8 @@ pub async fn tool(sandbox: &Sandbox, args: tool_call::Args) -> Result<ToolResult
     let mut stream = sandbox
         .tools()
         .execute_tool(ExecuteToolRequest {
-            correlation: Some(Correlation {
-                session_id: "faults".into(),
-                request_id: "req".into(),
-                parent_id: "parent".into(),
-                call_id: uuid_like(),
-            }),
-            call: Some(ToolCall { args: Some(args) }),
             timeout_ms: 10_000,
-            ..Default::default()
+            ..ploke_e2e::tool_request("faults", &next_call_id(), args)
         })
         .await
         .unwrap()
@@ -79,7 +71,7 @@ pub async fn tool(sandbox: &Sandbox, args: tool_call::Args) -> Result<ToolResult
     panic!("the stream ended without a result")
 }
 
-fn uuid_like() -> String {
+fn next_call_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("call-{}", NEXT.fetch_add(1, Ordering::Relaxed))
