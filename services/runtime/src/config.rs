@@ -101,6 +101,8 @@ pub struct PlokeConfig {
     pub gateway: GatewayConfig,
     /// Service-to-service authentication.
     pub internal: InternalConfig,
+    /// Where shared state lives (SQLite by default, PostgreSQL for replicas).
+    pub storage: StorageConfig,
     /// Model providers by name.
     pub providers: BTreeMap<String, ProviderConfig>,
 }
@@ -120,6 +122,7 @@ impl Default for PlokeConfig {
             session: SessionConfig::default(),
             gateway: GatewayConfig::default(),
             internal: InternalConfig::default(),
+            storage: StorageConfig::default(),
             providers: BTreeMap::new(),
         }
     }
@@ -146,6 +149,9 @@ pub struct TelemetryConfig {
     pub log_filter: String,
     /// Put prompts and code into spans (off by default).
     pub capture_content: bool,
+    /// Serve Prometheus text at `http://ADDR/metrics` (env `PLOKE_METRICS_LISTEN`; off when
+    /// unset).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for TelemetryConfig {
@@ -154,6 +160,7 @@ impl Default for TelemetryConfig {
             log_format: LogFormat::Text,
             log_filter: "info".into(),
             capture_content: false,
+            metrics_listen: None,
         }
     }
 }
@@ -483,6 +490,9 @@ pub enum ConfigError {
         /// Why.
         message: String,
     },
+    /// The layers combined into settings that cannot work.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
 }
 
 /// Every `PLOKE_*` variable ploke reads (services and the client).
@@ -501,6 +511,8 @@ pub const KNOWN_ENV: &[&str] = &[
     "PLOKE_LOG_FORMAT",
     "PLOKE_GATEWAY",
     "PLOKE_TOKEN",
+    "PLOKE_STORAGE_URL",
+    "PLOKE_METRICS_LISTEN",
 ];
 
 impl PlokeConfig {
@@ -544,6 +556,7 @@ impl PlokeConfig {
         };
         config.apply_env(service, env)?;
         config.apply_flags(service, args);
+        config.storage.validate().map_err(ConfigError::Invalid)?;
         Ok(config)
     }
 
@@ -631,6 +644,21 @@ impl PlokeConfig {
         if let Some(v) = env("PLOKE_INTERNAL_TOKEN") {
             self.internal.tokens = InternalConfig::parse_env(&v);
         }
+        if let Some(v) = env("PLOKE_STORAGE_URL") {
+            self.storage.url = (!v.is_empty()).then(|| Secret::new(v));
+        }
+        if let Some(v) = env("PLOKE_METRICS_LISTEN") {
+            self.telemetry.metrics_listen = if v.is_empty() {
+                None
+            } else {
+                Some(v.parse().map_err(|e| {
+                    bad(
+                        "PLOKE_METRICS_LISTEN",
+                        format!("`{v}` is not HOST:PORT: {e}"),
+                    )
+                })?)
+            };
+        }
         if let Some(v) = env("PLOKE_LOG") {
             self.telemetry.log_filter = v;
         }
@@ -676,8 +704,10 @@ impl PlokeConfig {
 
 mod embedding;
 mod internal;
+mod shared;
 #[cfg(test)]
 mod tests;
 
 pub use embedding::EmbeddingConfig;
 pub use internal::InternalConfig;
+pub use shared::StorageConfig;

@@ -274,3 +274,29 @@ fn internal_tokens_come_from_the_environment_or_a_file_never_ploke_toml() {
         .unwrap_err();
     assert!(e.to_string().contains("unknown field `tokens`"), "{e}");
 }
+
+#[test]
+fn storage_url_and_metrics_listen_come_from_env_and_the_url_is_redacted() {
+    let env = |k: &str| match k {
+        "PLOKE_STORAGE_URL" => Some("postgres://ploke:hunter2@db:5432/ploke".to_owned()),
+        "PLOKE_METRICS_LISTEN" => Some("127.0.0.1:9100".to_owned()),
+        _ => None,
+    };
+    let c = PlokeConfig::load(ServiceKind::LlmSession, &CommonArgs::default(), &env).unwrap();
+    assert_eq!(
+        c.storage.postgres_url(),
+        Some("postgres://ploke:hunter2@db:5432/ploke")
+    );
+    assert_eq!(
+        c.telemetry.metrics_listen,
+        Some("127.0.0.1:9100".parse().unwrap())
+    );
+    assert!(!format!("{c:?}").contains("hunter2"));
+}
+
+#[test]
+fn a_storage_url_that_is_not_postgres_is_refused() {
+    let env = |k: &str| (k == "PLOKE_STORAGE_URL").then(|| "mysql://db/ploke".to_owned());
+    let err = PlokeConfig::load(ServiceKind::LlmSession, &CommonArgs::default(), &env).unwrap_err();
+    assert!(err.to_string().contains("postgres://"), "{err}");
+}
