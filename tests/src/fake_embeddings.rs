@@ -46,6 +46,10 @@ pub struct FakeEmbeddings {
     url: String,
     dims: usize,
     state: Arc<Mutex<State>>,
+    /// While true, requests wait before they are answered.
+    hold: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Signalled when a request starts waiting on `hold`.
+    waiting: Arc<tokio::sync::Notify>,
 }
 
 /// The fake's vector of `text`: a ±1 per lowercase word, hashed into `dims` dimensions.
@@ -72,6 +76,8 @@ impl FakeEmbeddings {
             url: format!("http://{}/v1", listener.local_addr()?),
             dims,
             state: Arc::default(),
+            hold: Arc::new(tokio::sync::watch::channel(false).0),
+            waiting: Arc::default(),
         };
         let server = fake.clone();
         tokio::spawn(async move {
@@ -118,6 +124,21 @@ impl FakeEmbeddings {
         }
     }
 
+    /// From now on requests wait, unanswered, until [`Self::release`].
+    pub fn hold(&self) {
+        self.hold.send_replace(true);
+    }
+
+    /// Answers the held requests and stops holding.
+    pub fn release(&self) {
+        self.hold.send_replace(false);
+    }
+
+    /// Resolves once a request is waiting on [`Self::hold`] (at once if one already was).
+    pub async fn held_request(&self) {
+        self.waiting.notified().await;
+    }
+
     /// Requests received so far.
     pub fn received(&self) -> Vec<EmbedRequest> {
         self.state
@@ -149,6 +170,11 @@ impl FakeEmbeddings {
                     .collect(),
                 _ => Vec::new(),
             };
+            let mut held = self.hold.subscribe();
+            if *held.borrow_and_update() {
+                self.waiting.notify_one();
+                let _ = held.wait_for(|h| !*h).await;
+            }
             let request = EmbedRequest {
                 authorization,
                 model: body["model"].as_str().unwrap_or_default().to_owned(),

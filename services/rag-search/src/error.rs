@@ -14,9 +14,9 @@ pub enum RagError {
     /// The workspace has never been indexed.
     #[error("workspace {0} is not indexed yet; call IndexWorkspace first")]
     NotIndexed(String),
-    /// An indexing run is already in progress.
-    #[error("an indexing run is already in progress for {0}")]
-    IndexingInProgress(String),
+    /// The index run this call joined failed; the last committed index stays.
+    #[error("the index run failed: {0}; searches answer from the last committed index")]
+    RunFailed(String),
     /// Dense retrieval was asked for but is unavailable.
     #[error("dense retrieval is unavailable: {0}")]
     DenseUnavailable(String),

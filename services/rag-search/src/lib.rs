@@ -45,6 +45,8 @@ pub struct Config {
     pub retrieval: service::Retrieval,
     /// Watch workspaces and refresh changed files.
     pub watch: bool,
+    /// Index every workspace in the background at start.
+    pub index_on_start: bool,
     /// A remote embeddings endpoint (`[embedding]`), instead of a local model.
     pub embedding: Option<EmbeddingConfig>,
     /// The internal tokens callers must present.
@@ -68,6 +70,7 @@ impl From<&PlokeConfig> for Config {
                 },
             },
             watch: c.rag_search.watch,
+            index_on_start: c.rag_search.index_on_start,
             embedding: c.embedding.clone(),
             internal: c.internal.clone(),
         }
@@ -157,11 +160,21 @@ pub async fn serve(
     let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
+    // Ready at once: searches answer from each persisted index while the runs bring them up
+    // to date (and from an empty one, saying `indexing`, on a first start).
+    let background = if config.index_on_start {
+        closing.index_in_background()
+    } else {
+        Vec::new()
+    };
     host.readiness().set_serving().await;
     let served = host
         .serve(tonic::service::Routes::new(server), listener, shutdown)
         .await;
     drop(_watcher);
+    for run in background {
+        run.abort();
+    }
     // Release the index locks now, not when the last clone of the service goes away, so
     // that a new instance in this process can open the same indexes at once.
     closing.close();

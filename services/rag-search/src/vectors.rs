@@ -93,7 +93,13 @@ impl Vectors {
                     .map_err(usearch_err)?;
             }
             cache = read_cache(&dir.join("cache.bin"), dims).unwrap_or_default();
+            // Embeddings kept while an index run was going (see `keep`), up to its last whole
+            // record: an interrupted run loses none of them.
+            if let Some(kept) = read_cache(&dir.join(JOURNAL), dims) {
+                cache.extend(kept);
+            }
         } else {
+            let _ = std::fs::remove_file(dir.join(JOURNAL));
             std::fs::write(&stamp_path, stamp).map_err(io(&stamp_path))?;
         }
         Ok(Self {
@@ -180,17 +186,58 @@ impl Vectors {
             .collect())
     }
 
-    /// Writes the index and the cache, keeping only cache entries in `live`.
+    /// Writes the index and the cache, keeping only cache entries in `live`; the journal of
+    /// [`Self::keep`] is folded in and removed.
     pub fn save(&mut self, live: &HashSet<TextHash>) -> Result<(), VectorError> {
         self.cache.retain(|h, _| live.contains(h));
         let index_path = self.dir.join("index.usearch");
         self.index
             .save(&index_path.to_string_lossy())
             .map_err(usearch_err)?;
-        write_cache(&self.dir.join("cache.bin"), &self.cache)
+        write_cache(&self.dir.join("cache.bin"), &self.cache)?;
+        let journal = self.dir.join(JOURNAL);
+        match std::fs::remove_file(&journal) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(VectorError::Io {
+                path: journal,
+                source,
+            }),
+        }
+    }
+
+    /// Makes the cached embeddings of `hashes` durable now, cheaply (appended to a journal and
+    /// synced), so that a run interrupted before [`Self::save`] re-embeds none of them.
+    pub fn keep(&self, hashes: &[TextHash]) -> Result<(), VectorError> {
+        let path = self.dir.join(JOURNAL);
+        let io = |source| VectorError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut bytes = Vec::with_capacity(hashes.len() * (32 + self.dims * 4));
+        for hash in hashes {
+            if let Some(vector) = self.cache.get(hash) {
+                bytes.extend_from_slice(hash);
+                for x in vector {
+                    bytes.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
+        file.write_all(&bytes).map_err(io)?;
+        file.sync_data().map_err(io)
     }
 }
 
+/// Embeddings kept during an index run, appended record by record.
+const JOURNAL: &str = "cache.journal";
+
+/// Reads a cache file of whole records; a trailing partial record (a write cut short) is
+/// ignored.
 fn read_cache(path: &Path, dims: usize) -> Option<HashMap<TextHash, Vec<f32>>> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
@@ -198,9 +245,6 @@ fn read_cache(path: &Path, dims: usize) -> Option<HashMap<TextHash, Vec<f32>>> {
         .read_to_end(&mut bytes)
         .ok()?;
     let record = 32 + dims * 4;
-    if bytes.len() % record != 0 {
-        return None;
-    }
     let mut out = HashMap::with_capacity(bytes.len() / record);
     for chunk in bytes.chunks_exact(record) {
         let mut hash = [0u8; 32];
@@ -280,5 +324,40 @@ mod tests {
         let v = Vectors::open(dir.path(), "other-model", 3).unwrap();
         assert!(v.is_empty());
         assert!(v.cached(&text_hash("a")).is_none());
+    }
+
+    #[test]
+    fn kept_embeddings_survive_a_run_that_never_saved_and_a_torn_record_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = Vectors::open(dir.path(), "m", 3).unwrap();
+        v.add(1, text_hash("a"), unit(&[1.0, 0.0, 0.0])).unwrap();
+        v.add(2, text_hash("b"), unit(&[0.0, 1.0, 0.0])).unwrap();
+        v.keep(&[text_hash("a"), text_hash("b")]).unwrap();
+        drop(v); // interrupted: no save
+        // A crash in the middle of the next append leaves half a record.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(JOURNAL))
+            .unwrap();
+        f.write_all(&[7u8; 40]).unwrap();
+        drop(f);
+
+        let mut v = Vectors::open(dir.path(), "m", 3).unwrap();
+        assert!(
+            v.is_empty(),
+            "item vectors come back from the cache, not the journal"
+        );
+        assert_eq!(v.cached(&text_hash("a")), Some(&unit(&[1.0, 0.0, 0.0])));
+        assert_eq!(v.cached(&text_hash("b")), Some(&unit(&[0.0, 1.0, 0.0])));
+        let live: HashSet<TextHash> = [text_hash("a")].into();
+        v.save(&live).unwrap();
+        assert!(
+            !dir.path().join(JOURNAL).exists(),
+            "save folds the journal in"
+        );
+        drop(v);
+        let v = Vectors::open(dir.path(), "m", 3).unwrap();
+        assert!(v.cached(&text_hash("a")).is_some());
+        assert!(v.cached(&text_hash("b")).is_none());
     }
 }

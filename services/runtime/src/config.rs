@@ -246,6 +246,9 @@ pub struct RagSearchConfig {
     pub dense_weight: f32,
     /// Watch the workspaces and refresh changed files.
     pub watch: bool,
+    /// Bring every workspace's index up to date in the background at start (searches answer
+    /// from the last commit meanwhile).
+    pub index_on_start: bool,
 }
 
 impl Default for RagSearchConfig {
@@ -257,6 +260,7 @@ impl Default for RagSearchConfig {
             bm25_weight: 1.0,
             dense_weight: 0.2,
             watch: true,
+            index_on_start: true,
         }
     }
 }

@@ -1,6 +1,7 @@
 mod auth;
 mod clear_codes;
 mod faults;
+mod indexing;
 mod internal_auth;
 mod remote_embeddings;
 mod session;

@@ -123,6 +123,33 @@ impl Embedder {
     }
 }
 
+/// [`Embedder::embed_all`] on a scoped thread, calling `progress(done)` on this thread after
+/// each batch (so it may be `FnMut` and need not be `Sync`).
+pub fn embed_with_progress(
+    embedder: &Embedder,
+    texts: &[String],
+    threads: usize,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            let tx = std::sync::Mutex::new(tx);
+            embedder.embed_all(texts, threads, &|done| {
+                if let Ok(tx) = tx.lock() {
+                    let _ = tx.send(done);
+                }
+            })
+        });
+        for done in rx.iter() {
+            progress(done);
+        }
+        worker
+            .join()
+            .unwrap_or_else(|_| Err(EmbedError::Model("the embedding thread panicked".into())))
+    })
+}
+
 fn embed_local(
     model: &bert::Bert,
     texts: &[String],

@@ -14,7 +14,7 @@ use crate::bm25::{Filters, normalize_prefix};
 use crate::context::{Assembled, Cut};
 use crate::index::{ItemRecord, Phase, Progress, Summary};
 use crate::parse::Kind;
-use crate::service::{SearchHit, SearchQuery, Strategy};
+use crate::service::{IndexState, SearchHit, SearchQuery, Strategy};
 
 pub(super) fn strategy(value: i32) -> Result<Strategy, Status> {
     match pb::Strategy::try_from(value) {
@@ -242,7 +242,11 @@ pub(super) fn cut_to_pb(c: Cut) -> common::CutReason {
     }
 }
 
-pub(super) fn assembled_to_pb(a: Assembled, dense_used: bool) -> common::AssembledContext {
+pub(super) fn assembled_to_pb(
+    a: Assembled,
+    dense_used: bool,
+    index_state: &IndexState,
+) -> common::AssembledContext {
     let files: BTreeSet<&str> = a.parts.iter().map(|p| p.candidate.file.as_str()).collect();
     let stats = common::ContextStats {
         total_tokens: a.total_tokens,
@@ -267,6 +271,7 @@ pub(super) fn assembled_to_pb(a: Assembled, dense_used: bool) -> common::Assembl
             .collect(),
         tokenizer: crate::tokens::TOKENIZER_NAME.to_owned(),
         dense_used,
+        index_state: index_state.name().to_owned(),
     };
     let rendered = a
         .parts
@@ -304,6 +309,15 @@ pub(super) fn assembled_to_pb(a: Assembled, dense_used: bool) -> common::Assembl
     }
 }
 
+pub(super) fn state_to_pb(s: &IndexState) -> pb::IndexState {
+    match s {
+        IndexState::NotIndexed => pb::IndexState::NotIndexed,
+        IndexState::Indexing(_) => pb::IndexState::Indexing,
+        IndexState::Ready => pb::IndexState::Ready,
+        IndexState::Failed(_) => pb::IndexState::Failed,
+    }
+}
+
 pub(super) fn phase_to_pb(p: Phase) -> pb::IndexPhase {
     match p {
         Phase::Scanning => pb::IndexPhase::Scanning,
@@ -320,10 +334,18 @@ pub(super) fn progress_to_pb(p: &Progress) -> pb::IndexProgress {
         files_done: p.files_done,
         files_total: p.files_total,
         items_done: p.items_done,
-        items_total: 0,
+        // Known once parsing is over: every item is written by then.
+        items_total: match p.phase {
+            Phase::Scanning | Phase::Parsing => 0,
+            Phase::Embedding | Phase::Committing | Phase::Done => p.items_done,
+        },
         embedded_done: p.embedded_done,
         message: p.message.clone(),
         summary: None,
+        embed_total: p.embed_total,
+        embed_done: p.embed_done,
+        eta: p.eta.and_then(|d| prost_types::Duration::try_from(d).ok()),
+        elapsed: prost_types::Duration::try_from(p.elapsed).ok(),
     }
 }
 

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use convert::{
-    assembled_to_pb, hit_to_pb, item_to_pb, kind_from_pb, progress_to_pb, strategy_to_pb,
-    summary_to_pb, timestamp,
+    assembled_to_pb, hit_to_pb, item_to_pb, kind_from_pb, progress_to_pb, state_to_pb,
+    strategy_to_pb, summary_to_pb, timestamp,
 };
 
 use crate::context::Budget;
@@ -56,7 +56,7 @@ fn to_status(e: RagError) -> Status {
     match e {
         RagError::Workspace(w) => w.to_status(),
         e @ RagError::NotIndexed(_) => Status::failed_precondition(e.to_string()),
-        e @ RagError::IndexingInProgress(_) => Status::failed_precondition(e.to_string()),
+        e @ RagError::RunFailed(_) => Status::unavailable(e.to_string()),
         e @ RagError::DenseUnavailable(_) => Status::failed_precondition(e.to_string()),
         RagError::BadPath {
             ref field,
@@ -69,8 +69,10 @@ fn to_status(e: RagError) -> Status {
             IndexError::Bm25(_)
             | IndexError::Io { .. }
             | IndexError::Vectors(_)
-            | IndexError::Corrupt { .. },
+            | IndexError::Corrupt { .. }
+            | IndexError::Poisoned,
         ) => Status::internal(e.to_string()),
+        e @ RagError::Index(IndexError::Closed) => Status::unavailable(e.to_string()),
         RagError::Blocking(e @ BlockingError::Saturated { .. }) => {
             Status::resource_exhausted(e.to_string())
         }
@@ -105,12 +107,8 @@ impl RagSearch for RagSearchGrpc {
     ) -> Result<Response<Self::IndexWorkspaceStream>, Status> {
         let r = request.into_inner();
         // Resolve first so that a bad workspace fails the call, not the stream.
+        // A run already going is joined: its progress and outcome come back on this stream.
         let status = self.service.status(&r.workspace_root).map_err(to_status)?;
-        if let IndexState::Indexing(_) = status.state {
-            return Err(to_status(RagError::IndexingInProgress(
-                status.root.display().to_string(),
-            )));
-        }
         let (tx, rx) = mpsc::channel::<Result<pb::IndexProgress, Status>>(64);
         let (ptx, mut prx) = mpsc::channel::<Progress>(64);
         let service = self.service.clone();
@@ -136,6 +134,10 @@ impl RagSearch for RagSearchGrpc {
                     items_done: summary.items_total,
                     items_total: summary.items_total,
                     embedded_done: summary.items_embedded + summary.embeddings_reused,
+                    embed_total: summary.items_embedded,
+                    embed_done: summary.items_embedded,
+                    eta: Some(prost_types::Duration::default()),
+                    elapsed: prost_types::Duration::try_from(summary.duration).ok(),
                     message: format!(
                         "indexed {} files ({} unchanged), {} items, {} embedded ({} reused) in {} ms",
                         summary.files_indexed,
@@ -198,6 +200,7 @@ impl RagSearch for RagSearchGrpc {
             strategy: strategy_to_pb(outcome.strategy) as i32,
             dense_used: outcome.dense_used,
             dense_unavailable_reason: outcome.dense_unavailable_reason,
+            index_state: state_to_pb(&outcome.index_state) as i32,
             hits: outcome.hits.into_iter().map(hit_to_pb).collect(),
         }))
     }
@@ -218,6 +221,7 @@ impl RagSearch for RagSearchGrpc {
         Ok(Response::new(assembled_to_pb(
             assembled,
             outcome.dense_used,
+            &outcome.index_state,
         )))
     }
 

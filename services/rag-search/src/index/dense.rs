@@ -2,25 +2,24 @@
 //! the model) and nearest-neighbour search with the same filters as BM25.
 
 use crate::bm25::Filters;
-use crate::embed::{self, EmbedError, Embedder};
+use crate::embed::{self, Embedder};
 use crate::vectors::TextHash;
 
 use super::search::ranked;
-use super::{
-    Hit, IndexError, ItemRecord, Phase, Progress, Ranked, Summary, WorkspaceIndex, hex_hash,
-};
+use super::{Hit, IndexError, ItemRecord, Ranked, Summary, WorkspaceIndex, hex_hash};
 
 /// Items embedded (and kept) per step.
 const EMBED_CHUNK: usize = 512;
 
 impl WorkspaceIndex {
-    /// Gives every item without a vector one: from the content-hash cache when its embedded
-    /// text was seen before, else from the model.
+    /// Gives every item from id `first` on that has no vector one: from the content-hash cache
+    /// when its embedded text was seen before, else from the model (under the caller's write
+    /// lock: a refresh's few items; a full run uses [`super::build`]).
     pub(super) fn embed_missing(
         &mut self,
         embedder: Option<&Embedder>,
         summary: &mut Summary,
-        progress: &mut dyn FnMut(Progress),
+        first: u64,
     ) -> Result<(), IndexError> {
         let (Some(vectors), Some(embedder)) = (self.vectors.as_mut(), embedder) else {
             return Ok(());
@@ -29,7 +28,7 @@ impl WorkspaceIndex {
             .items
             .keys()
             .copied()
-            .filter(|id| !vectors.contains(*id))
+            .filter(|id| *id >= first && !vectors.contains(*id))
             .collect();
         missing.sort_unstable();
         let mut to_embed: Vec<(u64, TextHash)> = Vec::new();
@@ -50,10 +49,7 @@ impl WorkspaceIndex {
         }
         // The texts are read back from BM25: make the items just parsed visible to it.
         self.bm25.commit()?;
-        let total = to_embed.len() as u64;
-        let items = self.items.len() as u64;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut done_before = 0u64;
         // In chunks, each kept as soon as it is embedded: a failure (an endpoint going away)
         // loses at most one chunk, and the next run embeds only what is still missing.
         for chunk in to_embed.chunks(EMBED_CHUNK) {
@@ -67,40 +63,19 @@ impl WorkspaceIndex {
                     embed::item_text(&r.item.canon_path, &r.item.signature, &r.item.doc, body)
                 })
                 .collect();
-            let base = vectors.len() as u64;
-            let (tx, rx) = std::sync::mpsc::channel::<usize>();
-            let embedded = std::thread::scope(|scope| {
-                let worker = scope.spawn(|| {
-                    let tx = std::sync::Mutex::new(tx);
-                    embedder.embed_all(&inputs, threads, &|done| {
-                        if let Ok(tx) = tx.lock() {
-                            let _ = tx.send(done);
-                        }
-                    })
-                });
-                for within in rx.iter() {
-                    let within = within as u64;
-                    progress(Progress {
-                        phase: Phase::Embedding,
-                        files_done: 0,
-                        files_total: 0,
-                        items_done: items,
-                        embedded_done: base + within,
-                        message: format!("embedded {} of {total} items", done_before + within),
-                    });
-                }
-                worker.join().unwrap_or_else(|_| {
-                    Err(EmbedError::Model("the embedding thread panicked".into()))
-                })
-            })?;
+            let embedded = embed::embed_with_progress(embedder, &inputs, threads, &mut |_| {})?;
+            let mut kept = Vec::with_capacity(chunk.len());
             for ((id, hash), vector) in chunk.iter().zip(embedded) {
                 // An input the endpoint refused on its own comes back empty: no vector.
                 if !vector.is_empty() {
                     vectors.add(*id, *hash, vector)?;
+                    kept.push(*hash);
                     summary.items_embedded += 1;
                 }
             }
-            done_before += chunk.len() as u64;
+            if !kept.is_empty() {
+                vectors.keep(&kept)?;
+            }
         }
         Ok(())
     }

@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Error, Boosts};
-use crate::embed::{EmbedError, Embedder};
+use crate::embed::EmbedError;
 use crate::parse::{Kind, ParsedItem};
 use crate::rank::LengthPrior;
-use crate::scan::{self, ScannedFile};
+use crate::scan::ScannedFile;
 use crate::vectors::{TextHash, VectorError, Vectors};
 
 const META_FILE: &str = "meta.json";
@@ -72,6 +72,12 @@ pub enum IndexError {
     /// The embedding model failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The index was closed (the service is stopping); a run stops at its next step.
+    #[error("the index was closed")]
+    Closed,
+    /// A thread panicked while holding the index.
+    #[error("the index lock was poisoned by a panic")]
+    Poisoned,
     /// The metadata file is corrupt.
     #[error("{path}: {message}")]
     Corrupt {
@@ -90,9 +96,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
 }
 
 /// Phases of an indexing run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Phase {
     /// Walking and hashing.
+    #[default]
     Scanning,
     /// Parsing changed files.
     Parsing,
@@ -105,7 +112,7 @@ pub enum Phase {
 }
 
 /// Progress of an indexing run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Progress {
     /// Phase.
     pub phase: Phase,
@@ -117,8 +124,16 @@ pub struct Progress {
     pub items_done: u64,
     /// Items with a vector so far.
     pub embedded_done: u64,
+    /// Items this run gives to the model (while embedding).
+    pub embed_total: u64,
+    /// Of those, done.
+    pub embed_done: u64,
     /// Human-readable step.
     pub message: String,
+    /// Time left in this phase at the rate so far, once there is a rate.
+    pub eta: Option<Duration>,
+    /// Time since the run started.
+    pub elapsed: Duration,
 }
 
 /// Result of an indexing run or a refresh.
@@ -144,6 +159,24 @@ pub struct Summary {
     pub embeddings_reused: u64,
     /// Wall time.
     pub duration: Duration,
+}
+
+impl Summary {
+    /// This run followed by `later` (which found this run's files unchanged), as one.
+    pub fn then(self, later: Summary) -> Summary {
+        Summary {
+            files_indexed: self.files_indexed + later.files_indexed,
+            files_unchanged: later.files_unchanged.saturating_sub(self.files_indexed),
+            files_skipped: later.files_skipped,
+            files_removed: self.files_removed + later.files_removed,
+            items_added: self.items_added + later.items_added,
+            items_removed: self.items_removed + later.items_removed,
+            items_total: later.items_total,
+            items_embedded: self.items_embedded + later.items_embedded,
+            embeddings_reused: self.embeddings_reused + later.embeddings_reused,
+            duration: self.duration + later.duration,
+        }
+    }
 }
 
 fn record(summary: &mut Summary, outcome: FileOutcome) {
@@ -185,6 +218,7 @@ pub struct WorkspaceIndex {
     last_indexed_at: Option<SystemTime>,
     vectors: Option<Vectors>,
     prior: LengthPrior,
+    closed: bool,
 }
 
 /// The model a workspace's vectors come from.
@@ -253,6 +287,7 @@ impl WorkspaceIndex {
                 .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
             vectors,
             prior,
+            closed: false,
         };
         // A crash between the BM25 commit and the metadata write leaves them out of step:
         // start over rather than serve items that do not exist.
@@ -335,101 +370,6 @@ impl WorkspaceIndex {
         self.items.get(&id)
     }
 
-    /// Indexes every file of the workspace; only changed files are parsed unless `force`. A
-    /// run that fails keeps the last committed index (see [`Self::atomically`]).
-    pub fn index_all(
-        &mut self,
-        force: bool,
-        embedder: Option<&Embedder>,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Summary, IndexError> {
-        self.atomically(|index| index.index_all_now(force, embedder, progress))
-    }
-
-    fn index_all_now(
-        &mut self,
-        force: bool,
-        embedder: Option<&Embedder>,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Summary, IndexError> {
-        let started = Instant::now();
-        progress(Progress {
-            phase: Phase::Scanning,
-            files_done: 0,
-            files_total: 0,
-            items_done: 0,
-            embedded_done: self.embedded_count(),
-            message: format!("scanning {}", self.root.display()),
-        });
-        let (files, skipped) = scan::scan(&self.root);
-        let total = files.len() as u64;
-        let mut summary = Summary {
-            files_skipped: skipped,
-            ..Summary::default()
-        };
-        let present: std::collections::HashSet<&str> =
-            files.iter().map(|f| f.rel.as_str()).collect();
-        let gone: Vec<String> = self
-            .files
-            .keys()
-            .filter(|k| !present.contains(k.as_str()))
-            .cloned()
-            .collect();
-        for rel in gone {
-            summary.items_removed += self.drop_file(&rel);
-            summary.files_removed += 1;
-        }
-        let step = (total / 100).max(1);
-        let mut done = 0u64;
-        for batch in files.chunks(update::BATCH_FILES) {
-            let prepared = update::prepare_batch(batch, force, &self.files);
-            let before = done;
-            for (file, p) in batch.iter().zip(prepared) {
-                let outcome = self.commit_prepared(file, p)?;
-                record(&mut summary, outcome);
-            }
-            done += batch.len() as u64;
-            let file = &batch[batch.len() - 1];
-            if done / step != before / step || done == total {
-                progress(Progress {
-                    phase: Phase::Parsing,
-                    files_done: done,
-                    files_total: total,
-                    items_done: self.items.len() as u64,
-                    embedded_done: self.embedded_count(),
-                    message: file.rel.clone(),
-                });
-            }
-        }
-        // Whatever happens to embedding, what was parsed and embedded is committed.
-        let embedded = self.embed_missing(embedder, &mut summary, progress);
-        progress(Progress {
-            phase: Phase::Committing,
-            files_done: total,
-            files_total: total,
-            items_done: self.items.len() as u64,
-            embedded_done: self.embedded_count(),
-            message: "committing".into(),
-        });
-        self.last_indexed_at = Some(SystemTime::now());
-        self.commit()?;
-        embedded?;
-        summary.items_total = self.items.len() as u64;
-        summary.duration = started.elapsed();
-        progress(Progress {
-            phase: Phase::Done,
-            files_done: total,
-            files_total: total,
-            items_done: summary.items_total,
-            embedded_done: self.embedded_count(),
-            message: format!(
-                "{} files indexed, {} unchanged, {} items",
-                summary.files_indexed, summary.files_unchanged, summary.items_total
-            ),
-        });
-        Ok(summary)
-    }
-
     fn apply(
         &mut self,
         file: &ScannedFile,
@@ -495,8 +435,9 @@ impl WorkspaceIndex {
         Ok(())
     }
 
-    /// Releases the index's writer and lock.
+    /// Releases the index's writer and lock; a run going stops at its next step.
     pub fn close(&mut self) {
+        self.closed = true;
         self.bm25.close();
     }
 
@@ -546,10 +487,12 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
     out
 }
 
+mod build;
 mod dense;
 mod refresh;
 mod search;
 
+pub use build::{COMMIT_EVERY, Guarded, build, eta};
 pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};
 #[cfg(test)]
 mod tests;

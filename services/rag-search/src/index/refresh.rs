@@ -12,33 +12,15 @@ use super::{IndexError, Summary, WorkspaceIndex};
 
 impl WorkspaceIndex {
     /// Runs `update`; when it fails before BM25 committed anything, the index is put back as
-    /// it was at its last commit (the item tables in memory, BM25's pending changes dropped),
-    /// so searches keep answering from the last good index instead of from tables that no
-    /// longer match it. Once BM25 has committed, the tables match what searches see and stay.
+    /// it was at its last commit (see [`Self::restore`]).
     pub(super) fn atomically<T>(
         &mut self,
         update: impl FnOnce(&mut Self) -> Result<T, IndexError>,
     ) -> Result<T, IndexError> {
-        let before = (
-            self.files.clone(),
-            self.items.clone(),
-            self.next_id,
-            self.last_indexed_at,
-        );
-        let commits = self.bm25.commits();
+        let checkpoint = self.checkpoint();
         let result = update(self);
-        if let Err(e) = &result
-            && self.bm25.commits() == commits
-        {
-            (self.files, self.items, self.next_id, self.last_indexed_at) = before;
-            match self.bm25.rollback() {
-                Ok(()) => {
-                    tracing::warn!(root = %self.root.display(), error = %e, "index update failed; the last committed index stays")
-                }
-                Err(r) => {
-                    tracing::warn!(root = %self.root.display(), error = %e, rollback = %r, "index update failed and bm25 could not roll back; searches answer from the last commit")
-                }
-            }
+        if let Err(e) = &result {
+            self.restore(checkpoint, e);
         }
         result
     }
@@ -60,6 +42,9 @@ impl WorkspaceIndex {
     ) -> Result<Summary, IndexError> {
         let started = Instant::now();
         let mut summary = Summary::default();
+        // Only what this refresh adds is embedded here (ids only grow): items an index run is
+        // still embedding are left to it, not embedded under this write lock.
+        let first_new = self.next_id;
         for rel in self.expand(rels) {
             let rel = &rel;
             let language = parse::language_of(Path::new(rel));
@@ -83,7 +68,7 @@ impl WorkspaceIndex {
                 }
             }
         }
-        let embedded = self.embed_missing(embedder, &mut summary, &mut |_| {});
+        let embedded = self.embed_missing(embedder, &mut summary, first_new);
         self.commit()?;
         embedded?;
         summary.items_total = self.items.len() as u64;

@@ -404,3 +404,72 @@ fn refreshes_never_follow_a_symlink_in_or_out_of_the_root() {
     assert_eq!(index.file_count(), files);
     assert!(top(&index, "exfiltrated_secret").is_empty());
 }
+
+/// A file of `n` small distinct functions.
+fn many_functions(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("/// Step number {i} of the pipeline.\npub fn step_{i}(x: u32) -> u32 {{\n    x + {i}\n}}\n\n"))
+        .collect()
+}
+
+#[test]
+fn a_run_holds_the_index_only_in_short_steps_and_bm25_answers_while_it_embeds() {
+    let model = crate::embed::tests::model();
+    let f = Fixture::new();
+    let lock = std::sync::RwLock::new(f.open_with(Some(DenseSpec {
+        model: model.name(),
+        dims: model.dims(),
+    })));
+    let mut phases = Vec::new();
+    let mut answered_while_embedding = 0;
+    let summary = build(&lock, false, Some(model), &mut |p| {
+        // Progress is reported with no lock held: a writer could get in right now.
+        let index = lock
+            .try_write()
+            .expect("the run holds the index between steps");
+        if p.phase == Phase::Embedding {
+            assert_eq!(
+                top(&index, "load settings")[0],
+                "crate::config::Config::load_settings"
+            );
+            answered_while_embedding += 1;
+        }
+        phases.push(p.phase);
+    })
+    .unwrap();
+    assert_eq!(summary.items_embedded, 5);
+    assert!(answered_while_embedding > 0, "{phases:?}");
+    assert_eq!(phases.last(), Some(&Phase::Done));
+}
+
+#[test]
+fn an_interrupted_run_keeps_every_embedding_it_made() {
+    let model = crate::embed::tests::model();
+    let spec = || DenseSpec {
+        model: model.name(),
+        dims: model.dims(),
+    };
+    let f = Fixture::new();
+    f.write("src/steps.rs", &many_functions(100));
+    let lock = std::sync::RwLock::new(f.open_with(Some(spec())));
+    // Stop the service (close the index) once the second chunk of items is being embedded.
+    let mut last = Progress::default();
+    let outcome = build(&lock, false, Some(model), &mut |p| {
+        if p.phase == Phase::Embedding {
+            if p.embed_done > build::EMBED_CHUNK as u64 {
+                lock.write().unwrap().close();
+            }
+            last = p;
+        }
+    });
+    assert!(matches!(outcome, Err(IndexError::Closed)), "{outcome:?}");
+    assert_eq!(last.embed_total, 105);
+    assert!(last.eta.is_some(), "{last:?}");
+    drop(lock);
+
+    // Restart: the items of the first chunk come from the kept cache, not the model.
+    let mut index = f.open_with(Some(spec()));
+    let s = index.index_all(false, Some(model), &mut |_| {}).unwrap();
+    assert_eq!((s.embeddings_reused, s.items_embedded), (64, 41));
+    assert_eq!(index.embedded_count(), 105);
+}

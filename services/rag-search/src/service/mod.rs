@@ -10,7 +10,6 @@ use ploke_runtime::blocking::{BlockingPool, PoolSize};
 use ploke_runtime::path_policy;
 use ploke_runtime::server::Readiness;
 use ploke_runtime::workspaces::Workspaces;
-use tokio::sync::mpsc;
 
 use crate::bm25::Boosts;
 use crate::context::{self, Assembled, Budget, Candidate};
@@ -18,14 +17,16 @@ use crate::embed::Embedder;
 use crate::error::RagError;
 use crate::fusion::Rrf;
 use crate::index::{
-    DenseSpec, Found, Hybrid, IndexError, ItemRecord, Progress, Query, Summary, WorkspaceIndex,
-    workspace_key,
+    DenseSpec, Found, Hybrid, IndexError, ItemRecord, Query, Summary, WorkspaceIndex, workspace_key,
 };
 use crate::parse::Kind;
 use crate::rank::LengthPrior;
 use crate::scan;
 
+mod runs;
 mod types;
+
+use runs::RunEvent;
 
 pub use types::{
     IndexState, LookupTarget, Refreshed, SearchHit, SearchOutcome, SearchQuery, Snippet,
@@ -34,7 +35,20 @@ pub use types::{
 
 struct Slot {
     index: RwLock<WorkspaceIndex>,
+    /// The state, and the channel a run reports on; changed together under this lock, so
+    /// that a caller who finds a run going and subscribes sees that run's end.
     state: Mutex<IndexState>,
+    runs: tokio::sync::watch::Sender<RunEvent>,
+}
+
+impl Slot {
+    fn new(index: WorkspaceIndex, state: IndexState) -> Self {
+        Self {
+            index: RwLock::new(index),
+            state: Mutex::new(state),
+            runs: tokio::sync::watch::channel(RunEvent::Finished(Ok(Summary::default()))).0,
+        }
+    }
 }
 
 /// The rag-search domain service.
@@ -143,13 +157,7 @@ impl RagService {
                 IndexState::NotIndexed
             };
             tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
-            slots.insert(
-                root.clone(),
-                Arc::new(Slot {
-                    index: RwLock::new(index),
-                    state: Mutex::new(state),
-                }),
-            );
+            slots.insert(root.clone(), Arc::new(Slot::new(index, state)));
         }
         Ok(Self {
             workspaces,
@@ -252,78 +260,17 @@ impl RagService {
         Ok((root, slot))
     }
 
-    fn ready_slot(&self, requested: &str) -> Result<(PathBuf, Arc<Slot>), RagError> {
+    /// The slot of a workspace that has an index to answer from (a run may still be going:
+    /// its last commit answers), with its state now.
+    fn ready_slot(&self, requested: &str) -> Result<(PathBuf, Arc<Slot>, IndexState), RagError> {
         let (root, slot) = self.slot(requested)?;
         let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
         match state {
             IndexState::NotIndexed => Err(RagError::NotIndexed(root.display().to_string())),
-            IndexState::Indexing(_) | IndexState::Ready | IndexState::Failed(_) => Ok((root, slot)),
-        }
-    }
-
-    /// Indexes a workspace, sending progress to `progress` (dropped when the receiver lags).
-    pub async fn index(
-        &self,
-        workspace_root: &str,
-        force: bool,
-        progress: mpsc::Sender<Progress>,
-    ) -> Result<Summary, RagError> {
-        let outcome = self.index_now(workspace_root, force, progress).await;
-        self.storage_outcome(outcome).await
-    }
-
-    async fn index_now(
-        &self,
-        workspace_root: &str,
-        force: bool,
-        progress: mpsc::Sender<Progress>,
-    ) -> Result<Summary, RagError> {
-        let (root, slot) = self.slot(workspace_root)?;
-        {
-            let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
-            if matches!(*state, IndexState::Indexing(_)) {
-                return Err(RagError::IndexingInProgress(root.display().to_string()));
+            IndexState::Indexing(_) | IndexState::Ready | IndexState::Failed(_) => {
+                Ok((root, slot, state))
             }
-            *state = IndexState::Indexing(Progress {
-                phase: crate::index::Phase::Scanning,
-                files_done: 0,
-                files_total: 0,
-                items_done: 0,
-                embedded_done: 0,
-                message: String::new(),
-            });
         }
-        let task_slot = slot.clone();
-        let embedder = self.embedder.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
-            let mut index = task_slot.index.write().map_err(|_| lock_poisoned())?;
-            let result = index.index_all(force, embedder.as_deref(), &mut |p| {
-                if let Ok(mut s) = task_slot.state.lock() {
-                    *s = IndexState::Indexing(p.clone());
-                }
-                let _ = progress.try_send(p);
-            });
-            Ok::<_, RagError>(result?)
-        })
-        .await
-        .map_err(|e| RagError::Internal(format!("indexing task: {e}")))
-        .and_then(|r| r);
-        let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
-        *state = match &outcome {
-            Ok(_) => IndexState::Ready,
-            Err(e) => IndexState::Failed(e.to_string()),
-        };
-        if let Ok(summary) = &outcome {
-            tracing::info!(
-                root = %root.display(),
-                files_indexed = summary.files_indexed,
-                files_unchanged = summary.files_unchanged,
-                items = summary.items_total,
-                ms = summary.duration.as_millis() as u64,
-                "workspace indexed"
-            );
-        }
-        outcome
     }
 
     /// What the index of a workspace holds.
@@ -366,11 +313,37 @@ impl RagService {
             (Strategy::Default | Strategy::Hybrid | Strategy::Bm25, None) => Strategy::Bm25,
             (s @ (Strategy::Bm25 | Strategy::Dense), Some(_)) => s,
         };
-        let (_, slot) = self.ready_slot(&query.workspace_root)?;
+        let (_, slot, index_state) = self.ready_slot(&query.workspace_root)?;
         let embedder = self.embedder.clone();
         let rrf = self.rrf;
         let reason = self.dense_reason();
         self.blocking(move || {
+            // While the first run is still embedding, no item may have a vector yet: HYBRID
+            // answers with BM25 alone and says so; DENSE cannot answer.
+            let no_vectors = slot
+                .index
+                .read()
+                .map_err(|_| lock_poisoned())?
+                .embedded_count()
+                == 0;
+            let (strategy, reason) = match strategy {
+                Strategy::Dense | Strategy::Hybrid if no_vectors && embedder.is_some() => {
+                    let why = match &index_state {
+                        IndexState::Indexing(p) => format!(
+                            "no item has a vector yet: the index run is at {} ({} of {} items embedded)",
+                            phase_name(p.phase),
+                            p.embed_done,
+                            p.embed_total
+                        ),
+                        _ => "no item has a vector (the index has no items, or the embedding model failed on all of them)".to_owned(),
+                    };
+                    if strategy == Strategy::Dense {
+                        return Err(RagError::DenseUnavailable(why));
+                    }
+                    (Strategy::Bm25, why)
+                }
+                other => (other, reason),
+            };
             let f = &query.filters;
             let text = query.query.as_str();
             // A remote endpoint may take seconds: its query vector is fetched before the index
@@ -419,6 +392,7 @@ impl RagService {
                 strategy,
                 dense_used: matches!(strategy, Strategy::Dense | Strategy::Hybrid),
                 dense_unavailable_reason: reason,
+                index_state,
             })
         })
         .await?
@@ -430,7 +404,7 @@ impl RagService {
         query: SearchQuery,
         budget: Budget,
     ) -> Result<(Assembled, SearchOutcome), RagError> {
-        let (root, _) = self.ready_slot(&query.workspace_root)?;
+        let (root, _, _) = self.ready_slot(&query.workspace_root)?;
         let outcome = self.search(query).await?;
         let candidates: Vec<Candidate> = outcome
             .hits
@@ -504,7 +478,7 @@ impl RagService {
         kind: Option<Kind>,
         limit: usize,
     ) -> Result<(Vec<ItemRecord>, usize), RagError> {
-        let (_, slot) = self.ready_slot(workspace_root)?;
+        let (_, slot, _) = self.ready_slot(workspace_root)?;
         let index = slot.index.read().map_err(|_| lock_poisoned())?;
         let found = match target {
             LookupTarget::CanonPath(p) => index.lookup_canon(p, kind),
@@ -604,4 +578,15 @@ fn read_span(s: &SpanRequest, file: Option<&(Vec<u8>, String)>) -> Snippet {
         }
     }
     out
+}
+
+fn phase_name(phase: crate::index::Phase) -> &'static str {
+    use crate::index::Phase;
+    match phase {
+        Phase::Scanning => "scanning",
+        Phase::Parsing => "parsing",
+        Phase::Embedding => "embedding",
+        Phase::Committing => "committing",
+        Phase::Done => "done",
+    }
 }

@@ -47,6 +47,18 @@ pub enum IndexState {
     Failed(String),
 }
 
+impl IndexState {
+    /// The name clients see in context stats.
+    pub fn name(&self) -> &'static str {
+        match self {
+            IndexState::NotIndexed => "not_indexed",
+            IndexState::Indexing(_) => "indexing",
+            IndexState::Ready => "ready",
+            IndexState::Failed(_) => "failed",
+        }
+    }
+}
+
 /// What IndexStatus reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
@@ -96,6 +108,8 @@ pub struct SearchOutcome {
     pub dense_used: bool,
     /// Why it did not.
     pub dense_unavailable_reason: String,
+    /// The state of the index that answered.
+    pub index_state: IndexState,
 }
 
 /// Outcome of reading one span.

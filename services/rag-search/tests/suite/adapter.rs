@@ -18,12 +18,17 @@ struct Server {
 }
 
 async fn start() -> Server {
+    start_indexing(true).await
+}
+
+async fn start_indexing(index_on_start: bool) -> Server {
     let workspace = tempfile::tempdir().unwrap();
-    let config = PlokeConfig {
+    let mut config = PlokeConfig {
         workspaces: vec![workspace.path().to_owned()],
         data_dir: workspace.path().join(".ploke"),
         ..PlokeConfig::default()
     };
+    config.rag_search.index_on_start = index_on_start;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}");
@@ -146,7 +151,8 @@ async fn other_bad_arguments() {
 
 #[tokio::test]
 async fn an_unindexed_workspace_says_so() {
-    let mut s = start().await;
+    // Only when indexing at start is turned off can a configured workspace be unindexed.
+    let mut s = start_indexing(false).await;
     let root = s.workspace.path().to_string_lossy().into_owned();
     let status = s
         .client

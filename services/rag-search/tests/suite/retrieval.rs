@@ -31,6 +31,8 @@ async fn start_with(workspace: &Path, data: &Path, model: Option<&Path>) -> Serv
     };
     config.rag_search.embed_model = model.map(Path::to_owned);
     config.rag_search.watch = false;
+    // These tests drive every run themselves (tests/ covers the run started with the service).
+    config.rag_search.index_on_start = false;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = Shutdown::new();

@@ -70,7 +70,20 @@ pub async fn request_code_context(
         total_tokens: stats.total_tokens,
         token_budget: budget,
         truncated: !stats.cut.is_empty(),
+        index_note: index_note(&stats.index_state),
     })
+}
+
+/// What the model should know about the index that answered.
+fn index_note(state: &str) -> String {
+    match state {
+        "indexing" => "the workspace index is still being built: files not indexed yet are \
+                       missing from these results; read_file, list_dir and search_code see \
+                       every file now"
+            .to_owned(),
+        "failed" => "the last index run failed: results come from the index before it".to_owned(),
+        _ => String::new(),
+    }
 }
 
 /// `code_item_lookup`: exact canonical path or bare name; nothing found is `found: false`.

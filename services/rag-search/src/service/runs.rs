@@ -1,0 +1,184 @@
+//! Index runs of the service: one at a time per workspace, started with the service for every
+//! configured workspace or by IndexWorkspace; a caller who finds a run going follows it (its
+//! progress streams to them) and then runs its own, so its answer covers its own changes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::{IndexState, RagService, Slot, lock_poisoned};
+use crate::error::RagError;
+use crate::index::{self, Progress, Summary};
+
+/// What the latest index run of a workspace reported last.
+#[derive(Debug, Clone)]
+pub(super) enum RunEvent {
+    /// It is going.
+    Progress(Progress),
+    /// It ended (the error as text: callers who joined it get it as [`RagError::RunFailed`]).
+    Finished(Result<Summary, String>),
+}
+
+impl RagService {
+    /// Indexes a workspace, sending progress to `progress` (dropped when the receiver lags).
+    pub async fn index(
+        &self,
+        workspace_root: &str,
+        force: bool,
+        progress: mpsc::Sender<Progress>,
+    ) -> Result<Summary, RagError> {
+        self.index_now(workspace_root, force, progress).await
+    }
+
+    async fn index_now(
+        &self,
+        workspace_root: &str,
+        force: bool,
+        progress: mpsc::Sender<Progress>,
+    ) -> Result<Summary, RagError> {
+        let (root, slot) = self.slot(workspace_root)?;
+        // A run already going (the one started with the service, or another caller's) may
+        // have scanned before this call's changes: it is followed to its end (its progress
+        // streams to the caller), then this call's own run starts, which costs a hash per
+        // unchanged file. A run another caller started meanwhile is as fresh: it is joined.
+        // The summary is of everything done between the call and its answer.
+        let mut earlier: Option<Summary> = None;
+        loop {
+            let own = match begin(&root, &slot)? {
+                None => self.run(root, slot, force, progress).await?,
+                Some(mut runs) if earlier.is_some() => follow(&mut runs, &progress).await?,
+                Some(mut runs) => {
+                    // Its failure is its callers' business; this call runs its own.
+                    earlier = Some(follow(&mut runs, &progress).await.unwrap_or_default());
+                    continue;
+                }
+            };
+            return Ok(match earlier {
+                Some(e) => e.then(own),
+                None => own,
+            });
+        }
+    }
+
+    /// Runs an index run [`begin`] started.
+    async fn run(
+        &self,
+        root: PathBuf,
+        slot: Arc<Slot>,
+        force: bool,
+        progress: mpsc::Sender<Progress>,
+    ) -> Result<Summary, RagError> {
+        let task_slot = slot.clone();
+        let embedder = self.embedder.clone();
+        let started = std::time::Instant::now();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let result = index::build(
+                &task_slot.index,
+                force,
+                embedder.as_deref(),
+                &mut |mut p| {
+                    p.elapsed = started.elapsed();
+                    if let Ok(mut s) = task_slot.state.lock() {
+                        *s = IndexState::Indexing(p.clone());
+                        task_slot.runs.send_replace(RunEvent::Progress(p.clone()));
+                    }
+                    let _ = progress.try_send(p);
+                },
+            );
+            Ok::<_, RagError>(result?)
+        })
+        .await
+        .map_err(|e| RagError::Internal(format!("indexing task: {e}")))
+        .and_then(|r| r);
+        let outcome = self.storage_outcome(outcome).await;
+        let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
+        *state = match &outcome {
+            Ok(_) => IndexState::Ready,
+            Err(e) => IndexState::Failed(e.to_string()),
+        };
+        slot.runs.send_replace(RunEvent::Finished(match &outcome {
+            Ok(s) => Ok(s.clone()),
+            Err(e) => Err(e.to_string()),
+        }));
+        drop(state);
+        if let Ok(summary) = &outcome {
+            tracing::info!(
+                root = %root.display(),
+                files_indexed = summary.files_indexed,
+                files_unchanged = summary.files_unchanged,
+                items = summary.items_total,
+                embedded = summary.items_embedded,
+                reused = summary.embeddings_reused,
+                ms = summary.duration.as_millis() as u64,
+                "workspace indexed"
+            );
+        }
+        outcome
+    }
+
+    /// Brings every configured workspace's index up to date in the background (index from
+    /// nothing, or refresh by hash); searches answer from the last commit meanwhile. Each run
+    /// has begun when this returns, so no caller sees "not indexed" for a workspace about to
+    /// be indexed, and an IndexWorkspace call joins it.
+    pub fn index_in_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut started = Vec::new();
+        for (root, slot) in self.slots.iter() {
+            match begin(root, slot) {
+                Ok(None) => {}
+                Ok(Some(_)) => continue,
+                Err(e) => {
+                    tracing::warn!(root = %root.display(), error = %e, "background indexing could not start");
+                    continue;
+                }
+            }
+            let service = self.clone();
+            let (root, slot) = (root.clone(), slot.clone());
+            started.push(tokio::spawn(async move {
+                let (tx, _) = mpsc::channel(1);
+                tracing::info!(root = %root.display(), "background indexing started");
+                if let Err(e) = service.run(root.clone(), slot, false, tx).await {
+                    tracing::warn!(root = %root.display(), error = %e, "background indexing failed; searches answer from the last committed index");
+                }
+            }));
+        }
+        started
+    }
+}
+
+/// Starts a run on `slot` (None: the caller runs it) or, when one is going, subscribes to it.
+pub(super) fn begin(
+    root: &Path,
+    slot: &Slot,
+) -> Result<Option<tokio::sync::watch::Receiver<RunEvent>>, RagError> {
+    let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
+    if matches!(*state, IndexState::Indexing(_)) {
+        return Ok(Some(slot.runs.subscribe()));
+    }
+    let first = Progress {
+        message: format!("starting {}", root.display()),
+        ..Progress::default()
+    };
+    *state = IndexState::Indexing(first.clone());
+    slot.runs.send_replace(RunEvent::Progress(first));
+    Ok(None)
+}
+
+/// Follows a run someone else started: its progress to `progress`, then its outcome.
+pub(super) async fn follow(
+    runs: &mut tokio::sync::watch::Receiver<RunEvent>,
+    progress: &mpsc::Sender<Progress>,
+) -> Result<Summary, RagError> {
+    loop {
+        let event = runs.borrow_and_update().clone();
+        match event {
+            RunEvent::Progress(p) => {
+                let _ = progress.try_send(p);
+            }
+            RunEvent::Finished(outcome) => return outcome.map_err(RagError::RunFailed),
+        }
+        if runs.changed().await.is_err() {
+            return Err(RagError::Internal("the index run went away".into()));
+        }
+    }
+}
