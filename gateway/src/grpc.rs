@@ -12,6 +12,8 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
 
+use ploke_runtime::auth::Caller;
+
 use crate::forward::{upstream_status, with_deadline};
 use crate::upstreams::Upstreams;
 
@@ -19,6 +21,19 @@ use crate::upstreams::Upstreams;
 fn check_root(workspace_root: &str) -> Result<(), Status> {
     ploke_runtime::workspaces::Workspaces::check_length(workspace_root).map_err(|e| e.to_status())
 }
+
+/// Refuses a call that needs an admin token to a caller without one.
+fn admin_only<T>(request: &Request<T>, rpc: &str) -> Result<(), Status> {
+    match request.extensions().get::<Caller>() {
+        Some(Caller { admin: true }) => Ok(()),
+        Some(Caller { admin: false }) | None => Err(Status::permission_denied(format!(
+            "{rpc} needs an admin token (PLOKE_GATEWAY_ADMIN_TOKENS)"
+        ))),
+    }
+}
+
+/// Deadline of a forwarded AddWorkspace (a clone runs up to 600 s on rag-search).
+const ADD_WORKSPACE_TIMEOUT: Duration = Duration::from_secs(630);
 
 const SESSIONS: &str = "llm-session";
 const TOOLS: &str = "tool-executor";
@@ -143,6 +158,36 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<rag::SearchResponse>, Status> {
         check_root(&request.get_ref().workspace_root)?;
         unary!(self, request, rag, search, RAG)
+    }
+
+    async fn add_workspace(
+        &self,
+        request: Request<rag::AddWorkspaceRequest>,
+    ) -> Result<Response<rag::Workspace>, Status> {
+        admin_only(&request, "AddWorkspace")?;
+        // A clone may take minutes: the deadline is rag-search's own git limit and a margin.
+        let mut client = self.upstreams.rag.clone();
+        client
+            .add_workspace(with_deadline(request.into_inner(), ADD_WORKSPACE_TIMEOUT))
+            .await
+            .map(|r| Response::new(r.into_inner()))
+            .map_err(|s| upstream_status(RAG, s))
+    }
+
+    async fn list_workspaces(
+        &self,
+        request: Request<rag::ListWorkspacesRequest>,
+    ) -> Result<Response<rag::ListWorkspacesResponse>, Status> {
+        unary!(self, request, rag, list_workspaces, RAG)
+    }
+
+    async fn remove_workspace(
+        &self,
+        request: Request<rag::RemoveWorkspaceRequest>,
+    ) -> Result<Response<rag::RemoveWorkspaceResponse>, Status> {
+        admin_only(&request, "RemoveWorkspace")?;
+        check_root(&request.get_ref().workspace_root)?;
+        unary!(self, request, rag, remove_workspace, RAG)
     }
 
     async fn index_status(

@@ -29,6 +29,8 @@ pub struct Config {
     pub upstreams: UpstreamsConfig,
     /// Accepted bearer tokens (`PLOKE_GATEWAY_TOKENS`).
     pub tokens: Vec<Secret>,
+    /// Tokens that may also administer (`PLOKE_GATEWAY_ADMIN_TOKENS`).
+    pub admin_tokens: Vec<Secret>,
     /// File with one more token per line.
     pub tokens_file: Option<PathBuf>,
     /// Serve without authentication (`ploke up` on loopback only).
@@ -50,6 +52,7 @@ impl From<&PlokeConfig> for Config {
         Self {
             upstreams: c.upstreams.clone(),
             tokens: c.gateway.tokens.clone(),
+            admin_tokens: c.gateway.admin_tokens.clone(),
             tokens_file: c.gateway.tokens_file.clone(),
             allow_unauthenticated: c.gateway.allow_unauthenticated,
             forward_timeout: Duration::from_secs(30),
@@ -126,15 +129,24 @@ pub async fn serve(
     .max_encoding_message_size(max);
     let routes = if config.allow_unauthenticated {
         tracing::warn!("gateway serves without authentication");
-        tonic::service::Routes::new(server)
+        // The one user of an unauthenticated (loopback) gateway administers it too.
+        tonic::service::Routes::new(tonic::service::interceptor::InterceptedService::new(
+            server,
+            |mut request: tonic::Request<()>| {
+                request
+                    .extensions_mut()
+                    .insert(ploke_runtime::auth::Caller { admin: true });
+                Ok(request)
+            },
+        ))
     } else {
         let tokens = tokens(&config)?;
-        if tokens.is_empty() {
+        if tokens.is_empty() && config.admin_tokens.is_empty() {
             tracing::warn!("no gateway tokens configured: every call will be refused");
         }
         tonic::service::Routes::new(tonic::service::interceptor::InterceptedService::new(
             server,
-            BearerAuth::new(tokens),
+            BearerAuth::new(tokens).with_admins(config.admin_tokens.clone()),
         ))
     };
     host.readiness().set_serving().await;

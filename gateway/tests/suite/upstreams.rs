@@ -25,6 +25,7 @@ async fn unreachable_upstreams_are_reported() {
             rag_search_url: dead[2].clone(),
         },
         tokens: Vec::new(),
+        admin_tokens: Vec::new(),
         tokens_file: None,
         allow_unauthenticated: true,
         forward_timeout: Duration::from_secs(5),

@@ -22,7 +22,7 @@ use ploke_runtime::config::{
 };
 use ploke_runtime::server::{ServeError, ServiceHost};
 use ploke_runtime::storage_health::StorageState;
-use ploke_runtime::workspaces::Workspaces;
+use ploke_runtime::workspaces::{FOLLOW_PERIOD, RagSearchSource, Workspaces};
 use tokio::net::TcpListener;
 
 pub use error::SessionError;
@@ -39,6 +39,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// tool-executor URL.
     pub tool_executor_url: String,
+    /// rag-search URL (where workspaces added at run time are listed).
+    pub rag_search_url: String,
     /// Providers by name.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Turn behaviour.
@@ -55,6 +57,7 @@ impl From<&PlokeConfig> for Config {
             workspaces: c.workspaces.clone(),
             data_dir: c.data_dir.clone(),
             tool_executor_url: c.upstreams.tool_executor_url.clone(),
+            rag_search_url: c.upstreams.rag_search_url.clone(),
             providers: c.providers.clone(),
             session: c.session.clone(),
             limits: c.limits,
@@ -110,8 +113,13 @@ pub async fn serve(
         ),
         settings: config.session.clone(),
     };
+    // Workspaces added on rag-search at run time can have sessions too.
+    let rag_channel = ploke_runtime::client::internal_channel(&config.rag_search_url, &tokens)?;
+    let workspaces = Workspaces::new(&config.workspaces)
+        .with_source(Arc::new(RagSearchSource::new(rag_channel)));
+    let following = workspaces.follow(FOLLOW_PERIOD);
     let service = service::SessionService::new(
-        Workspaces::new(&config.workspaces),
+        workspaces,
         config.providers.clone(),
         config.session.clone(),
         store,
@@ -141,6 +149,9 @@ pub async fn serve(
             // No more probing: the server drains.
             drop(monitor);
             flusher.abort();
+            if let Some(task) = following {
+                task.abort();
+            }
             stopping.shutdown().await;
         })
         .await;

@@ -198,7 +198,7 @@ impl SessionService {
 
     /// Starts a session.
     pub async fn create(&self, new: NewSession) -> Result<Session, SessionError> {
-        let root = self.workspaces.resolve(&new.workspace_root)?;
+        let root = self.workspaces.resolve_current(&new.workspace_root).await?;
         let provider = self.provider_name(&new.provider)?;
         let model = if new.model.is_empty() {
             self.providers

@@ -42,6 +42,28 @@ pub enum RagError {
     /// The blocking pool could not take the work (saturated) or the work panicked.
     #[error(transparent)]
     Blocking(#[from] ploke_runtime::blocking::BlockingError),
+    /// A git workspace could not be cloned or updated, or its URL or branch is not valid.
+    #[error(transparent)]
+    Git(crate::git::GitError),
+    /// A workspace to add is not acceptable.
+    #[error("{field}: {reason}")]
+    BadWorkspace {
+        /// Request field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The workspace is served already.
+    #[error("workspace {0} is served already")]
+    WorkspaceExists(String),
+    /// A configured workspace cannot be removed at run time.
+    #[error(
+        "workspace {0} is configured (--workspace, PLOKE_WORKSPACES or ploke.toml); remove it there and restart"
+    )]
+    ConfiguredWorkspace(String),
+    /// The list of added workspaces could not be written; nothing changed.
+    #[error("the workspace list could not be saved: {0}")]
+    Registry(String),
     /// A background task failed (a bug).
     #[error("internal: {0}")]
     Internal(String),

@@ -6,6 +6,7 @@ pub mod context;
 pub mod embed;
 mod error;
 pub mod fusion;
+pub mod git;
 mod grpc;
 pub mod index;
 pub mod parse;
@@ -47,6 +48,8 @@ pub struct Config {
     pub watch: bool,
     /// Index every workspace in the background at start.
     pub index_on_start: bool,
+    /// Fetch git workspaces this often (None = never on its own).
+    pub git_poll: Option<std::time::Duration>,
     /// A remote embeddings endpoint (`[embedding]`), instead of a local model.
     pub embedding: Option<EmbeddingConfig>,
     /// The internal tokens callers must present.
@@ -71,6 +74,8 @@ impl From<&PlokeConfig> for Config {
             },
             watch: c.rag_search.watch,
             index_on_start: c.rag_search.index_on_start,
+            git_poll: (c.rag_search.git_poll_secs > 0)
+                .then(|| std::time::Duration::from_secs(c.rag_search.git_poll_secs)),
             embedding: c.embedding.clone(),
             internal: c.internal.clone(),
         }
@@ -167,13 +172,14 @@ pub async fn serve(
     } else {
         Vec::new()
     };
+    let clones = config.git_poll.map(|period| closing.follow_clones(period));
     host.readiness().set_serving().await;
     let served = host
         .serve(tonic::service::Routes::new(server), listener, shutdown)
         .await;
     drop(_watcher);
-    for run in background {
-        run.abort();
+    for task in background.into_iter().chain(clones) {
+        task.abort();
     }
     // Release the index locks now, not when the last clone of the service goes away, so
     // that a new instance in this process can open the same indexes at once.

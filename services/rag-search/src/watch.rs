@@ -16,7 +16,13 @@ pub const DEBOUNCE: Duration = Duration::from_millis(300);
 
 /// The running watcher; dropping it stops watching.
 pub struct Watcher {
-    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl std::fmt::Debug for Watcher {
@@ -25,7 +31,8 @@ impl std::fmt::Debug for Watcher {
     }
 }
 
-/// Starts watching `roots` and refreshing `service` on changes. Reads are not changes (the
+/// Starts watching `roots` (and the workspaces `service` adds later; not those it removes) and
+/// refreshing `service` on changes. Reads are not changes (the
 /// refresh itself reads files), so access events are dropped; a burst of changes is collected
 /// until `debounce` passes quietly, then refreshed at once.
 pub fn spawn(
@@ -46,13 +53,33 @@ pub fn spawn(
     for root in &roots {
         watcher.watch(root, RecursiveMode::Recursive)?;
     }
-    tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
+    let mut changes = service.workspace_changes();
+    let task = tokio::spawn(async move {
+        loop {
+            let first = tokio::select! {
+                first = rx.recv() => match first {
+                    Some(first) => first,
+                    None => return,
+                },
+                change = changes.recv() => {
+                    if let Ok((root, added)) = change {
+                        let outcome = if added {
+                            watcher.watch(&root, RecursiveMode::Recursive)
+                        } else {
+                            watcher.unwatch(&root)
+                        };
+                        if let Err(e) = outcome {
+                            tracing::warn!(root = %root.display(), added, error = %e, "file watcher not updated");
+                        }
+                    }
+                    continue;
+                }
+            };
             let mut paths: BTreeSet<PathBuf> = first.into_iter().collect();
             while let Ok(Some(more)) = tokio::time::timeout(debounce, rx.recv()).await {
                 paths.extend(more);
             }
-            for root in &roots {
+            for root in &service.roots() {
                 let rels: BTreeSet<String> = paths
                     .iter()
                     .filter_map(|p| scan::relative(root, p))
@@ -79,5 +106,5 @@ pub fn spawn(
             }
         }
     });
-    Ok(Watcher { _watcher: watcher })
+    Ok(Watcher { task })
 }

@@ -7,10 +7,19 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Secret;
 
-/// A tonic interceptor that accepts requests carrying one of the configured bearer tokens.
+/// Who is calling, as the gateway's authentication found: put into the request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// Presented an admin token (or the gateway serves without authentication, on loopback).
+    pub admin: bool,
+}
+
+/// A tonic interceptor that accepts requests carrying one of the configured bearer tokens
+/// (or admin tokens), and records the [`Caller`].
 #[derive(Debug, Clone)]
 pub struct BearerAuth {
     tokens: Arc<[Secret]>,
+    admins: Arc<[Secret]>,
 }
 
 impl BearerAuth {
@@ -18,13 +27,27 @@ impl BearerAuth {
     pub fn new(tokens: Vec<Secret>) -> Self {
         Self {
             tokens: tokens.into(),
+            admins: Arc::new([]),
         }
+    }
+
+    /// Also accepts `admins`, whose callers may administer.
+    pub fn with_admins(mut self, admins: Vec<Secret>) -> Self {
+        self.admins = admins.into();
+        self
     }
 
     /// Whether `presented` equals one of the tokens. Every token is compared, in constant time,
     /// so timing reveals neither which token nor how much of it matched.
     pub fn accepts(&self, presented: &str) -> bool {
-        matches_any(&self.tokens, presented.as_bytes())
+        self.caller(presented).is_some()
+    }
+
+    /// Who `presented` is: an admin, a user, or nobody. Both sets are always compared.
+    pub fn caller(&self, presented: &str) -> Option<Caller> {
+        let user = matches_any(&self.tokens, presented.as_bytes());
+        let admin = matches_any(&self.admins, presented.as_bytes());
+        (user || admin).then_some(Caller { admin })
     }
 }
 
@@ -40,7 +63,7 @@ pub(crate) fn matches_any(tokens: &[Secret], presented: &[u8]) -> bool {
 
 impl tonic::service::Interceptor for BearerAuth {
     fn call(&mut self, request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        if self.tokens.is_empty() {
+        if self.tokens.is_empty() && self.admins.is_empty() {
             return Err(tonic::Status::unauthenticated(
                 "the gateway has no tokens configured (PLOKE_GATEWAY_TOKENS or [gateway] tokens_file)",
             ));
@@ -56,7 +79,9 @@ impl tonic::service::Interceptor for BearerAuth {
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))
             .ok_or_else(|| tonic::Status::unauthenticated("authorization is not a bearer token"))?;
-        if self.accepts(token.trim()) {
+        if let Some(caller) = self.caller(token.trim()) {
+            let mut request = request;
+            request.extensions_mut().insert(caller);
             Ok(request)
         } else {
             Err(tonic::Status::unauthenticated("invalid bearer token"))

@@ -249,6 +249,9 @@ pub struct RagSearchConfig {
     /// Bring every workspace's index up to date in the background at start (searches answer
     /// from the last commit meanwhile).
     pub index_on_start: bool,
+    /// Fetch git workspaces (AddWorkspace with a repository) every this many seconds and
+    /// re-index those that moved; 0 = only when added again.
+    pub git_poll_secs: u64,
 }
 
 impl Default for RagSearchConfig {
@@ -261,6 +264,7 @@ impl Default for RagSearchConfig {
             dense_weight: 0.2,
             watch: true,
             index_on_start: true,
+            git_poll_secs: 300,
         }
     }
 }
@@ -385,6 +389,10 @@ pub struct GatewayConfig {
     /// Accepted bearer tokens (from `PLOKE_GATEWAY_TOKENS`; not read from the file).
     #[serde(skip)]
     pub tokens: Vec<Secret>,
+    /// Bearer tokens that may also administer (add and remove workspaces), from
+    /// `PLOKE_GATEWAY_ADMIN_TOKENS` (comma-separated; never read from the file).
+    #[serde(skip)]
+    pub admin_tokens: Vec<Secret>,
     /// Serve without authentication (only `ploke up` on loopback sets this).
     #[serde(skip)]
     pub allow_unauthenticated: bool,
@@ -401,6 +409,7 @@ impl Default for GatewayConfig {
             listen: ServiceKind::Gateway.default_listen(),
             tokens_file: None,
             tokens: Vec::new(),
+            admin_tokens: Vec::new(),
             allow_unauthenticated: false,
             subscriber_buffer: 1024,
             subscriber_grace_ms: 1000,
@@ -510,6 +519,7 @@ pub const KNOWN_ENV: &[&str] = &[
     "PLOKE_LLM_SESSION_URL",
     "PLOKE_EMBED_MODEL",
     "PLOKE_GATEWAY_TOKENS",
+    "PLOKE_GATEWAY_ADMIN_TOKENS",
     "PLOKE_INTERNAL_TOKEN",
     "PLOKE_LOG",
     "PLOKE_LOG_FORMAT",
@@ -636,6 +646,14 @@ impl PlokeConfig {
         }
         if let Some(v) = env("PLOKE_EMBED_MODEL") {
             self.rag_search.embed_model = Some(PathBuf::from(v));
+        }
+        if let Some(v) = env("PLOKE_GATEWAY_ADMIN_TOKENS") {
+            self.gateway.admin_tokens = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(Secret::new)
+                .collect();
         }
         if let Some(v) = env("PLOKE_GATEWAY_TOKENS") {
             self.gateway.tokens = v

@@ -3,6 +3,7 @@
 //! at most a short prefix of the requested root.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use crate::text::shown;
 
@@ -43,10 +44,72 @@ impl WorkspaceError {
     }
 }
 
-/// Configured workspace roots, canonicalised where they exist.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Where the workspaces added at run time are listed (rag-search, which owns them): other
+/// services ask it rather than keep their own list.
+pub trait WorkspaceSource: Send + Sync {
+    /// Every root rag-search serves now.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<PathBuf>, String>>;
+}
+
+/// A boxed future of a [`WorkspaceSource`].
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// rag-search's ListWorkspaces as a [`WorkspaceSource`] (over the internal channel).
+#[derive(Debug, Clone)]
+pub struct RagSearchSource {
+    client: ploke_proto::rag::v1::rag_search_client::RagSearchClient<crate::client::TracedChannel>,
+}
+
+impl RagSearchSource {
+    /// Asks rag-search over `channel`.
+    pub fn new(channel: crate::client::TracedChannel) -> Self {
+        Self {
+            client: ploke_proto::rag::v1::rag_search_client::RagSearchClient::new(channel),
+        }
+    }
+}
+
+impl WorkspaceSource for RagSearchSource {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<PathBuf>, String>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            let listed = client
+                .list_workspaces(ploke_proto::rag::v1::ListWorkspacesRequest {})
+                .await
+                .map_err(|s| format!("rag-search ListWorkspaces: {}", s.message()))?;
+            Ok(listed
+                .into_inner()
+                .workspaces
+                .into_iter()
+                .map(|w| PathBuf::from(w.workspace_root))
+                .collect())
+        })
+    }
+}
+
+/// How often services that follow rag-search's workspaces ask again (an unknown root is
+/// asked about at once).
+pub const FOLLOW_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The workspaces a service serves: those configured (`--workspace`, first = default) and
+/// those added at run time. Clones share the run-time set, so an add or remove is seen by
+/// every holder at once; a service that does not own the set follows a [`WorkspaceSource`].
+#[derive(Clone, Default)]
 pub struct Workspaces {
-    roots: Vec<PathBuf>,
+    configured: Vec<PathBuf>,
+    added: Arc<RwLock<Vec<PathBuf>>>,
+    source: Option<Arc<dyn WorkspaceSource>>,
+    /// Serialises syncs, so that a burst of unknown roots asks the source once.
+    syncing: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Workspaces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspaces")
+            .field("roots", &self.roots())
+            .field("follows_source", &self.source.is_some())
+            .finish()
+    }
 }
 
 fn canonical(path: &Path) -> PathBuf {
@@ -58,8 +121,17 @@ impl Workspaces {
     pub fn new(roots: &[PathBuf]) -> Self {
         let cwd = std::env::current_dir().unwrap_or_default();
         Self {
-            roots: roots.iter().map(|r| canonical(&cwd.join(r))).collect(),
+            configured: roots.iter().map(|r| canonical(&cwd.join(r))).collect(),
+            ..Self::default()
         }
+    }
+
+    /// Follows `source` for the roots added at run time: an unknown root is looked up there
+    /// before it is refused ([`Self::resolve_current`]), and [`Self::follow`] keeps the set
+    /// fresh so that a removed root stops being served.
+    pub fn with_source(mut self, source: Arc<dyn WorkspaceSource>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// Refuses a `workspace_root` over [`MAX_ROOT_BYTES`], as [`Workspaces::resolve`] does
@@ -71,31 +143,122 @@ impl Workspaces {
         Ok(())
     }
 
-    /// Every root, the default first.
-    pub fn roots(&self) -> &[PathBuf] {
-        &self.roots
+    /// Every root, the default first: the configured ones, then those added at run time.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        let mut roots = self.configured.clone();
+        if let Ok(added) = self.added.read() {
+            roots.extend(
+                added
+                    .iter()
+                    .filter(|r| !self.configured.contains(r))
+                    .cloned(),
+            );
+        }
+        roots
     }
 
-    /// The root a request means: the default for an empty string, else the configured root
-    /// it names (compared after canonicalisation). Errors hold at most a short prefix of it.
+    /// Whether `root` was configured (and so cannot be removed at run time).
+    pub fn is_configured(&self, root: &Path) -> bool {
+        self.configured.iter().any(|r| r == root)
+    }
+
+    /// Adds a root at run time (canonicalised); false when it was already served.
+    pub fn add(&self, root: &Path) -> bool {
+        let root = canonical(root);
+        if self.is_configured(&root) {
+            return false;
+        }
+        match self.added.write() {
+            Ok(mut added) if !added.contains(&root) => {
+                added.push(root);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Stops serving a root added at run time; false when it was not one.
+    pub fn remove(&self, root: &Path) -> bool {
+        match self.added.write() {
+            Ok(mut added) => {
+                let before = added.len();
+                added.retain(|r| r != root);
+                added.len() != before
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Replaces the run-time set with what the source lists.
+    fn replace_added(&self, roots: Vec<PathBuf>) {
+        if let Ok(mut added) = self.added.write() {
+            *added = roots
+                .into_iter()
+                .filter(|r| !self.configured.contains(r))
+                .collect();
+        }
+    }
+
+    /// Asks the source for the current set (no-op without one).
+    pub async fn sync(&self) -> Result<(), String> {
+        let Some(source) = &self.source else {
+            return Ok(());
+        };
+        let _one = self.syncing.lock().await;
+        let roots = source.list().await?;
+        self.replace_added(roots);
+        Ok(())
+    }
+
+    /// Keeps the run-time set in step with the source every `period` (nothing without one);
+    /// the caller aborts the task when it stops.
+    pub fn follow(&self, period: std::time::Duration) -> Option<tokio::task::JoinHandle<()>> {
+        self.source.as_ref()?;
+        let this = self.clone();
+        Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = this.sync().await {
+                    tracing::debug!(error = %e, "workspace list not refreshed");
+                }
+            }
+        }))
+    }
+
+    /// [`Self::resolve`], after asking the source when the root is not known here yet (it may
+    /// have been added on rag-search a moment ago).
+    pub async fn resolve_current(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
+        match self.resolve(requested) {
+            Err(WorkspaceError::Unknown(_) | WorkspaceError::NoneConfigured)
+                if self.source.is_some() =>
+            {
+                if let Err(e) = self.sync().await {
+                    tracing::warn!(error = %e, "could not ask rag-search for its workspaces");
+                }
+                self.resolve(requested)
+            }
+            other => other,
+        }
+    }
+
+    /// The root a request means: the default for an empty string, else the served root it
+    /// names (compared after canonicalisation). Errors hold at most a short prefix of it.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
         Self::check_length(requested)?;
+        let roots = self.roots();
         if requested.is_empty() {
-            return self
-                .roots
-                .first()
-                .cloned()
-                .ok_or(WorkspaceError::NoneConfigured);
+            return roots.first().cloned().ok_or(WorkspaceError::NoneConfigured);
         }
         let path = Path::new(requested);
         if !path.is_absolute() {
             return Err(WorkspaceError::NotAbsolute(shown(requested).into_owned()));
         }
         let wanted = canonical(path);
-        self.roots
-            .iter()
-            .find(|r| **r == wanted)
-            .cloned()
+        roots
+            .into_iter()
+            .find(|r| *r == wanted)
             .ok_or_else(|| WorkspaceError::Unknown(shown(requested).into_owned()))
     }
 }

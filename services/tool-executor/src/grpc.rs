@@ -103,6 +103,8 @@ impl ToolExecutor for ToolExecutorGrpc {
             };
             return Ok(Response::new(Box::pin(tokio_stream::once(Ok(refused)))));
         }
+        // A workspace added on rag-search a moment ago is learnt before the call resolves it.
+        self.service.learn_workspace(&r.workspace_root).await;
         let rx = self
             .service
             .execute(ExecuteRequest {

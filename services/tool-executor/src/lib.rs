@@ -16,7 +16,7 @@ use ploke_proto::registry::ToolRegistry;
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutorServer;
 use ploke_runtime::config::{InternalConfig, LimitsConfig, PlokeConfig};
 use ploke_runtime::server::{ServeError, ServiceHost};
-use ploke_runtime::workspaces::Workspaces;
+use ploke_runtime::workspaces::{FOLLOW_PERIOD, RagSearchSource, Workspaces};
 use tokio::net::TcpListener;
 
 pub use error::ExecutorError;
@@ -95,10 +95,12 @@ pub async fn serve(
     let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     let tokens = host.require_internal(&config.internal)?;
     let registry = ToolRegistry::global()?;
-    let rag = rag::Rag::new(ploke_runtime::client::internal_channel(
-        &config.rag_search_url,
-        &tokens,
-    )?);
+    let rag_channel = ploke_runtime::client::internal_channel(&config.rag_search_url, &tokens)?;
+    let rag = rag::Rag::new(rag_channel.clone());
+    // Workspaces added on rag-search at run time are served here too.
+    let workspaces = Workspaces::new(&config.workspaces)
+        .with_source(std::sync::Arc::new(RagSearchSource::new(rag_channel)));
+    let following = workspaces.follow(FOLLOW_PERIOD);
     let stopping = tokio_util::sync::CancellationToken::new();
     let edits = edits::Edits::open(
         &config.data_dir,
@@ -111,7 +113,7 @@ pub async fn serve(
     .await?;
     let database = edits.database().clone();
     let service = service::ToolService::new(
-        Workspaces::new(&config.workspaces),
+        workspaces,
         registry,
         rag,
         config.tools,
@@ -135,6 +137,9 @@ pub async fn serve(
             drop(monitor);
             // Calls waiting for a decision end now instead of holding the drain open.
             stopping.cancel();
+            if let Some(task) = following {
+                task.abort();
+            }
         })
         .await;
     // Releases the database's lock for whoever opens it next (a restart in this process).

@@ -72,6 +72,12 @@ impl ToolService {
         }
     }
 
+    /// Asks rag-search about a workspace root not served here yet (added there at run time),
+    /// so that the call naming it resolves; an unknown root stays unknown.
+    pub async fn learn_workspace(&self, requested: &str) {
+        let _known = self.workspaces.resolve_current(requested).await;
+    }
+
     /// The pool file work runs on.
     pub fn pool(&self) -> &BlockingPool {
         &self.pool

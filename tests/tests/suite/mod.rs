@@ -8,3 +8,4 @@ mod session;
 mod storage;
 mod through_gateway;
 mod wiring;
+mod workspaces;

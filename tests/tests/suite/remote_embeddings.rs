@@ -38,9 +38,15 @@ fn endpoint(fake: &FakeEmbeddings) -> EmbeddingConfig {
 
 async fn start(fake: &FakeEmbeddings) -> Sandbox {
     let config = endpoint(fake);
-    Sandbox::start_with(move |c| c.embedding = Some(config))
-        .await
-        .unwrap()
+    // No watcher and no run at start: these tests count the endpoint's requests, and a run
+    // racing the one they start would ask again for what the endpoint refused.
+    Sandbox::start_with(move |c| {
+        c.embedding = Some(config);
+        c.rag_search.watch = false;
+        c.rag_search.index_on_start = false;
+    })
+    .await
+    .unwrap()
 }
 
 async fn search(

@@ -2,6 +2,9 @@
 //! domain and maps [`RagError`] to `tonic::Status` exhaustively.
 
 mod convert;
+mod workspaces;
+
+use workspaces::workspace_to_pb;
 
 use std::pin::Pin;
 
@@ -22,9 +25,11 @@ use convert::{
 use crate::context::Budget;
 use crate::embed::EmbedError;
 use crate::error::RagError;
+use crate::git::GitError;
 use crate::index::{IndexError, Phase, Progress};
 use crate::service::{
-    IndexState, LookupTarget, RagService, SearchQuery, SnippetStatus, SpanRequest, check_relative,
+    IndexState, LookupTarget, NewWorkspace, RagService, SearchQuery, SnippetStatus, SpanRequest,
+    check_relative,
 };
 
 /// Largest `top_k` a request may ask for.
@@ -76,9 +81,26 @@ fn to_status(e: RagError) -> Status {
         RagError::Blocking(e @ BlockingError::Saturated { .. }) => {
             Status::resource_exhausted(e.to_string())
         }
+        RagError::Git(e) => git_status(&e),
+        RagError::BadWorkspace { field, ref reason } => invalid_argument(field, reason),
+        e @ RagError::WorkspaceExists(_) => Status::already_exists(e.to_string()),
+        e @ RagError::ConfiguredWorkspace(_) => Status::failed_precondition(e.to_string()),
+        e @ RagError::Registry(_) => Status::unavailable(e.to_string()),
         e @ (RagError::Internal(_) | RagError::Blocking(BlockingError::Panicked(_))) => {
             Status::internal(e.to_string())
         }
+    }
+}
+
+/// A bad URL or branch names its field; git refusing (no such repository or branch, no access,
+/// git missing) is a precondition; running out of time is DEADLINE_EXCEEDED.
+fn git_status(e: &GitError) -> Status {
+    match e {
+        GitError::Invalid { field, reason } => invalid_argument(field, reason),
+        GitError::Failed { .. } | GitError::Unavailable(_) => {
+            Status::failed_precondition(e.to_string())
+        }
+        GitError::TimedOut { .. } => Status::deadline_exceeded(e.to_string()),
     }
 }
 
@@ -99,6 +121,46 @@ type ProgressStream =
 
 #[tonic::async_trait]
 impl RagSearch for RagSearchGrpc {
+    async fn add_workspace(
+        &self,
+        request: Request<pb::AddWorkspaceRequest>,
+    ) -> Result<Response<pb::Workspace>, Status> {
+        let new = NewWorkspace::try_from(request.into_inner())?;
+        let added = self.service.add_workspace(new).await.map_err(to_status)?;
+        Ok(Response::new(workspace_to_pb(added)))
+    }
+
+    async fn list_workspaces(
+        &self,
+        _request: Request<pb::ListWorkspacesRequest>,
+    ) -> Result<Response<pb::ListWorkspacesResponse>, Status> {
+        let all = self.service.list_workspaces().await.map_err(to_status)?;
+        Ok(Response::new(pb::ListWorkspacesResponse {
+            workspaces: all.into_iter().map(workspace_to_pb).collect(),
+        }))
+    }
+
+    async fn remove_workspace(
+        &self,
+        request: Request<pb::RemoveWorkspaceRequest>,
+    ) -> Result<Response<pb::RemoveWorkspaceResponse>, Status> {
+        let r = request.into_inner();
+        if r.workspace_root.is_empty() {
+            return Err(invalid_argument(
+                "workspace_root",
+                "must name the workspace to remove",
+            ));
+        }
+        let removed = self
+            .service
+            .remove_workspace(&r.workspace_root, r.delete_data)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::RemoveWorkspaceResponse {
+            removed: Some(workspace_to_pb(removed)),
+        }))
+    }
+
     type IndexWorkspaceStream = ProgressStream;
 
     async fn index_workspace(

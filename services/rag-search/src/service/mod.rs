@@ -23,15 +23,19 @@ use crate::parse::Kind;
 use crate::rank::LengthPrior;
 use crate::scan;
 
+mod registry;
 mod runs;
 mod types;
+mod workspaces;
 
 use runs::RunEvent;
 
+pub use registry::GitOrigin;
 pub use types::{
     IndexState, LookupTarget, Refreshed, SearchHit, SearchOutcome, SearchQuery, Snippet,
     SnippetStatus, SpanRequest, Status, Strategy,
 };
+pub use workspaces::{NewWorkspace, WorkspaceInfo};
 
 struct Slot {
     index: RwLock<WorkspaceIndex>,
@@ -55,12 +59,50 @@ impl Slot {
 #[derive(Clone)]
 pub struct RagService {
     workspaces: Workspaces,
-    slots: Arc<HashMap<PathBuf, Arc<Slot>>>,
+    slots: Arc<RwLock<HashMap<PathBuf, Arc<Slot>>>>,
+    /// How to open the index of a workspace added at run time.
+    opening: Opening,
+    /// Workspaces added at run time, as persisted.
+    registry: Arc<tokio::sync::Mutex<registry::Registry>>,
+    /// Roots added (true) or removed (false), for the watcher.
+    changes: tokio::sync::broadcast::Sender<(PathBuf, bool)>,
     embedder: Option<Arc<Embedder>>,
     rrf: Rrf,
     refreshed: tokio::sync::broadcast::Sender<Refreshed>,
     pool: BlockingPool,
     readiness: Option<Readiness>,
+}
+
+/// What opening a workspace's index takes.
+#[derive(Debug, Clone)]
+struct Opening {
+    data_dir: PathBuf,
+    retrieval: Retrieval,
+}
+
+impl Opening {
+    /// Opens (or creates) the index of `root` under `data_dir/index`.
+    fn open(&self, root: &Path, embedder: Option<&Embedder>) -> Result<Slot, IndexError> {
+        let dir = self.data_dir.join("index").join(workspace_key(root));
+        let dense = embedder.map(|e| DenseSpec {
+            model: e.name(),
+            dims: e.dims(),
+        });
+        let r = &self.retrieval;
+        let index = WorkspaceIndex::open(root, &dir, (r.boosts, r.prior), dense)?;
+        let state = if index.last_indexed_at().is_some() {
+            IndexState::Ready
+        } else {
+            IndexState::NotIndexed
+        };
+        tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
+        Ok(Slot::new(index, state))
+    }
+
+    /// Where the index of `root` lives.
+    fn index_dir(&self, root: &Path) -> PathBuf {
+        self.data_dir.join("index").join(workspace_key(root))
+    }
 }
 
 /// How rag-search retrieves.
@@ -135,33 +177,36 @@ pub fn check_relative(field: &str, rel: &str) -> Result<String, RagError> {
 }
 
 impl RagService {
-    /// Opens the persisted index of every workspace under `data_dir/index`.
+    /// Opens the persisted index of every workspace under `data_dir/index`: the configured
+    /// ones and those added at run time before (listed in `data_dir/workspaces.json`).
     pub fn open(
         workspaces: Workspaces,
         data_dir: &Path,
         embedder: Option<Arc<Embedder>>,
         retrieval: Retrieval,
     ) -> Result<Self, IndexError> {
+        let registry = registry::Registry::load(data_dir).map_err(|e| IndexError::Corrupt {
+            path: registry::Registry::path(data_dir),
+            message: e,
+        })?;
+        for entry in registry.entries() {
+            workspaces.add(&entry.root);
+        }
+        let opening = Opening {
+            data_dir: data_dir.to_owned(),
+            retrieval,
+        };
         let mut slots = HashMap::new();
         for root in workspaces.roots() {
-            let dir = data_dir.join("index").join(workspace_key(root));
-            let dense = embedder.as_deref().map(|e| DenseSpec {
-                model: e.name(),
-                dims: e.dims(),
-            });
-            let index =
-                WorkspaceIndex::open(root, &dir, (retrieval.boosts, retrieval.prior), dense)?;
-            let state = if index.last_indexed_at().is_some() {
-                IndexState::Ready
-            } else {
-                IndexState::NotIndexed
-            };
-            tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
-            slots.insert(root.clone(), Arc::new(Slot::new(index, state)));
+            let slot = opening.open(&root, embedder.as_deref())?;
+            slots.insert(root, Arc::new(slot));
         }
         Ok(Self {
             workspaces,
-            slots: Arc::new(slots),
+            slots: Arc::new(RwLock::new(slots)),
+            opening,
+            registry: Arc::new(tokio::sync::Mutex::new(registry)),
+            changes: tokio::sync::broadcast::channel(64).0,
             embedder,
             rrf: retrieval.rrf,
             refreshed: tokio::sync::broadcast::channel(64).0,
@@ -220,15 +265,23 @@ impl RagService {
         self.pool.run(f).await.map_err(RagError::from)
     }
 
-    /// Every configured workspace root.
+    /// Every served workspace root.
     pub fn roots(&self) -> Vec<PathBuf> {
-        self.workspaces.roots().to_vec()
+        self.workspaces.roots()
+    }
+
+    /// Roots added (true) or removed (false) from now on.
+    pub fn workspace_changes(&self) -> tokio::sync::broadcast::Receiver<(PathBuf, bool)> {
+        self.changes.subscribe()
+    }
+
+    fn slot_of(&self, root: &Path) -> Option<Arc<Slot>> {
+        self.slots.read().ok()?.get(root).cloned()
     }
 
     /// Whether `root` has been indexed (the watcher leaves unindexed workspaces alone).
     pub fn is_indexed(&self, root: &Path) -> bool {
-        self.slots
-            .get(root)
+        self.slot_of(root)
             .and_then(|s| {
                 s.state
                     .lock()
@@ -253,10 +306,9 @@ impl RagService {
 
     fn slot(&self, requested: &str) -> Result<(PathBuf, Arc<Slot>), RagError> {
         let root = self.workspaces.resolve(requested)?;
-        let slot =
-            self.slots.get(&root).cloned().ok_or_else(|| {
-                RagError::Internal(format!("no index slot for {}", root.display()))
-            })?;
+        let slot = self
+            .slot_of(&root)
+            .ok_or_else(|| RagError::Internal(format!("no index slot for {}", root.display())))?;
         Ok((root, slot))
     }
 
@@ -462,7 +514,12 @@ impl RagService {
 
     /// Closes every index (releasing their locks); later writes fail.
     pub fn close(&self) {
-        for slot in self.slots.values() {
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .read()
+            .map(|s| s.values().cloned().collect())
+            .unwrap_or_default();
+        for slot in slots {
             match slot.index.write() {
                 Ok(mut index) => index.close(),
                 Err(poisoned) => poisoned.into_inner().close(),

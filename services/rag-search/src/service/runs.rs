@@ -123,26 +123,39 @@ impl RagService {
     /// be indexed, and an IndexWorkspace call joins it.
     pub fn index_in_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
         let mut started = Vec::new();
-        for (root, slot) in self.slots.iter() {
-            match begin(root, slot) {
-                Ok(None) => {}
-                Ok(Some(_)) => continue,
-                Err(e) => {
-                    tracing::warn!(root = %root.display(), error = %e, "background indexing could not start");
-                    continue;
-                }
-            }
-            let service = self.clone();
-            let (root, slot) = (root.clone(), slot.clone());
-            started.push(tokio::spawn(async move {
-                let (tx, _) = mpsc::channel(1);
-                tracing::info!(root = %root.display(), "background indexing started");
-                if let Err(e) = service.run(root.clone(), slot, false, tx).await {
-                    tracing::warn!(root = %root.display(), error = %e, "background indexing failed; searches answer from the last committed index");
-                }
-            }));
+        let slots: Vec<(PathBuf, Arc<Slot>)> = self
+            .slots
+            .read()
+            .map(|s| s.iter().map(|(r, s)| (r.clone(), s.clone())).collect())
+            .unwrap_or_default();
+        for (root, slot) in slots {
+            started.extend(self.index_slot_in_background(root, slot));
         }
         started
+    }
+
+    /// Starts a background run on one workspace unless one is going already.
+    pub(super) fn index_slot_in_background(
+        &self,
+        root: PathBuf,
+        slot: Arc<Slot>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        match begin(&root, &slot) {
+            Ok(None) => {}
+            Ok(Some(_)) => return None,
+            Err(e) => {
+                tracing::warn!(root = %root.display(), error = %e, "background indexing could not start");
+                return None;
+            }
+        }
+        let service = self.clone();
+        Some(tokio::spawn(async move {
+            let (tx, _) = mpsc::channel(1);
+            tracing::info!(root = %root.display(), "background indexing started");
+            if let Err(e) = service.run(root.clone(), slot, false, tx).await {
+                tracing::warn!(root = %root.display(), error = %e, "background indexing failed; searches answer from the last committed index");
+            }
+        }))
     }
 }
 
