@@ -182,6 +182,10 @@ pub struct LimitsConfig {
     /// Longest wait in milliseconds for a blocking slot before a call is refused with
     /// `RESOURCE_EXHAUSTED`.
     pub blocking_queue_ms: u64,
+    /// Seconds after which a server closes a client connection gracefully (HTTP/2 GOAWAY:
+    /// in-flight calls finish, new calls reconnect), so long-lived gRPC connections spread over
+    /// replicas behind a load balancer or Kubernetes Service; 0 = never.
+    pub max_connection_age_secs: u64,
 }
 
 impl LimitsConfig {
@@ -203,6 +207,7 @@ impl Default for LimitsConfig {
             drain_seconds: 10,
             blocking_threads: 0,
             blocking_queue_ms: 5000,
+            max_connection_age_secs: 0,
         }
     }
 }

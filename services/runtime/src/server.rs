@@ -262,7 +262,12 @@ impl ServiceHost {
             }
         };
         let drain = Duration::from_secs(self.limits.drain_seconds);
-        let server = tonic::transport::Server::builder()
+        let mut builder = tonic::transport::Server::builder();
+        if self.limits.max_connection_age_secs > 0 {
+            builder = builder
+                .max_connection_age(Duration::from_secs(self.limits.max_connection_age_secs));
+        }
+        let server = builder
             .layer(TraceLayer)
             .layer(InternalAuthLayer::new(internal))
             .layer(DecodeErrorLayer)

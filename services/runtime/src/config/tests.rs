@@ -210,6 +210,26 @@ fn secrets_are_redacted_in_debug() {
 }
 
 #[test]
+fn max_connection_age_is_off_by_default_and_set_in_limits() {
+    assert_eq!(PlokeConfig::default().limits.max_connection_age_secs, 0);
+    let c = PlokeConfig::from_toml(
+        "[limits]\nmax_connection_age_secs = 300\n",
+        Path::new("ploke.toml"),
+    )
+    .unwrap();
+    assert_eq!(c.limits.max_connection_age_secs, 300);
+    assert_eq!(
+        c.limits.drain_seconds,
+        LimitsConfig::default().drain_seconds
+    );
+    let bad = PlokeConfig::from_toml(
+        "[limits]\nmax_connection_age_secs = -1\n",
+        Path::new("ploke.toml"),
+    );
+    assert!(matches!(bad, Err(ConfigError::Parse { .. })), "{bad:?}");
+}
+
+#[test]
 fn the_documented_example_config_parses() {
     let text = include_str!("../../../../deploy/ploke.example.toml");
     let c = PlokeConfig::from_toml(text, Path::new("deploy/ploke.example.toml")).unwrap();

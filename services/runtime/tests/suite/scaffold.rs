@@ -81,3 +81,75 @@ async fn shutdown_reports_not_serving_and_returns() {
         .await;
     assert!(refused.is_err());
 }
+
+/// Reads HTTP/2 frames from `stream` until a GOAWAY (frame type 0x7) arrives, the stream
+/// closes or `within` passes; true if a GOAWAY arrived.
+async fn goaway_within(stream: &mut tokio::net::TcpStream, within: std::time::Duration) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = Vec::new();
+    let mut at = 0;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        while at + 9 <= buf.len() {
+            if buf[at + 3] == 0x7 {
+                return true;
+            }
+            let len = usize::from(buf[at]) << 16
+                | usize::from(buf[at + 1]) << 8
+                | usize::from(buf[at + 2]);
+            at += 9 + len;
+        }
+        let mut chunk = [0u8; 4096];
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return false,
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// An HTTP/2 client connection: the preface and an empty SETTINGS frame.
+async fn h2_connect(url: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn max_connection_age_closes_connections_gracefully_and_clients_reconnect() {
+    telemetry();
+    // Off by default: an idle connection stays open.
+    let server = start(None, true, LimitsConfig::default()).await;
+    let mut conn = h2_connect(&server.url).await;
+    assert!(!goaway_within(&mut conn, std::time::Duration::from_millis(1500)).await);
+    drop(conn);
+    server.shutdown.trigger();
+    server.task.await.unwrap().unwrap();
+
+    // With an age, the server says GOAWAY once the connection is that old ...
+    let limits = LimitsConfig {
+        max_connection_age_secs: 1,
+        ..LimitsConfig::default()
+    };
+    let server = start(None, true, limits).await;
+    let mut conn = h2_connect(&server.url).await;
+    assert!(goaway_within(&mut conn, std::time::Duration::from_secs(10)).await);
+    drop(conn);
+    // ... and a tonic client just reconnects: calls before and after the age both work.
+    let ch = channel(&server.url).await;
+    assert_eq!(
+        health(ch.clone(), "").await.unwrap(),
+        ServingStatus::Serving
+    );
+    let mut conn = h2_connect(&server.url).await;
+    assert!(goaway_within(&mut conn, std::time::Duration::from_secs(10)).await);
+    drop(conn);
+    assert_eq!(health(ch, "").await.unwrap(), ServingStatus::Serving);
+    server.shutdown.trigger();
+    server.task.await.unwrap().unwrap();
+}
