@@ -96,6 +96,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// The workspaces served: list, add (a directory or --git URL), remove.
+    Workspaces {
+        #[command(subcommand)]
+        command: Option<cmd::workspaces::WorkspacesCommand>,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Show the health of a gateway and the services behind it.
     Status {
         /// Gateway URL [env: PLOKE_GATEWAY].
@@ -137,6 +144,10 @@ async fn main_async() -> anyhow::Result<()> {
                 diff: true,
             });
             cmd::edits::run(&target, command).await
+        }
+        Command::Workspaces { command, target } => {
+            let command = command.unwrap_or(cmd::workspaces::WorkspacesCommand::List);
+            cmd::workspaces::run(&target, command).await
         }
         Command::Status { gateway } => {
             let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());

@@ -8,6 +8,7 @@ pub mod edits;
 pub mod providers;
 pub mod query;
 pub mod up;
+pub mod workspaces;
 
 use std::path::PathBuf;
 use std::time::Duration;

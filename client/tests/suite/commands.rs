@@ -221,3 +221,59 @@ async fn ask_without_any_provider_says_how_to_get_one() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn workspaces_are_added_listed_and_removed_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.rs"), super::LIB_RS).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("notes.rs"), "pub fn tally() {}\n").unwrap();
+    let other_root = std::fs::canonicalize(other.path()).unwrap();
+    let env = [("OPENAI_API_KEY", ""), ("OPENROUTER_API_KEY", "")];
+    let ploke = |args: &[&str]| {
+        super::run(
+            dir.path(),
+            args.iter().map(|a| (*a).to_owned()).collect(),
+            &env,
+        )
+    };
+
+    let out = ploke(&["workspaces", "add", &other_root.display().to_string()]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(&format!("{}  added  ", other_root.display())),
+        "{}",
+        text(&out.stdout)
+    );
+    // Kept in the data dir: the next run (new services) lists it after the configured one.
+    let out = ploke(&["workspaces"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split("  ").take(2).collect::<Vec<_>>().join("  "))
+        .collect();
+    let here = std::fs::canonicalize(dir.path()).unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            format!("{}  configured", here.display()),
+            format!("{}  added", other_root.display()),
+        ]
+    );
+    let out = ploke(&["workspaces", "add", "not/absolute"]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("path: must be an absolute path"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = ploke(&["workspaces", "remove", &other_root.display().to_string()]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = ploke(&["workspaces"]).await;
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        1,
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -1,0 +1,106 @@
+//! `ploke workspaces`: list the workspaces rag-search serves, add a directory or a git
+//! repository, remove one that was added (adding and removing need an admin token).
+
+use ploke_proto::rag::v1::{
+    AddWorkspaceRequest, GitSource, IndexState, ListWorkspacesRequest, RemoveWorkspaceRequest,
+    Workspace, WorkspaceOrigin, add_workspace_request::Source,
+};
+
+use super::{Conn, Target};
+
+/// What to do with workspaces.
+#[derive(Debug, clap::Subcommand)]
+pub enum WorkspacesCommand {
+    /// Every workspace served, configured ones first.
+    List,
+    /// Serve one more: a directory on the rag-search host, or a git repository (--git URL).
+    Add {
+        /// An absolute directory on the rag-search host.
+        #[arg(required_unless_present = "git", conflicts_with = "git")]
+        path: Option<String>,
+        /// A git repository to clone and keep at its branch's tip.
+        #[arg(long, value_name = "URL")]
+        git: Option<String>,
+        /// The branch to follow (default: the remote's default branch).
+        #[arg(long, requires = "git", default_value = "")]
+        branch: String,
+    },
+    /// Stop serving a workspace that was added.
+    Remove {
+        /// Its root, as `ploke workspaces` lists it.
+        root: String,
+        /// Also delete its index (and, for git, the clone).
+        #[arg(long)]
+        delete_data: bool,
+    },
+}
+
+fn print(w: &Workspace) {
+    let origin = match w.origin() {
+        WorkspaceOrigin::Configured => "configured",
+        WorkspaceOrigin::Added | WorkspaceOrigin::Unspecified => "added",
+    };
+    let state = crate::describe::lower(w.state().as_str_name(), "INDEX_STATE_");
+    print!("{}  {origin}  {state}  {} items", w.workspace_root, w.items);
+    if let Some(g) = &w.git {
+        let head: String = w.head_commit.chars().take(12).collect();
+        print!("  git {} {} @ {head}", g.url, g.branch);
+    }
+    println!();
+}
+
+/// `ploke workspaces …`.
+pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    let fail = |s: tonic::Status| anyhow::anyhow!("workspaces: {}", s.message());
+    match command {
+        WorkspacesCommand::List => {
+            let listed = conn
+                .gateway
+                .list_workspaces(ListWorkspacesRequest {})
+                .await
+                .map_err(fail)?
+                .into_inner();
+            for w in &listed.workspaces {
+                print(w);
+            }
+        }
+        WorkspacesCommand::Add { path, git, branch } => {
+            let source = match (path, git) {
+                (_, Some(url)) => Source::Git(GitSource { url, branch }),
+                (Some(path), None) => Source::Path(path),
+                (None, None) => anyhow::bail!("give a directory or --git URL"),
+            };
+            let added = conn
+                .gateway
+                .add_workspace(AddWorkspaceRequest {
+                    source: Some(source),
+                })
+                .await
+                .map_err(fail)?
+                .into_inner();
+            print(&added);
+            if added.state() == IndexState::Indexing {
+                eprintln!(
+                    "indexing in the background; `ploke index --workspace ROOT` waits for it"
+                );
+            }
+        }
+        WorkspacesCommand::Remove { root, delete_data } => {
+            let removed = conn
+                .gateway
+                .remove_workspace(RemoveWorkspaceRequest {
+                    workspace_root: root,
+                    delete_data,
+                })
+                .await
+                .map_err(fail)?
+                .into_inner();
+            if let Some(w) = &removed.removed {
+                print!("removed ");
+                print(w);
+            }
+        }
+    }
+    conn.close().await
+}
