@@ -50,6 +50,8 @@ pub struct Config {
     pub index_on_start: bool,
     /// Fetch git workspaces this often (None = never on its own).
     pub git_poll: Option<std::time::Duration>,
+    /// Where git workspaces are cloned.
+    pub repos_dir: PathBuf,
     /// A remote embeddings endpoint (`[embedding]`), instead of a local model.
     pub embedding: Option<EmbeddingConfig>,
     /// The internal tokens callers must present.
@@ -74,6 +76,11 @@ impl From<&PlokeConfig> for Config {
             },
             watch: c.rag_search.watch,
             index_on_start: c.rag_search.index_on_start,
+            repos_dir: c
+                .rag_search
+                .repos_dir
+                .clone()
+                .unwrap_or_else(|| c.data_dir.join("repos")),
             git_poll: (c.rag_search.git_poll_secs > 0)
                 .then(|| std::time::Duration::from_secs(c.rag_search.git_poll_secs)),
             embedding: c.embedding.clone(),
@@ -144,6 +151,7 @@ pub async fn serve(
     })
     .await
     .map_err(|e| StartError::Task(e.to_string()))??
+    .with_repos_dir(config.repos_dir.clone())
     .with_pool(config.limits.blocking_pool())
     .with_readiness(host.readiness());
     let _watcher = if config.watch {

@@ -257,6 +257,9 @@ pub struct RagSearchConfig {
     /// Fetch git workspaces (AddWorkspace with a repository) every this many seconds and
     /// re-index those that moved; 0 = only when added again.
     pub git_poll_secs: u64,
+    /// Where git workspaces are cloned (default `<data_dir>/repos`). In a shared deployment,
+    /// a volume tool-executor mounts at the same path, so its tools see the clones.
+    pub repos_dir: Option<PathBuf>,
 }
 
 impl Default for RagSearchConfig {
@@ -270,6 +273,7 @@ impl Default for RagSearchConfig {
             watch: true,
             index_on_start: true,
             git_poll_secs: 300,
+            repos_dir: None,
         }
     }
 }

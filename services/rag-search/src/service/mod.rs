@@ -78,6 +78,8 @@ pub struct RagService {
 struct Opening {
     data_dir: PathBuf,
     retrieval: Retrieval,
+    /// Where git workspaces are cloned.
+    repos_dir: PathBuf,
 }
 
 impl Opening {
@@ -195,6 +197,7 @@ impl RagService {
         let opening = Opening {
             data_dir: data_dir.to_owned(),
             retrieval,
+            repos_dir: data_dir.join("repos"),
         };
         let mut slots = HashMap::new();
         for root in workspaces.roots() {
@@ -213,6 +216,12 @@ impl RagService {
             pool: BlockingPool::new(PoolSize::new(0, 5000)),
             readiness: None,
         })
+    }
+
+    /// Clones git workspaces under `dir` (default `<data_dir>/repos`).
+    pub fn with_repos_dir(mut self, dir: PathBuf) -> Self {
+        self.opening.repos_dir = dir;
+        self
     }
 
     /// Runs searches, context assembly, snippets and refreshes on `pool` (bounded: under any

@@ -1,5 +1,5 @@
 //! Workspaces at run time: adding a directory or a git repository (cloned under
-//! `<data_dir>/repos/`), listing what is served, removing what was added, and keeping git
+//! `[rag_search] repos_dir`, default `<data_dir>/repos/`), listing what is served, removing what was added, and keeping git
 //! clones at their branch's tip. Every change is persisted before it is answered and told to
 //! the watcher; the new workspace is indexed in the background.
 
@@ -70,11 +70,7 @@ impl RagService {
                 if !branch.is_empty() {
                     git::check_branch(&branch).await.map_err(RagError::Git)?;
                 }
-                let dir = self
-                    .opening
-                    .data_dir
-                    .join("repos")
-                    .join(repo_key(&url, &branch));
+                let dir = self.opening.repos_dir.join(repo_key(&url, &branch));
                 if let Some(entry) = registry.get(&canonical(&dir)).cloned() {
                     drop(registry);
                     self.update_clone(&entry).await?;
