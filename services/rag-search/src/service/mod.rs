@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use ploke_runtime::blocking::{BlockingPool, PoolSize};
+use ploke_runtime::metrics::record;
 use ploke_runtime::path_policy;
 use ploke_runtime::server::Readiness;
 use ploke_runtime::workspaces::Workspaces;
@@ -143,6 +144,7 @@ impl RagService {
                 IndexState::NotIndexed
             };
             tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
+            record::index_items(root, index.item_count());
             slots.insert(
                 root.clone(),
                 Arc::new(Slot {
@@ -314,6 +316,8 @@ impl RagService {
             Err(e) => IndexState::Failed(e.to_string()),
         };
         if let Ok(summary) = &outcome {
+            record::index_items(&root, summary.items_total);
+            record::index_run("full", summary.duration);
             tracing::info!(
                 root = %root.display(),
                 files_indexed = summary.files_indexed,
@@ -544,6 +548,8 @@ impl RagService {
                 Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
             })
             .await??;
+        record::index_items(&root, summary.items_total);
+        record::index_run("refresh", summary.duration);
         let _ = self.refreshed.send(Refreshed {
             root,
             paths: asked,
