@@ -91,6 +91,9 @@ impl Drop for Queued<'_> {
 
 impl Gauges {
     fn report(&self, slots: &Semaphore, size: usize) {
+        if !crate::metrics::enabled() {
+            return;
+        }
         if let Some(service) = self.service.get() {
             let busy = size.saturating_sub(slots.available_permits());
             let queued = self.queued.load(Ordering::Relaxed);

@@ -100,6 +100,12 @@ fn handle() -> Result<&'static PrometheusHandle, MetricsError> {
     Ok(HANDLE.get_or_init(|| handle))
 }
 
+/// Whether this process records metrics (its endpoint was started): recording sites return at
+/// once when it does not, without building labels.
+pub fn enabled() -> bool {
+    HANDLE.get().is_some()
+}
+
 /// The process's metrics in the Prometheus text format; `None` until [`serve`] installed the
 /// recorder.
 pub fn render() -> Option<String> {

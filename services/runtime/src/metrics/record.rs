@@ -1,6 +1,6 @@
 //! The domain metrics every service reports, named and labelled in one place: each function
-//! here is one line at its call site. Without [`super::serve`] they go to the `metrics`
-//! facade's no-op recorder. `docs/runtime.md` ("Metrics") lists them all.
+//! here is one line at its call site. Until [`super::serve`] ran they return at once.
+//! `docs/runtime.md` ("Metrics") lists them all.
 
 use std::time::Duration;
 
@@ -86,6 +86,9 @@ pub(super) fn describe() {
 /// A tool call of `tool` ended with `outcome` (`OK`, `CANCELLED`, or the tool error code's
 /// name without its `TOOL_ERROR_CODE_` prefix) after `elapsed`.
 pub fn tool_call(tool: &'static str, outcome: &'static str, elapsed: Duration) {
+    if !super::enabled() {
+        return;
+    }
     let labels = [("tool", tool), ("outcome", outcome)];
     counter!(TOOL_CALLS, &labels).increment(1);
     histogram!(TOOL_DURATION, &labels).record(elapsed.as_secs_f64());
@@ -94,17 +97,26 @@ pub fn tool_call(tool: &'static str, outcome: &'static str, elapsed: Duration) {
 /// One request to `provider` ended with `outcome` (`ok`, `http_429`, `http_5xx`, `timeout`,
 /// `error`, …: the caller's word).
 pub fn provider_request(provider: &str, outcome: &'static str) {
+    if !super::enabled() {
+        return;
+    }
     counter!(PROVIDER_REQUESTS, "provider" => provider.to_owned(), "outcome" => outcome)
         .increment(1);
 }
 
 /// A request to `provider` is sent again because of `reason`.
 pub fn provider_retry(provider: &str, reason: &'static str) {
+    if !super::enabled() {
+        return;
+    }
     counter!(PROVIDER_RETRIES, "provider" => provider.to_owned(), "reason" => reason).increment(1);
 }
 
 /// `provider` reported using `prompt` input and `completion` output tokens.
 pub fn provider_tokens(provider: &str, prompt: u64, completion: u64) {
+    if !super::enabled() {
+        return;
+    }
     counter!(PROVIDER_TOKENS, "provider" => provider.to_owned(), "kind" => "prompt")
         .increment(prompt);
     counter!(PROVIDER_TOKENS, "provider" => provider.to_owned(), "kind" => "completion")
@@ -113,46 +125,66 @@ pub fn provider_tokens(provider: &str, prompt: u64, completion: u64) {
 
 /// A user turn started.
 pub fn turn_started() {
+    if !super::enabled() {
+        return;
+    }
     counter!(TURNS_STARTED).increment(1);
 }
 
 /// A user turn ended with `outcome`: `COMPLETED`, or the failure reason's name without its
 /// `TURN_FAILURE_REASON_` prefix (`CANCELLED`, `PROVIDER`, `TIME_LIMIT`, …).
 pub fn turn_finished(outcome: &'static str) {
+    if !super::enabled() {
+        return;
+    }
     counter!(TURNS_FINISHED, "outcome" => outcome).increment(1);
 }
 
 /// Counts one live event stream of `service` (`llm-session`, `gateway`) for as long as the
 /// guard lives.
 #[derive(Debug)]
-pub struct Subscriber(&'static str);
+pub struct Subscriber(Option<&'static str>);
 
 impl Subscriber {
     /// A stream opened.
     pub fn open(service: &'static str) -> Self {
+        if !super::enabled() {
+            return Self(None);
+        }
         gauge!(EVENT_SUBSCRIBERS, "service" => service).increment(1.0);
-        Self(service)
+        Self(Some(service))
     }
 }
 
 impl Drop for Subscriber {
     fn drop(&mut self) {
-        gauge!(EVENT_SUBSCRIBERS, "service" => self.0).decrement(1.0);
+        if let Some(service) = self.0 {
+            gauge!(EVENT_SUBSCRIBERS, "service" => service).decrement(1.0);
+        }
     }
 }
 
 /// The index of `workspace` now holds `items` items.
 pub fn index_items(workspace: &std::path::Path, items: u64) {
+    if !super::enabled() {
+        return;
+    }
     gauge!(INDEX_ITEMS, "workspace" => workspace.display().to_string()).set(items as f64);
 }
 
 /// An index run of `kind` (`full`, `refresh`) took `elapsed`.
 pub fn index_run(kind: &'static str, elapsed: Duration) {
+    if !super::enabled() {
+        return;
+    }
     histogram!(INDEX_DURATION, "kind" => kind).record(elapsed.as_secs_f64());
 }
 
 /// The blocking pool of `service` has `size` slots, `busy` taken, `queued` callers waiting.
 pub fn pool_state(service: &str, size: usize, busy: usize, queued: usize) {
+    if !super::enabled() {
+        return;
+    }
     gauge!(POOL_SIZE, "service" => service.to_owned()).set(size as f64);
     gauge!(POOL_BUSY, "service" => service.to_owned()).set(busy as f64);
     gauge!(POOL_QUEUED, "service" => service.to_owned()).set(queued as f64);
@@ -160,5 +192,8 @@ pub fn pool_state(service: &str, size: usize, busy: usize, queued: usize) {
 
 /// The blocking pool of `service` turned a caller away.
 pub fn pool_rejected(service: &str) {
+    if !super::enabled() {
+        return;
+    }
     counter!(POOL_REJECTED, "service" => service.to_owned()).increment(1);
 }

@@ -119,11 +119,14 @@ struct Call {
 }
 
 impl Call {
-    fn start(labels: Labels) -> Self {
-        gauge!(RPC_IN_FLIGHT, "service" => labels.0.clone(), "method" => labels.1.clone())
-            .increment(1.0);
+    /// A measured call; `None` labels (nothing counted) while the process records nothing.
+    fn start(labels: Option<Labels>) -> Self {
+        if let Some((service, method)) = &labels {
+            gauge!(RPC_IN_FLIGHT, "service" => service.clone(), "method" => method.clone())
+                .increment(1.0);
+        }
         Self {
-            labels: Some(labels),
+            labels,
             started: Instant::now(),
         }
     }
@@ -164,12 +167,13 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let labels = self
-            .layer
-            .known
-            .get(req.uri().path())
-            .unwrap_or(&self.layer.unknown)
-            .clone();
+        let labels = super::enabled().then(|| {
+            self.layer
+                .known
+                .get(req.uri().path())
+                .unwrap_or(&self.layer.unknown)
+                .clone()
+        });
         let mut call = Call::start(labels);
         let fut = self.inner.call(req);
         Box::pin(async move {
