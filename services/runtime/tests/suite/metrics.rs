@@ -135,6 +135,25 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
         Some(0.0)
     );
 
+    // A path naming no method of this server counts as unknown, whatever it says.
+    let made_up = "/made.up.v1.Service/Call";
+    let status = super::transport::raw(&channel(&server.url).await, made_up, &[], false).await;
+    assert_eq!(status.code(), tonic::Code::Unimplemented);
+    let body = &scrape(addr, "/metrics").await.unwrap().body;
+    assert_eq!(
+        metric(
+            body,
+            requests,
+            &[
+                ("service", "unknown"),
+                ("method", "unknown"),
+                ("code", "UNIMPLEMENTED")
+            ]
+        ),
+        Some(1.0)
+    );
+    assert!(!body.contains("made.up"), "{body}");
+
     // Anything but /metrics is not found.
     assert_eq!(scrape(addr, "/").await.unwrap().status, 404);
 
