@@ -1,13 +1,13 @@
 //! A real turn against the fake provider, seen by scraping the process's metrics endpoint
 //! (`[telemetry] metrics_listen`, one for all four services): provider requests by outcome, the
 //! retry, tokens, the tool call by name and outcome, the turn, the RPCs, the index and the live
-//! subscriber. The provider has a name of its own here, so its values are exact; other tests of
+//! subscribers (llm-session's, the gateway's). The provider has a name of its own here, so its values are exact; other tests of
 //! this binary may add tool calls, turns and RPCs while this one runs, so those are at least.
 
 use std::net::SocketAddr;
 
 use ploke_e2e::fake_provider::Reply;
-use ploke_proto::session::v1::session_event;
+use ploke_proto::session::v1::{StreamEventsRequest, session_event};
 use ploke_runtime::testing::{metric, scrape};
 
 use super::chat_with;
@@ -110,5 +110,29 @@ async fn a_turn_is_counted_by_provider_tool_and_rpc() {
         .is_some(),
         "{body}"
     );
+
+    // A client following the session through the gateway is a live subscriber and an RPC in
+    // flight until it leaves.
+    let mut relayed = c
+        .sandbox
+        .gateway()
+        .stream_events(StreamEventsRequest {
+            session_id: c.session_id.clone(),
+            after_seq: 0,
+            no_follow: false,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(relayed.message().await.unwrap().is_some());
+    let body = &scrape(addr, "/metrics").await.unwrap().body;
+    let value = |name, labels: &[(&str, &str)]| metric(body, name, labels).unwrap_or(0.0);
+    assert!(value("ploke_event_subscribers", &[("service", "gateway")]) >= 1.0);
+    let relay = [
+        ("service", "ploke.gateway.v1.Gateway"),
+        ("method", "StreamEvents"),
+    ];
+    assert!(value("ploke_rpc_in_flight", &relay) >= 1.0, "{body}");
+    drop(relayed);
     c.sandbox.stop().await.unwrap();
 }
