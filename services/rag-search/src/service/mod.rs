@@ -138,13 +138,13 @@ impl RagService {
             });
             let index =
                 WorkspaceIndex::open(root, &dir, (retrieval.boosts, retrieval.prior), dense)?;
+            record::index_items(root, index.item_count());
             let state = if index.last_indexed_at().is_some() {
                 IndexState::Ready
             } else {
                 IndexState::NotIndexed
             };
             tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
-            record::index_items(root, index.item_count());
             slots.insert(
                 root.clone(),
                 Arc::new(Slot {
@@ -316,8 +316,6 @@ impl RagService {
             Err(e) => IndexState::Failed(e.to_string()),
         };
         if let Ok(summary) = &outcome {
-            record::index_items(&root, summary.items_total);
-            record::index_run("full", summary.duration);
             tracing::info!(
                 root = %root.display(),
                 files_indexed = summary.files_indexed,
