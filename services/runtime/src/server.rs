@@ -281,12 +281,12 @@ impl ServiceHost {
                 draining.notify_one();
             }
         };
-        let drain = Duration::from_secs(self.limits.drain_seconds);
         let metrics = {
             let mut served: Vec<&str> = self.readiness.names.iter().map(String::as_str).collect();
             served.extend(EXTRA_SERVICES);
             crate::metrics::rpc::RpcMetricsLayer::new(&served, &DESCRIPTOR_SETS)
         };
+        let drain = Duration::from_secs(self.limits.drain_seconds);
         let server = tonic::transport::Server::builder()
             .layer(TraceLayer)
             .layer(metrics)

@@ -138,7 +138,6 @@ impl RagService {
             });
             let index =
                 WorkspaceIndex::open(root, &dir, (retrieval.boosts, retrieval.prior), dense)?;
-            record::index_items(root, index.item_count());
             let state = if index.last_indexed_at().is_some() {
                 IndexState::Ready
             } else {
