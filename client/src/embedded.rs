@@ -25,6 +25,9 @@ pub enum EmbeddedError {
         /// Why.
         source: std::io::Error,
     },
+    /// The metrics endpoint (`[telemetry] metrics_listen`) could not start.
+    #[error(transparent)]
+    Metrics(#[from] ploke_runtime::metrics::MetricsError),
     /// A service stopped with an error.
     #[error("{service}: {message}")]
     Service {
@@ -68,6 +71,9 @@ pub struct Embedded {
     pub addrs: Addrs,
     /// The config every service was started with (upstreams rewritten to `addrs`).
     pub config: PlokeConfig,
+    /// Where the process serves its metrics (`[telemetry] metrics_listen`; one endpoint for
+    /// all four services), if it does.
+    pub metrics: Option<SocketAddr>,
     shutdown: Shutdown,
     tasks: Vec<ServiceTask>,
 }
@@ -117,6 +123,8 @@ impl Embedded {
         if config.internal.is_unset() {
             config.internal.tokens = vec![random_token()];
         }
+        // One endpoint for the four services of this process, and none unless configured.
+        let metrics = ploke_runtime::metrics::serve_configured(config.telemetry.metrics_listen)?;
         let rag_l = bind(ServiceKind::RagSearch, config.rag_search.listen).await?;
         let tools_l = bind(ServiceKind::ToolExecutor, config.tool_executor.listen).await?;
         let session_l = bind(ServiceKind::LlmSession, config.llm_session.listen).await?;
@@ -166,6 +174,7 @@ impl Embedded {
         Ok(Self {
             addrs,
             config,
+            metrics,
             shutdown,
             tasks,
         })

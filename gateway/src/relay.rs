@@ -25,6 +25,7 @@ where
     let (tx, rx) = mpsc::channel(buffer.max(1));
     let (end_tx, end_rx) = oneshot::channel::<Status>();
     tokio::spawn(async move {
+        let _subscriber = ploke_runtime::metrics::record::Subscriber::open("gateway");
         let mut upstream = Box::pin(upstream);
         let mut last_seq = after_seq;
         loop {

@@ -220,6 +220,11 @@ impl Sandbox {
         self.embedded.addrs
     }
 
+    /// Where the process serves its metrics (`[telemetry] metrics_listen`), if it does.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.embedded.metrics
+    }
+
     /// The workspace root.
     pub fn workspace_root(&self) -> &Path {
         self.workspace.path()

@@ -91,6 +91,9 @@ pub async fn up(
     let mut gateway = super::connect(&url, None).await?;
     let status = system_status(&mut gateway).await?;
     print_status(&url, &status);
+    if let Some(addr) = embedded.metrics {
+        println!("  metrics: http://{addr}/metrics");
+    }
     match provider {
         Some(p) => println!("  model provider: {p}"),
         None => println!("  model provider: none ({})", providers::NONE_HINT),

@@ -3,6 +3,7 @@
 
 mod commands;
 mod tui;
+mod up;
 
 use std::path::Path;
 use std::process::Output;

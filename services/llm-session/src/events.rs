@@ -163,6 +163,7 @@ impl EventLog {
         let store = self.store.clone();
         let id = session_id.to_owned();
         tokio::spawn(async move {
+            let _subscriber = ploke_runtime::metrics::record::Subscriber::open("llm-session");
             let mut last = after_seq;
             if !replay(&*store, &id, &mut last, &out).await || !follow {
                 return;

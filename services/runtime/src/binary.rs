@@ -1,6 +1,7 @@
-//! The body of every service binary's `main`: the tokio runtime, telemetry, bind the listen
-//! address, serve until SIGTERM or Ctrl-C, flush telemetry, and exit even when blocking work is
-//! still stuck (a read on a hung file system must not keep the process alive).
+//! The body of every service binary's `main`: the tokio runtime, telemetry, the metrics
+//! endpoint when configured, bind the listen address, serve until SIGTERM or Ctrl-C, flush
+//! telemetry, and exit even when blocking work is still stuck (a read on a hung file system
+//! must not keep the process alive).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,6 +18,9 @@ pub enum RunError {
     /// Telemetry could not start.
     #[error(transparent)]
     Telemetry(#[from] TelemetryError),
+    /// The metrics endpoint could not start.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
     /// The listen address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -52,6 +56,7 @@ pub fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
 }
 
 /// Runs `kind` with `config`: `serve(config, listener, shutdown)` is the service's `serve`.
+/// With `[telemetry] metrics_listen` set, the process serves its metrics there first.
 pub async fn run<F, Fut, E>(
     kind: ServiceKind,
     config: PlokeConfig,
@@ -63,6 +68,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let telemetry = crate::telemetry::init(kind.binary(), &config.telemetry)?;
+    crate::metrics::serve_configured(config.telemetry.metrics_listen)?;
     let addr = config.listen(kind);
     let listener = TcpListener::bind(addr)
         .await

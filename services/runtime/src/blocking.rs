@@ -5,7 +5,8 @@
 //! can fill up but never grows past its size, and memory (a thread stack and an allocator heap
 //! per thread) stays bounded under any load.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -59,6 +60,46 @@ impl PoolSize {
 pub struct BlockingPool {
     slots: Arc<Semaphore>,
     size: PoolSize,
+    gauges: Arc<Gauges>,
+}
+
+/// What the pool reports as metrics once [`BlockingPool::watch`] named its service.
+#[derive(Debug, Default)]
+struct Gauges {
+    service: OnceLock<String>,
+    queued: AtomicUsize,
+}
+
+/// One caller waiting for a slot, counted in the queue gauge while it lives.
+struct Queued<'a>(&'a BlockingPool);
+
+impl<'a> Queued<'a> {
+    fn enter(pool: &'a BlockingPool) -> Self {
+        pool.gauges.queued.fetch_add(1, Ordering::Relaxed);
+        pool.gauges.report(&pool.slots, pool.size.threads.max(1));
+        Self(pool)
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        let pool = self.0;
+        pool.gauges.queued.fetch_sub(1, Ordering::Relaxed);
+        pool.gauges.report(&pool.slots, pool.size.threads.max(1));
+    }
+}
+
+impl Gauges {
+    fn report(&self, slots: &Semaphore, size: usize) {
+        if !crate::metrics::enabled() {
+            return;
+        }
+        if let Some(service) = self.service.get() {
+            let busy = size.saturating_sub(slots.available_permits());
+            let queued = self.queued.load(Ordering::Relaxed);
+            crate::metrics::record::pool_state(service, size, busy, queued);
+        }
+    }
 }
 
 impl BlockingPool {
@@ -67,6 +108,7 @@ impl BlockingPool {
         Self {
             slots: Arc::new(Semaphore::new(size.threads.max(1))),
             size,
+            gauges: Arc::default(),
         }
     }
 
@@ -88,19 +130,29 @@ impl BlockingPool {
         T: Send + 'static,
     {
         let wait = self.size.queue_wait;
-        let permit = match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+        let size = self.size.threads.max(1);
+        let queued = Queued::enter(self);
+        let acquired = tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await;
+        // A caller that gives up while waiting leaves the queue too (the guard drops).
+        drop(queued);
+        let permit = match acquired {
             Ok(Ok(permit)) => permit,
             // The semaphore is never closed; a closed one is as good as saturated.
             Ok(Err(_)) | Err(_) => {
+                if let Some(service) = self.gauges.service.get() {
+                    crate::metrics::record::pool_rejected(service);
+                }
                 return Err(BlockingError::Saturated {
                     threads: self.size.threads,
                     waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 });
             }
         };
+        let (gauges, slots) = (self.gauges.clone(), self.slots.clone());
         tokio::task::spawn_blocking(move || {
             let out = f();
             drop(permit);
+            gauges.report(&slots, size);
             out
         })
         .await
@@ -135,13 +187,17 @@ impl BlockingPool {
     /// the `blocking_pool` fault on `readiness` (health NOT_SERVING) while it cannot: every
     /// slot is held by work that does not end, or the queue is longer than callers may wait,
     /// so calls are being refused anyway. The fault clears once a slot can be had again.
+    /// From now on the pool reports its size, busy slots, waiting callers and refusals as
+    /// metrics labelled with the server's service name.
     pub fn watch(&self, readiness: crate::server::Readiness, period: Duration) -> PoolWatch {
         let pool = self.clone();
+        let _ = pool.gauges.service.set(readiness.service_name().to_owned());
         PoolWatch(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(period);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
+                pool.gauges.report(&pool.slots, pool.size.threads.max(1));
                 let wait = pool.size.queue_wait;
                 let fault = (!pool.responsive(wait).await).then(|| {
                     format!(

@@ -1,6 +1,7 @@
 //! What every ploke service shares: layered configuration, telemetry, trace and correlation
 //! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain), bearer
-//! and service-to-service auth, upstream channels, and clipping user input in errors.
+//! and service-to-service auth, upstream channels, Prometheus metrics, and clipping user input
+//! in errors.
 
 pub mod auth;
 pub mod binary;
@@ -12,6 +13,7 @@ pub mod correlation;
 pub mod decode_errors;
 pub mod internal;
 pub mod language;
+pub mod metrics;
 pub mod path_policy;
 pub mod probe;
 pub mod retry;

@@ -1,5 +1,6 @@
 //! The server scaffold every ploke service runs on: `grpc.health.v1` (NOT_SERVING until the
-//! service declares itself ready), server reflection v1 and v1alpha, the trace layer,
+//! service declares itself ready), server reflection v1 and v1alpha, the trace layer, RPC
+//! metrics ([`crate::metrics::rpc`]),
 //! service-to-service authentication, INVALID_ARGUMENT for undecodable requests, message and
 //! concurrency limits, and graceful drain with a deadline.
 
@@ -19,6 +20,21 @@ use crate::TraceLayer;
 use crate::config::{InternalConfig, LimitsConfig};
 use crate::decode_errors::DecodeErrorLayer;
 use crate::internal::{Access, InternalAuthLayer, InternalTokens, TokenError, Unprotected};
+
+/// The descriptors of everything a server may serve: every ploke service, health, reflection.
+const DESCRIPTOR_SETS: [&[u8]; 4] = [
+    ploke_proto::FILE_DESCRIPTOR_SET,
+    tonic_health::pb::FILE_DESCRIPTOR_SET,
+    tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+    tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+];
+
+/// What every server serves beside its own services.
+const EXTRA_SERVICES: [&str; 3] = [
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
 
 /// A server could not start or failed while serving.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +135,11 @@ impl Readiness {
         .await;
     }
 
+    /// The first service name of the server (its own service), for metric labels.
+    pub(crate) fn service_name(&self) -> &str {
+        self.names.first().map_or("", String::as_str)
+    }
+
     /// The faults raised now, by name.
     pub fn faults(&self) -> Vec<(&'static str, String)> {
         self.state
@@ -212,18 +233,17 @@ impl ServiceHost {
         // Reflection lists exactly what this server serves (the descriptor set holds every
         // ploke service; grpcurl users should not see services of other ports).
         let reflection = || {
-            let mut builder = tonic_reflection::server::Builder::configure()
-                .register_encoded_file_descriptor_set(ploke_proto::FILE_DESCRIPTOR_SET)
-                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-                .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
-                .register_encoded_file_descriptor_set(
-                    tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-                );
-            for name in self.readiness.names.iter().map(String::as_str).chain([
-                "grpc.health.v1.Health",
-                "grpc.reflection.v1.ServerReflection",
-                "grpc.reflection.v1alpha.ServerReflection",
-            ]) {
+            let mut builder = tonic_reflection::server::Builder::configure();
+            for set in DESCRIPTOR_SETS {
+                builder = builder.register_encoded_file_descriptor_set(set);
+            }
+            for name in self
+                .readiness
+                .names
+                .iter()
+                .map(String::as_str)
+                .chain(EXTRA_SERVICES)
+            {
                 builder = builder.with_service_name(name);
             }
             builder
@@ -261,6 +281,11 @@ impl ServiceHost {
                 draining.notify_one();
             }
         };
+        let metrics = {
+            let mut served: Vec<&str> = self.readiness.names.iter().map(String::as_str).collect();
+            served.extend(EXTRA_SERVICES);
+            crate::metrics::rpc::RpcMetricsLayer::new(&served, &DESCRIPTOR_SETS)
+        };
         let drain = Duration::from_secs(self.limits.drain_seconds);
         let mut builder = tonic::transport::Server::builder();
         if self.limits.max_connection_age_secs > 0 {
@@ -269,6 +294,7 @@ impl ServiceHost {
         }
         let server = builder
             .layer(TraceLayer)
+            .layer(metrics)
             .layer(InternalAuthLayer::new(internal))
             .layer(DecodeErrorLayer)
             .concurrency_limit_per_connection(self.limits.concurrency_per_connection)

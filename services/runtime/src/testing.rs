@@ -1,5 +1,6 @@
 //! Helpers for test suites that run a real service binary: start it on `127.0.0.1:0` with JSON
-//! logs, learn the bound address from its `serving` log line, stop it with SIGTERM.
+//! logs, learn the bound address from its `serving` log line (and its metrics endpoint from
+//! `serving metrics`), stop it with SIGTERM; and scrape a metrics endpoint over real HTTP.
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
@@ -14,6 +15,8 @@ pub struct RunningBinary {
     child: Child,
     /// The address it serves on.
     pub addr: SocketAddr,
+    /// Where it serves its metrics, when `[telemetry] metrics_listen` is set.
+    pub metrics_addr: Option<SocketAddr>,
     /// Every log line it wrote to stderr so far is collected here after [`RunningBinary::terminate`].
     lines: mpsc::Receiver<String>,
 }
@@ -35,7 +38,12 @@ pub enum SpawnError {
 }
 
 fn serving_addr(line: &str) -> Option<SocketAddr> {
-    if !line.contains("\"message\":\"serving\"") {
+    logged_addr(line, "serving")
+}
+
+/// The `addr` field of a JSON log line whose message is `message`.
+fn logged_addr(line: &str, message: &str) -> Option<SocketAddr> {
+    if !line.contains(&format!("\"message\":\"{message}\"")) {
         return None;
     }
     let start = line.find("\"addr\":\"")? + "\"addr\":\"".len();
@@ -75,13 +83,18 @@ impl RunningBinary {
             });
         }
         let mut seen = Vec::new();
+        let mut metrics_addr = None;
         loop {
             match rx.recv_timeout(timeout) {
                 Ok(line) => {
+                    if let Some(addr) = logged_addr(&line, "serving metrics") {
+                        metrics_addr = Some(addr);
+                    }
                     if let Some(addr) = serving_addr(&line) {
                         return Ok(Self {
                             child,
                             addr,
+                            metrics_addr,
                             lines: rx,
                         });
                     }
@@ -191,9 +204,120 @@ pub async fn check_binary(
     Ok(())
 }
 
+/// One scrape of a metrics endpoint.
+#[derive(Debug, Clone)]
+pub struct Scrape {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The `Content-Type` header.
+    pub content_type: String,
+    /// The body.
+    pub body: String,
+}
+
+/// `GET {path}` from `addr` over a fresh HTTP/1.1 connection, as Prometheus scrapes.
+pub async fn scrape(addr: SocketAddr, path: &str) -> std::io::Result<Scrape> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    let raw = String::from_utf8_lossy(&raw);
+    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| bad("no header end"))?;
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| bad("no status line"))?;
+    let content_type = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default();
+    Ok(Scrape {
+        status,
+        content_type,
+        body: body.to_owned(),
+    })
+}
+
+/// The sum of the samples of `name` in the Prometheus text `exposition` whose labels include
+/// every pair of `labels`; `None` when no sample matches.
+pub fn metric(exposition: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut total = None;
+    for line in exposition.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let (sample_name, sample_labels) = match series.split_once('{') {
+            Some((n, rest)) => (n, parse_labels(rest.trim_end_matches('}'))),
+            None => (series, Vec::new()),
+        };
+        if sample_name != name
+            || !labels
+                .iter()
+                .all(|(k, v)| sample_labels.iter().any(|(sk, sv)| sk == k && sv == v))
+        {
+            continue;
+        }
+        if let Ok(value) = value.parse::<f64>() {
+            *total.get_or_insert(0.0) += value;
+        }
+    }
+    total
+}
+
+/// `a="x",b="y\"z"` → [(a, x), (b, y"z)].
+fn parse_labels(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some((key, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, e)) = chars.next() {
+                        value.push(if e == 'n' { '\n' } else { e });
+                    }
+                }
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        out.push((key.trim_start_matches(',').trim().to_owned(), value));
+        rest = &after[end..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::serving_addr;
+    use super::{metric, serving_addr};
+
+    #[test]
+    fn reads_samples_by_name_and_labels() {
+        let text = "# TYPE x_total counter\n\
+                    x_total{a=\"1\",b=\"q\\\"r\"} 2\n\
+                    x_total{a=\"1\",b=\"s\"} 3\n\
+                    x_total_other 7\n\
+                    y 5\n";
+        assert_eq!(metric(text, "x_total", &[("a", "1")]), Some(5.0));
+        assert_eq!(metric(text, "x_total", &[("b", "q\"r")]), Some(2.0));
+        assert_eq!(metric(text, "x_total", &[("a", "2")]), None);
+        assert_eq!(metric(text, "y", &[]), Some(5.0));
+    }
 
     #[test]
     fn finds_the_serving_line() {

@@ -164,7 +164,14 @@ impl ToolService {
             }
         };
         cancel.cancel();
-        let ms = started.elapsed().as_millis() as u64;
+        let elapsed = started.elapsed();
+        let ms = elapsed.as_millis() as u64;
+        let label = match &outcome {
+            None => "CANCELLED",
+            Some(Ok(_)) => "OK",
+            Some(Err(e)) => e.code.as_str_name().trim_start_matches("TOOL_ERROR_CODE_"),
+        };
+        ploke_runtime::metrics::record::tool_call(name, label, elapsed);
         match outcome {
             None => tracing::info!(
                 call_id,

@@ -109,6 +109,7 @@ fn system_prompt(root: &str) -> String {
 /// append, so that it can be ordered with the session's state change).
 pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> TurnEnd {
     let started = Instant::now();
+    ploke_runtime::metrics::record::turn_started();
     let mut rounds = 0u32;
     let max_time = Duration::from_secs(deps.settings.max_turn_secs);
     // Whichever ends first drops the others: a dropped step closes the provider's connection
@@ -120,6 +121,7 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
     };
     let (reason, message, calls) = match result {
         Ok(()) => {
+            ploke_runtime::metrics::record::turn_finished("COMPLETED");
             return TurnEnd::Completed(TurnCompleted {
                 rounds,
                 usage: Some(*usage),
@@ -188,6 +190,11 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
     {
         tracing::error!(session_id = %spec.session_id, parent_id = %spec.parent_id, error = %e, "closing the turn's open tool calls in the history failed");
     }
+    ploke_runtime::metrics::record::turn_finished(
+        reason
+            .as_str_name()
+            .trim_start_matches("TURN_FAILURE_REASON_"),
+    );
     TurnEnd::Failed(TurnFailed {
         reason: reason as i32,
         message,

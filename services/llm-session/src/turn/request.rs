@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::{StepError, TurnDeps, TurnSpec};
 use crate::provider::wire::{ChatMessage, ChatRequest, StreamOptions, ToolSpec};
 use crate::provider::{Completion, ProviderError, StreamItem};
+use ploke_runtime::metrics::record;
 
 /// What the model may still stream in this turn.
 #[derive(Debug, Clone, Copy)]
@@ -46,10 +47,13 @@ pub(super) async fn request(
     let tries = s.provider_tries.max(1);
     let mut attempt = 1;
     loop {
-        match attempt_once(deps, spec, correlation, messages, tools, budget).await {
+        let attempt_result = attempt_once(deps, spec, correlation, messages, tools, budget).await;
+        record::provider_request(&spec.provider.name, outcome(&attempt_result));
+        match attempt_result {
             Ok(c) => return Ok(c),
             Err(StepError::Provider(e)) if e.no_tool_support() && !tools.is_empty() => {
                 tools.clear();
+                record::provider_retry(&spec.provider.name, "no_tool_support");
                 append_notice(
                     deps,
                     spec,
@@ -69,6 +73,7 @@ pub(super) async fn request(
                     attempt,
                     e.retry_after(),
                 );
+                record::provider_retry(&spec.provider.name, failure(&e));
                 append_notice(
                     deps,
                     spec,
@@ -86,6 +91,31 @@ pub(super) async fn request(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// The `outcome` label of one provider request.
+fn outcome(result: &Result<Completion, StepError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(StepError::Provider(e)) => failure(e),
+        Err(StepError::OutputLimit) => "output_limit",
+        Err(_) => "error",
+    }
+}
+
+/// The label of a provider failure (also a retry's `reason`).
+fn failure(e: &ProviderError) -> &'static str {
+    match e {
+        ProviderError::Status { status: 429, .. } => "http_429",
+        ProviderError::Status { status: 500.., .. } => "http_5xx",
+        ProviderError::Status { .. } => "http_4xx",
+        ProviderError::Transport(_) => "transport",
+        ProviderError::Idle(_) => "idle",
+        ProviderError::Truncated => "truncated",
+        ProviderError::Protocol(_) => "protocol",
+        ProviderError::MissingKey(_) => "missing_key",
+        ProviderError::OutputLimit(_) => "output_limit",
     }
 }
 
@@ -163,6 +193,11 @@ async fn attempt_once(
                     }
                     Some(StreamItem::Done(c)) => {
                         if let Some(u) = c.usage {
+                            record::provider_tokens(
+                                &spec.provider.name,
+                                u64::from(u.prompt_tokens),
+                                u64::from(u.completion_tokens),
+                            );
                             recorder.record("gen_ai.usage.input_tokens", u.prompt_tokens);
                             recorder.record("gen_ai.usage.output_tokens", u.completion_tokens);
                         }

@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use ploke_runtime::blocking::{BlockingPool, PoolSize};
+use ploke_runtime::metrics::record;
 use ploke_runtime::path_policy;
 use ploke_runtime::server::Readiness;
 use ploke_runtime::workspaces::Workspaces;
@@ -584,6 +585,8 @@ impl RagService {
                 Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
             })
             .await??;
+        record::index_items(&root, summary.items_total);
+        record::index_run("refresh", summary.duration);
         let _ = self.refreshed.send(Refreshed {
             root,
             paths: asked,

@@ -1,5 +1,7 @@
 //! A minimal ToolExecutor used to exercise the runtime: `ListEdits` answers with the
-//! correlation the handler saw, or forwards to a downstream server when one is configured.
+//! correlation the handler saw, or forwards to a downstream server when one is configured;
+//! `ListTools` answers an empty list, `ExecuteTool` streams two empty events when asked to,
+//! `DecideEdit` answers INVALID_ARGUMENT (the metrics suite counts these).
 
 use std::pin::Pin;
 
@@ -23,17 +25,26 @@ impl ToolExecutor for Echo {
         &self,
         _: Request<ListToolsRequest>,
     ) -> Result<Response<ListToolsResponse>, Status> {
-        Err(Status::unimplemented("not in this fixture"))
+        Ok(Response::new(ListToolsResponse::default()))
     }
 
     type ExecuteToolStream =
         Pin<Box<dyn tokio_stream::Stream<Item = Result<ExecuteToolEvent, Status>> + Send>>;
 
+    /// For `workspace_root = "stream"`: two events, then the end of the stream (OK in the
+    /// trailers); otherwise UNIMPLEMENTED.
     async fn execute_tool(
         &self,
-        _: Request<ExecuteToolRequest>,
+        request: Request<ExecuteToolRequest>,
     ) -> Result<Response<Self::ExecuteToolStream>, Status> {
-        Err(Status::unimplemented("not in this fixture"))
+        if request.get_ref().workspace_root != "stream" {
+            return Err(Status::unimplemented("not in this fixture"));
+        }
+        let events = vec![
+            Ok(ExecuteToolEvent::default()),
+            Ok(ExecuteToolEvent::default()),
+        ];
+        Ok(Response::new(Box::pin(tokio_stream::iter(events))))
     }
 
     async fn list_edits(
@@ -58,7 +69,7 @@ impl ToolExecutor for Echo {
         &self,
         _: Request<DecideEditRequest>,
     ) -> Result<Response<DecideEditResponse>, Status> {
-        Err(Status::unimplemented("not in this fixture"))
+        Err(Status::invalid_argument("this fixture decides nothing"))
     }
 }
 

@@ -1,4 +1,5 @@
 mod fixtures;
+mod metrics;
 mod propagation;
 mod scaffold;
 mod transport;

@@ -170,7 +170,12 @@ impl Codec for RawCodec {
     }
 }
 
-async fn raw(ch: &Channel, path: &'static str, body: &'static [u8], stream: bool) -> Status {
+pub(super) async fn raw(
+    ch: &Channel,
+    path: &'static str,
+    body: &'static [u8],
+    stream: bool,
+) -> Status {
     let mut grpc = tonic::client::Grpc::new(ch.clone());
     grpc.ready().await.unwrap();
     let path = http::uri::PathAndQuery::from_static(path);

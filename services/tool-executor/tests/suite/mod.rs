@@ -6,6 +6,7 @@ mod edits;
 mod failures;
 mod files;
 mod limits;
+mod metrics;
 mod retrieval;
 mod security;
 mod storage;

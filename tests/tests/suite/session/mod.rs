@@ -4,6 +4,7 @@
 mod events;
 mod limits;
 mod loop_;
+mod metrics;
 mod provider;
 mod spans;
 
