@@ -4,6 +4,8 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
@@ -130,10 +132,12 @@ pub struct Candidate {
 pub struct Bm25 {
     index: Index,
     reader: IndexReader,
-    writer: Option<IndexWriter>,
+    /// In a mutex so that a commit (the slow part: segments written) can run while searches
+    /// hold the workspace index for reading.
+    writer: Mutex<Option<IndexWriter>>,
     fields: Fields,
     boosts: Boosts,
-    commits: u64,
+    commits: AtomicU64,
     closed: bool,
 }
 
@@ -221,26 +225,34 @@ impl Bm25 {
         Ok(Self {
             index,
             reader,
-            writer: Some(writer),
+            writer: Mutex::new(Some(writer)),
             fields,
             boosts,
-            commits: 0,
+            commits: AtomicU64::new(0),
             closed: false,
         })
     }
 
     fn writer(&mut self) -> Result<&mut IndexWriter, Bm25Error> {
-        if self.writer.is_none() && !self.closed {
+        let slot = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() && !self.closed {
             // A writer lost to a failed rollback is made again (the disk may be back).
-            self.writer = Some(self.index.writer(WRITER_BYTES)?);
+            *slot = Some(self.index.writer(WRITER_BYTES)?);
         }
-        self.writer.as_mut().ok_or(Bm25Error::Closed)
+        slot.as_mut().ok_or(Bm25Error::Closed)
     }
 
     /// Releases the writer (and the index lock); later writes fail with `Closed`.
     pub fn close(&mut self) {
         self.closed = true;
-        if let Some(w) = self.writer.take()
+        if let Some(w) = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
             && let Err(e) = w.wait_merging_threads()
         {
             tracing::warn!(error = %e, "closing the bm25 writer");
@@ -283,28 +295,37 @@ impl Bm25 {
         Ok(())
     }
 
-    /// Makes every change since the last commit durable and visible.
-    pub fn commit(&mut self) -> Result<(), Bm25Error> {
-        self.writer()?.commit()?;
-        self.commits += 1;
+    /// Makes every change since the last commit durable and visible. Takes `&self`: searches
+    /// may go on meanwhile (they see the last commit until the reader reloads).
+    pub fn commit(&self) -> Result<(), Bm25Error> {
+        let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() && !self.closed {
+            *slot = Some(self.index.writer(WRITER_BYTES)?);
+        }
+        slot.as_mut().ok_or(Bm25Error::Closed)?.commit()?;
+        self.commits.fetch_add(1, Ordering::SeqCst);
         self.reader.reload()?;
         Ok(())
     }
 
     /// Commits that succeeded since the index was opened.
     pub fn commits(&self) -> u64 {
-        self.commits
+        self.commits.load(Ordering::SeqCst)
     }
 
     /// Drops every change since the last commit; searches never saw them. A writer that
     /// cannot roll back (its directory is gone) is dropped with its changes, and the next
     /// write makes a new one.
     pub fn rollback(&mut self) -> Result<(), Bm25Error> {
-        let Some(mut writer) = self.writer.take() else {
+        let slot = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(mut writer) = slot.take() else {
             return Ok(());
         };
         writer.rollback()?;
-        self.writer = Some(writer);
+        *slot = Some(writer);
         Ok(())
     }
 

@@ -42,6 +42,8 @@ pub struct Vectors {
     dims: usize,
     dir: PathBuf,
     cache: HashMap<TextHash, Vec<f32>>,
+    /// Changed since the last save.
+    dirty: bool,
 }
 
 impl std::fmt::Debug for Vectors {
@@ -107,6 +109,7 @@ impl Vectors {
             dims,
             dir: dir.to_owned(),
             cache,
+            dirty: false,
         })
     }
 
@@ -114,6 +117,7 @@ impl Vectors {
     /// was embedded before). Used when item ids are reassigned.
     pub fn reset(&mut self) -> Result<(), VectorError> {
         self.index = new_index(self.dims)?;
+        self.dirty = true;
         Ok(())
     }
 
@@ -153,6 +157,7 @@ impl Vectors {
         }
         self.index.add(id, &vector).map_err(usearch_err)?;
         self.cache.insert(hash, vector);
+        self.dirty = true;
         Ok(())
     }
 
@@ -160,8 +165,14 @@ impl Vectors {
     pub fn remove(&mut self, id: u64) -> Result<(), VectorError> {
         if self.index.contains(id) {
             self.index.remove(id).map_err(usearch_err)?;
+            self.dirty = true;
         }
         Ok(())
+    }
+
+    /// Whether anything changed since the last save (a save of nothing new is skipped).
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
     }
 
     /// The `k` nearest items accepted by `keep`, as (id, cosine similarity), best first.
@@ -195,6 +206,7 @@ impl Vectors {
             .save(&index_path.to_string_lossy())
             .map_err(usearch_err)?;
         write_cache(&self.dir.join("cache.bin"), &self.cache)?;
+        self.dirty = false;
         let journal = self.dir.join(JOURNAL);
         match std::fs::remove_file(&journal) {
             Ok(()) => Ok(()),

@@ -188,10 +188,6 @@ impl RagSearch for RagSearchGrpc {
                     outcome = &mut run => break outcome,
                 }
             };
-            if let Ok(summary) = &outcome {
-                ploke_runtime::metrics::record::index_items(&status.root, summary.items_total);
-                ploke_runtime::metrics::record::index_run("full", summary.duration);
-            }
             let last = match outcome {
                 Ok(summary) => Ok(pb::IndexProgress {
                     phase: pb::IndexPhase::Done as i32,

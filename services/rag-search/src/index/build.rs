@@ -131,15 +131,37 @@ impl<G: Guarded> Run<'_, G> {
         })?
     }
 
-    /// Commits what the run changed; `finished` stamps the index as fully indexed.
+    /// Commits what the run changed; `finished` stamps the index as fully indexed. The slow
+    /// parts run beside searches: BM25's commit under the read lock, serialising the metadata
+    /// under the read lock, writing it with no lock; only stamping and saving changed vectors
+    /// take the write lock.
     fn commit(&mut self, finished: bool) -> Result<(), IndexError> {
-        self.step(|index| {
-            if finished {
+        if finished {
+            self.step(|index| {
                 index.last_indexed_at = Some(SystemTime::now());
+                Ok(())
+            })?;
+        }
+        let committed = self.index.read(|index| {
+            if index.closed {
+                return Err(IndexError::Closed);
             }
-            index.commit()
+            index.bm25.commit().map_err(IndexError::from)
         })?;
+        if let Err(e) = committed {
+            let pending = self.pending.take();
+            self.index.write(|index| {
+                if let Some(checkpoint) = pending {
+                    index.restore(checkpoint, &e);
+                }
+            })?;
+            return Err(e);
+        }
+        // BM25 has committed: the tables match what searches see and stay.
         self.pending = None;
+        self.index.write(WorkspaceIndex::save_vectors)??;
+        let meta = self.index.read(WorkspaceIndex::meta_bytes)??;
+        meta.persist()?;
         self.last_commit = Instant::now();
         Ok(())
     }

@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Error, Boosts};
@@ -43,7 +45,45 @@ struct FileRecord {
     item_ids: Vec<u64>,
 }
 
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+/// [`Meta`] borrowed from the index, to serialise without copying it.
+#[derive(serde::Serialize)]
+struct MetaRef<'a> {
+    version: u32,
+    next_id: u64,
+    last_indexed_at_ms: Option<u64>,
+    files: &'a BTreeMap<String, FileRecord>,
+    items: Vec<&'a ItemRecord>,
+}
+
+/// Serialised metadata, to be written with no lock held. Writes are ordered by generation: an
+/// older snapshot that reaches the disk after a newer one is dropped.
+pub(super) struct MetaBytes {
+    generation: u64,
+    bytes: Vec<u8>,
+    dir: PathBuf,
+    written: Arc<Mutex<u64>>,
+}
+
+impl MetaBytes {
+    /// Writes the metadata (temp file + rename) unless a newer snapshot is already written.
+    pub(super) fn persist(self) -> Result<(), IndexError> {
+        let mut written = self
+            .written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *written >= self.generation {
+            return Ok(());
+        }
+        let path = self.dir.join(META_FILE);
+        let tmp = self.dir.join(format!("{META_FILE}.tmp"));
+        std::fs::write(&tmp, &self.bytes).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        *written = self.generation;
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
 struct Meta {
     version: u32,
     next_id: u64,
@@ -219,6 +259,9 @@ pub struct WorkspaceIndex {
     vectors: Option<Vectors>,
     prior: LengthPrior,
     closed: bool,
+    /// Generation of the last metadata snapshot taken, and of the last one written.
+    meta_generation: AtomicU64,
+    meta_written: Arc<Mutex<u64>>,
 }
 
 /// The model a workspace's vectors come from.
@@ -288,6 +331,8 @@ impl WorkspaceIndex {
             vectors,
             prior,
             closed: false,
+            meta_generation: AtomicU64::new(0),
+            meta_written: Arc::default(),
         };
         // A crash between the BM25 commit and the metadata write leaves them out of step:
         // start over rather than serve items that do not exist.
@@ -403,7 +448,15 @@ impl WorkspaceIndex {
     /// Commits BM25 and the vectors, then writes the metadata (temp file + rename).
     fn commit(&mut self) -> Result<(), IndexError> {
         self.bm25.commit()?;
-        if let Some(v) = self.vectors.as_mut() {
+        self.save_vectors()?;
+        self.meta_bytes()?.persist()
+    }
+
+    /// Saves the vectors and the embedding cache when they changed since the last save.
+    pub(super) fn save_vectors(&mut self) -> Result<(), IndexError> {
+        if let Some(v) = self.vectors.as_mut()
+            && v.is_dirty()
+        {
             let live: std::collections::HashSet<TextHash> = self
                 .items
                 .values()
@@ -411,9 +464,15 @@ impl WorkspaceIndex {
                 .collect();
             v.save(&live)?;
         }
-        let mut items: Vec<ItemRecord> = self.items.values().cloned().collect();
+        Ok(())
+    }
+
+    /// The metadata as it is now, serialised (under a read lock at most; writing it to disk
+    /// needs no lock: [`MetaBytes::persist`]).
+    pub(super) fn meta_bytes(&self) -> Result<MetaBytes, IndexError> {
+        let mut items: Vec<&ItemRecord> = self.items.values().collect();
         items.sort_by_key(|i| i.id);
-        let meta = Meta {
+        let meta = MetaRef {
             version: META_VERSION,
             next_id: self.next_id,
             last_indexed_at_ms: self.last_indexed_at.and_then(|t| {
@@ -421,18 +480,20 @@ impl WorkspaceIndex {
                     .ok()
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
             }),
-            files: self.files.clone(),
+            files: &self.files,
             items,
         };
         let path = self.dir.join(META_FILE);
-        let tmp = self.dir.join(format!("{META_FILE}.tmp"));
         let bytes = serde_json::to_vec(&meta).map_err(|e| IndexError::Corrupt {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
-        Ok(())
+        Ok(MetaBytes {
+            generation: self.meta_generation.fetch_add(1, Ordering::SeqCst) + 1,
+            bytes,
+            dir: self.dir.clone(),
+            written: self.meta_written.clone(),
+        })
     }
 
     /// Releases the index's writer and lock; a run going stops at its next step.

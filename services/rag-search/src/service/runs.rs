@@ -103,6 +103,8 @@ impl RagService {
         }));
         drop(state);
         if let Ok(summary) = &outcome {
+            ploke_runtime::metrics::record::index_items(&root, summary.items_total);
+            ploke_runtime::metrics::record::index_run("full", summary.duration);
             tracing::info!(
                 root = %root.display(),
                 files_indexed = summary.files_indexed,
