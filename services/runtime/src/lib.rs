@@ -13,6 +13,8 @@ pub mod decode_errors;
 pub mod internal;
 pub mod language;
 pub mod path_policy;
+#[cfg(feature = "sqlite")]
+pub mod postgres;
 pub mod probe;
 pub mod retry;
 pub mod server;
