@@ -3,6 +3,7 @@ mod clear_codes;
 mod faults;
 mod internal_auth;
 mod remote_embeddings;
+mod replicas;
 mod session;
 mod storage;
 mod through_gateway;
