@@ -411,3 +411,92 @@ async fn a_restart_keeps_everything_runs_no_migration_twice_and_recovers_only_ex
     );
     c.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_proposal_made_through_one_tool_executor_is_listed_and_decided_through_the_other() {
+    use ploke_proto::tools::v1::{
+        CreateFileArgs, DecideEditRequest, Decision, ListEditsRequest, ProposalState,
+        execute_tool_event, tool_call,
+    };
+    let Some(r) = replicas().await else { return };
+    let request = ploke_e2e::tool_request(
+        "shared",
+        "call-1",
+        tool_call::Args::CreateFile(CreateFileArgs {
+            file_path: "src/shared.rs".into(),
+            content: "pub fn shared() {}\n".into(),
+            on_exists: None,
+        }),
+    );
+    let mut waiting =
+        r.a.tools()
+            .execute_tool(request)
+            .await
+            .unwrap()
+            .into_inner();
+    let proposal = loop {
+        match waiting.message().await.unwrap().unwrap().event {
+            Some(execute_tool_event::Event::EditProposed(p)) => break p,
+            Some(execute_tool_event::Event::Progress(_)) | None => {}
+            Some(other) => panic!("expected a proposal, got {other:?}"),
+        }
+    };
+    let listed = |s: &Sandbox| {
+        let mut tools = s.tools();
+        async move {
+            tools
+                .list_edits(ListEditsRequest {
+                    session_id: "shared".into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .proposals
+        }
+    };
+    let on_b = listed(&r.b).await;
+    assert_eq!(on_b.len(), 1);
+    assert_eq!(on_b[0].proposal_id, proposal.proposal_id);
+    assert_eq!(on_b[0].state(), ProposalState::Pending);
+
+    let decided =
+        r.b.tools()
+            .decide_edit(DecideEditRequest {
+                proposal_id: proposal.proposal_id.clone(),
+                decision: Decision::Approve as i32,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+    assert_eq!(
+        decided.proposal.map(|p| p.state()),
+        Some(ProposalState::Applied)
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.workspace.path().join("src/shared.rs")).unwrap(),
+        "pub fn shared() {}\n"
+    );
+    // A sees B's decision; a second decision (through A) cannot undo it.
+    let on_a = listed(&r.a).await;
+    assert_eq!(on_a[0].state(), ProposalState::Applied);
+    let again =
+        r.a.tools()
+            .decide_edit(DecideEditRequest {
+                proposal_id: proposal.proposal_id.clone(),
+                decision: Decision::Deny as i32,
+                ..Default::default()
+            })
+            .await;
+    if let Ok(again) = &again {
+        assert_eq!(
+            again.get_ref().proposal.as_ref().map(|p| p.state()),
+            Some(ProposalState::Applied)
+        );
+    }
+    assert_eq!(listed(&r.b).await[0].state(), ProposalState::Applied);
+    drop(waiting);
+    r.a.stop().await.unwrap();
+    r.b.stop().await.unwrap();
+}
