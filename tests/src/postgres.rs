@@ -128,21 +128,33 @@ impl Postgres {
         let mut last = None;
         for _ in 0..5 {
             pg.port = free_port()?;
-            let options = format!(
-                "-p {} -k {} -h 127.0.0.1 -F -c max_connections=200",
-                pg.port,
-                pg.dir.path().display()
-            );
-            let log = pg.dir.path().join("server.log").display().to_string();
-            match run(pg.tool(
-                "pg_ctl",
-                &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
-            )) {
-                Ok(_) => return Ok(pg),
+            match pg.start_server() {
+                Ok(()) => return Ok(pg),
                 Err(e) => last = Some(e),
             }
         }
         Err(last.unwrap_or(PostgresError::NotInstalled))
+    }
+
+    /// Starts the server of the initialised cluster on `self.port`.
+    fn start_server(&self) -> Result<(), PostgresError> {
+        let data = self.data().display().to_string();
+        let options = format!(
+            "-p {} -k {} -h 127.0.0.1 -F -c max_connections=200",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log").display().to_string();
+        run(self.tool(
+            "pg_ctl",
+            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
+        ))
+        .map(|_| ())
+    }
+
+    /// Starts the server again after [`Self::stop`], on the same port with the same data.
+    pub fn restart(&self) -> Result<(), PostgresError> {
+        self.start_server()
     }
 
     /// A server for a test: `Some` when it started; when it cannot start, the test fails in

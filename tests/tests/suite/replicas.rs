@@ -55,6 +55,9 @@ pub async fn replicas() -> Option<Replicas> {
     let b = Sandbox::start_with(replica_config(&url, workspace.path(), &fake))
         .await
         .unwrap();
+    for s in [&a, &b] {
+        ready(s).await;
+    }
     Some(Replicas {
         pg,
         url,
@@ -63,6 +66,19 @@ pub async fn replicas() -> Option<Replicas> {
         a,
         b,
     })
+}
+
+/// Waits until the replica's llm-session and tool-executor have opened the database: the
+/// Sandbox returns once every port is bound, and a service answers only after its start.
+pub async fn ready(s: &Sandbox) {
+    s.sessions()
+        .list_sessions(ListSessionsRequest::default())
+        .await
+        .unwrap();
+    s.tools()
+        .list_edits(ploke_proto::tools::v1::ListEditsRequest::default())
+        .await
+        .unwrap();
 }
 
 async fn create(s: &Sandbox) -> String {
@@ -382,6 +398,7 @@ async fn a_restart_keeps_everything_runs_no_migration_twice_and_recovers_only_ex
     let c = Sandbox::start_with(replica_config(&r.url, r.workspace.path(), &r.fake))
         .await
         .unwrap();
+    ready(&c).await;
     assert_eq!(all(&c, &id).await, before);
     // The expired turn was ended at start; the live one was left to its owner.
     let ended = all(&c, &dead).await;
@@ -497,6 +514,75 @@ async fn a_proposal_made_through_one_tool_executor_is_listed_and_decided_through
     }
     assert_eq!(listed(&r.b).await[0].state(), ProposalState::Applied);
     drop(waiting);
+    r.a.stop().await.unwrap();
+    r.b.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_database_that_goes_away_answers_unavailable_and_not_serving_until_it_is_back() {
+    use ploke_runtime::ServiceKind;
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    let Some(r) = replicas().await else { return };
+    let id = create(&r.a).await;
+    let becomes = |want: ServingStatus| {
+        let channel = r.a.channel(ServiceKind::LlmSession);
+        async move {
+            let mut stream = HealthClient::new(channel)
+                .watch(HealthCheckRequest {
+                    service: "ploke.session.v1.LlmSession".into(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            let reached = async {
+                while let Some(h) = stream.message().await.unwrap() {
+                    if h.status() == want {
+                        return;
+                    }
+                }
+                panic!("the health stream ended");
+            };
+            // The deadline only bounds a failing test.
+            tokio::time::timeout(std::time::Duration::from_secs(30), reached)
+                .await
+                .unwrap_or_else(|_| panic!("never reported {want:?}"));
+        }
+    };
+    r.pg.stop().unwrap();
+    let refused =
+        r.a.sessions()
+            .create_session(CreateSessionRequest::default())
+            .await
+            .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("storage unavailable")
+            && refused.message().contains("postgres 127.0.0.1"),
+        "{}",
+        refused.message()
+    );
+    becomes(ServingStatus::NotServing).await;
+
+    r.pg.restart().unwrap();
+    becomes(ServingStatus::Serving).await;
+    let again = create(&r.a).await;
+    let listed =
+        r.b.sessions()
+            .list_sessions(ListSessionsRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+    let ids: Vec<&str> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
+    assert!(
+        ids.contains(&id.as_str()) && ids.contains(&again.as_str()),
+        "{ids:?}"
+    );
     r.a.stop().await.unwrap();
     r.b.stop().await.unwrap();
 }
