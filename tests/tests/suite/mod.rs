@@ -6,5 +6,6 @@ mod remote_embeddings;
 mod replicas;
 mod session;
 mod storage;
+mod stores;
 mod through_gateway;
 mod wiring;
