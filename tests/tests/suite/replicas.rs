@@ -586,3 +586,52 @@ async fn a_database_that_goes_away_answers_unavailable_and_not_serving_until_it_
     r.a.stop().await.unwrap();
     r.b.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn through_two_gateways_a_turn_sent_to_one_is_followed_on_the_other() {
+    let Some(r) = replicas().await else { return };
+    let id =
+        r.a.gateway()
+            .create_session(CreateSessionRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .session_id;
+    r.fake
+        .push([Reply::text(&["through ", "the ", "gateways"])]);
+    let mut on_a =
+        r.a.gateway()
+            .stream_events(StreamEventsRequest {
+                session_id: id.clone(),
+                after_seq: 0,
+                no_follow: false,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+    r.b.gateway()
+        .send_message(send(&id, "hello"))
+        .await
+        .unwrap();
+    let followed = until_end(&mut on_a).await;
+    let stored = all(&r.b, &id).await;
+    assert_eq!(followed, stored);
+    assert_eq!(
+        seqs(&followed),
+        (1..=stored.len() as u64).collect::<Vec<_>>()
+    );
+    assert!(matches!(
+        followed.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
+    let seen_by_b =
+        r.b.gateway()
+            .get_session(GetSessionRequest { session_id: id })
+            .await
+            .unwrap()
+            .into_inner();
+    assert_eq!(seen_by_b.last_seq, stored.len() as u64);
+    drop(on_a);
+    r.a.stop().await.unwrap();
+    r.b.stop().await.unwrap();
+}
