@@ -110,6 +110,7 @@ impl Postgres {
             port: 0,
             as_postgres,
         };
+        pg.watch();
         let data = pg.data().display().to_string();
         run(pg.tool(
             "initdb",
@@ -150,6 +151,31 @@ impl Postgres {
             &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
         ))
         .map(|_| ())
+    }
+
+    /// A watchdog that stops the server and removes the cluster if this process dies without
+    /// dropping it (a test killed by a timeout), so no server outlives its test.
+    fn watch(&self) {
+        let dir = self.dir.path().display().to_string();
+        let pg_ctl = self.bin.join("pg_ctl").display().to_string();
+        let as_postgres = if self.as_postgres {
+            "runuser -u postgres -- "
+        } else {
+            ""
+        };
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null && [ -d '{dir}' ]; do sleep 1; done; \
+             [ -d '{dir}' ] && {as_postgres}'{pg_ctl}' -D '{dir}/data' -m immediate -w stop; \
+             rm -rf '{dir}'",
+            pid = std::process::id()
+        );
+        // Best effort: without it a killed test leaves a server behind, nothing worse.
+        let _ = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
     }
 
     /// Starts the server again after [`Self::stop`], on the same port with the same data.
