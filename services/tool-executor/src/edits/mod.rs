@@ -369,7 +369,16 @@ impl Edits {
         if let Some(limit) = limit {
             left = left.min(limit);
         }
-        let decided = tokio::time::timeout(left, wait_final(&mut rx)).await;
+        // With replicas, a decision may be made through another one: the store tells.
+        let shared = self.store.database().shared();
+        let id = &proposal.proposal_id;
+        let decided = tokio::time::timeout(left, async {
+            tokio::select! {
+                p = wait_final(&mut rx) => p,
+                p = self.store.until_final(id, store::SHARED_POLL), if shared => Some(p),
+            }
+        })
+        .await;
         if let Ok(Some(p)) = decided {
             return p;
         }

@@ -50,6 +50,9 @@ impl From<DbError> for StoreError {
     }
 }
 
+/// How often a call waiting for a decision reads the shared database.
+pub const SHARED_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The proposal table.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -215,6 +218,21 @@ impl Store {
                 .execute(db.pool())
                 .await;
         Ok(db.written(done)?.rows_affected() == 1)
+    }
+
+    /// The proposal once it is in a final state, read every `period` (a decision made through
+    /// another replica sharing the database). Read errors are retried.
+    pub async fn until_final(&self, id: &str, period: std::time::Duration) -> EditProposal {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if let Ok(Some((p, _))) = self.get(id).await
+                && super::is_final(p.state())
+            {
+                return p;
+            }
+        }
     }
 
     /// Proposals newest first, of `session` (empty = all) in `states` (empty = all).

@@ -79,7 +79,7 @@ async fn a_restart_keeps_everything_runs_no_migration_twice_and_recovers_only_ex
 async fn a_proposal_made_through_one_tool_executor_is_listed_and_decided_through_the_other() {
     use ploke_proto::tools::v1::{
         CreateFileArgs, DecideEditRequest, Decision, ListEditsRequest, ProposalState,
-        execute_tool_event, tool_call,
+        execute_tool_event, tool_call, tool_result,
     };
     let Some(r) = replicas().await else { return };
     let request = ploke_e2e::tool_request(
@@ -159,7 +159,21 @@ async fn a_proposal_made_through_one_tool_executor_is_listed_and_decided_through
         );
     }
     assert_eq!(listed(&r.b).await[0].state(), ProposalState::Applied);
-    drop(waiting);
+    // The call waiting on A gets the outcome decided through B.
+    let outcome = loop {
+        match waiting.message().await.unwrap().unwrap().event {
+            Some(execute_tool_event::Event::Result(r)) => break r,
+            Some(execute_tool_event::Event::Progress(_)) | None => {}
+            Some(other) => panic!("expected the outcome, got {other:?}"),
+        }
+    };
+    assert!(
+        matches!(
+            outcome.result,
+            Some(tool_result::Result::CreateFile(ref o)) if o.state() == ProposalState::Applied
+        ),
+        "{outcome:?}"
+    );
     r.a.stop().await.unwrap();
     r.b.stop().await.unwrap();
 }
