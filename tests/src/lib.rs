@@ -5,6 +5,7 @@
 
 pub mod fake_embeddings;
 pub mod fake_provider;
+pub mod postgres;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;

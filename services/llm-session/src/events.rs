@@ -2,6 +2,11 @@
 //! subscriber sees it; subscribers replay from the store and then follow live with no gap and
 //! no duplicate. A subscriber that falls behind reads the store again; it never slows the turn
 //! or other subscribers. Every event is bounded ([`crate::bounds`]) before it is written.
+//!
+//! With a store shared by replicas, events of a turn another replica runs arrive as
+//! [`Remote`] notifications that only wake the session's subscribers: they read what is new
+//! from the store by seq, so order and completeness never depend on the notifications. A
+//! subscriber also reads the store every [`REMOTE_POLL`] in case notifications were lost.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,10 +14,14 @@ use std::time::SystemTime;
 
 use ploke_proto::common::v1::Correlation;
 use ploke_proto::session::v1::{AssistantDelta, SessionEvent, session_event};
-use tokio::sync::{Mutex, broadcast, mpsc};
+use tokio::sync::{Mutex, broadcast, mpsc, watch};
 
 use crate::bounds::{EventBounds, bound_event, split_text};
-use crate::store::{Effects, SessionStore, StoreError};
+use crate::store::{Effects, Remote, SessionStore, StoreError};
+
+/// How often a following subscriber reads the store when other replicas write to it, in case
+/// a notification was lost.
+pub const REMOTE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Live events buffered per session before a slow subscriber falls back to the store.
 const LIVE_BUFFER: usize = 1024;
@@ -26,6 +35,8 @@ struct Channel {
     /// The last seq written; `None` = read it from the store (at first, and after a failed
     /// write, whose outcome is not known).
     last_seq: Mutex<Option<u64>>,
+    /// Bumped when another replica appended to the session.
+    wake: watch::Sender<u64>,
 }
 
 /// Appends and streams session events.
@@ -34,6 +45,19 @@ pub struct EventLog {
     store: Arc<dyn SessionStore>,
     channels: Arc<std::sync::Mutex<HashMap<String, Arc<Channel>>>>,
     bounds: EventBounds,
+    /// Whether other replicas write to the store.
+    shared: bool,
+    _dispatch: Option<Arc<AbortOnDrop>>,
+}
+
+/// Aborts the task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl std::fmt::Debug for EventLog {
@@ -45,11 +69,28 @@ impl std::fmt::Debug for EventLog {
 impl EventLog {
     /// A log over `store` whose events stay within `bounds`.
     pub fn new(store: Arc<dyn SessionStore>, bounds: EventBounds) -> Self {
+        let channels: Arc<std::sync::Mutex<HashMap<String, Arc<Channel>>>> = Arc::default();
+        let remote = store.remote();
+        let shared = remote.is_some();
+        let dispatch =
+            remote.map(|rx| Arc::new(AbortOnDrop(tokio::spawn(dispatch(rx, channels.clone())))));
         Self {
             store,
-            channels: Arc::default(),
+            channels,
             bounds,
+            shared,
+            _dispatch: dispatch,
         }
+    }
+
+    /// Forgets the cached last seq of `session_id`: another replica may have appended since
+    /// (the next append reads it from the store).
+    /// Nothing to do when no other process writes to the store.
+    pub async fn forget(&self, session_id: &str) {
+        if !self.shared {
+            return;
+        }
+        *self.channel(session_id).last_seq.lock().await = None;
     }
 
     /// The bounds events are kept within.
@@ -64,6 +105,7 @@ impl EventLog {
                 Arc::new(Channel {
                     tx: broadcast::channel(LIVE_BUFFER).0,
                     last_seq: Mutex::new(None),
+                    wake: watch::channel(0).0,
                 })
             })
             .clone()
@@ -159,6 +201,8 @@ impl EventLog {
         let channel = self.channel(session_id);
         // Subscribe before reading the store so that nothing falls between the two.
         let mut live = channel.tx.subscribe();
+        let mut wake = channel.wake.subscribe();
+        let shared = self.shared;
         let (out, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
         let store = self.store.clone();
         let id = session_id.to_owned();
@@ -168,10 +212,25 @@ impl EventLog {
             if !replay(&*store, &id, &mut last, &out).await || !follow {
                 return;
             }
+            let mut poll = tokio::time::interval(REMOTE_POLL);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 let next = tokio::select! {
                     e = live.recv() => e,
                     () = out.closed() => return,
+                    // Another replica appended (or may have): the store has it.
+                    woken = wake.changed() => {
+                        if woken.is_err() || !replay(&*store, &id, &mut last, &out).await {
+                            return;
+                        }
+                        continue;
+                    }
+                    _ = poll.tick(), if shared => {
+                        if !replay(&*store, &id, &mut last, &out).await {
+                            return;
+                        }
+                        continue;
+                    }
                 };
                 match next {
                     Ok(e) if e.seq <= last => {}
@@ -192,6 +251,37 @@ impl EventLog {
             }
         });
         Ok(rx)
+    }
+}
+
+/// Wakes the subscribers of sessions other replicas appended to (all of them after a
+/// [`Remote::Resync`] or when notifications were dropped).
+async fn dispatch(
+    mut rx: broadcast::Receiver<Remote>,
+    channels: Arc<std::sync::Mutex<HashMap<String, Arc<Channel>>>>,
+) {
+    let wake_all = || {
+        let channels = channels.lock().unwrap_or_else(|e| e.into_inner());
+        for c in channels.values() {
+            c.wake.send_modify(|n| *n += 1);
+        }
+    };
+    loop {
+        match rx.recv().await {
+            Ok(Remote::Appended { session_id, .. }) => {
+                let channel = channels
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&session_id)
+                    .cloned();
+                if let Some(c) = channel {
+                    c.wake.send_modify(|n| *n += 1);
+                }
+            }
+            Ok(Remote::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => wake_all(),
+            Ok(Remote::Cancel { .. }) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
     }
 }
 

@@ -46,7 +46,11 @@ fn to_status(e: SessionError) -> Status {
 fn store_status(e: &StoreError) -> Status {
     match e {
         StoreError::Unavailable(_) => Status::unavailable(e.to_string()),
-        StoreError::Db(_) | StoreError::Corrupt(_) => Status::internal(e.to_string()),
+        StoreError::Db(_) | StoreError::Corrupt(_) | StoreError::NotNext { .. } => {
+            Status::internal(e.to_string())
+        }
+        StoreError::Busy { .. } => Status::failed_precondition(e.to_string()),
+        StoreError::Superseded { .. } => Status::aborted(e.to_string()),
     }
 }
 

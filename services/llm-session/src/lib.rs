@@ -13,7 +13,6 @@ pub mod turn;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ploke_proto::session::v1::llm_session_server::LlmSessionServer;
@@ -49,6 +48,11 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// The internal tokens callers must present (the first is sent to tool-executor).
     pub internal: InternalConfig,
+    /// `[storage] url`: sessions in this shared PostgreSQL database instead of SQLite under
+    /// the data dir.
+    pub storage_url: Option<String>,
+    /// Turn leases in the shared database.
+    pub lease: store::postgres::Lease,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -62,6 +66,8 @@ impl From<&PlokeConfig> for Config {
             session: c.session.clone(),
             limits: c.limits,
             internal: c.internal.clone(),
+            storage_url: c.storage.postgres_url().map(str::to_owned),
+            lease: store::postgres::Lease::default(),
         }
     }
 }
@@ -78,6 +84,9 @@ pub enum StartError {
     /// The session store could not be opened.
     #[error(transparent)]
     Open(#[from] ploke_runtime::sqlite::OpenError),
+    /// The shared session database could not be opened.
+    #[error(transparent)]
+    OpenShared(#[from] ploke_runtime::postgres::PgOpenError),
     /// The session store could not be recovered.
     #[error(transparent)]
     Store(#[from] store::StoreError),
@@ -99,9 +108,7 @@ pub async fn serve(
     let tokens = host.require_internal(&config.internal)?;
     let channel = ploke_runtime::client::internal_channel(&config.tool_executor_url, &tokens)?;
     let registry = ploke_proto::registry::ToolRegistry::global()?;
-    let sqlite = store::sqlite::SqliteStore::open(&config.data_dir.join("sessions.sqlite")).await?;
-    let database = sqlite.database().clone();
-    let store: Arc<dyn store::SessionStore> = Arc::new(sqlite);
+    let (store, database) = store::open(&config).await?;
     let max = config.limits.max_message_bytes;
     let deps = turn::TurnDeps {
         log: events::EventLog::new(store.clone(), bounds::EventBounds::for_transport(max)),
@@ -116,7 +123,7 @@ pub async fn serve(
     // Workspaces added on rag-search at run time can have sessions too.
     let rag_channel = ploke_runtime::client::internal_channel(&config.rag_search_url, &tokens)?;
     let workspaces = Workspaces::new(&config.workspaces)
-        .with_source(Arc::new(RagSearchSource::new(rag_channel)));
+        .with_source(std::sync::Arc::new(RagSearchSource::new(rag_channel)));
     let following = workspaces.follow(FOLLOW_PERIOD);
     let service = service::SessionService::new(
         workspaces,
@@ -126,6 +133,26 @@ pub async fn serve(
         deps,
     );
     service.recover().await?;
+    // With replicas, turns of a replica that died are ended by the others once their lease
+    // expires, and cancels for this replica's turns arrive through the store.
+    let replicas = database.shared().then(|| {
+        let reaper = service.clone();
+        let period = config.lease.ttl;
+        let cancels = service.clone();
+        (
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(period);
+                ticks.tick().await;
+                loop {
+                    ticks.tick().await;
+                    if let Err(e) = reaper.recover().await {
+                        tracing::warn!(error = %e, "ending turns of replicas that are gone failed");
+                    }
+                }
+            }),
+            tokio::spawn(async move { cancels.follow_remote_cancels().await }),
+        )
+    });
     let stopping = service.clone();
     let recovered = service.clone();
     let server = LlmSessionServer::new(grpc::LlmSessionGrpc::new(service))
@@ -151,6 +178,10 @@ pub async fn serve(
             flusher.abort();
             if let Some(task) = following {
                 task.abort();
+            }
+            if let Some((reaper, cancels)) = replicas {
+                reaper.abort();
+                cancels.abort();
             }
             stopping.shutdown().await;
         })

@@ -13,8 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use ploke_proto::common::v1::{Correlation, TokenUsage};
 use ploke_proto::session::v1::{
-    SendMessageResponse, Session, SessionEvent, SessionState, TurnFailed, TurnFailureReason,
-    UserMessage, session_event::Event,
+    SendMessageResponse, Session, SessionEvent, SessionState, UserMessage, session_event::Event,
 };
 use ploke_runtime::config::{ProviderConfig, SessionConfig};
 use ploke_runtime::workspaces::Workspaces;
@@ -27,6 +26,8 @@ use crate::provider::Provider;
 use crate::provider::wire::ChatMessage;
 use crate::store::{Effects, PageCursor, SessionStore, StoreError};
 use crate::turn::{self, TurnDeps, TurnEnd, TurnSpec};
+
+mod recovery;
 
 struct Running {
     parent_id: String,
@@ -110,41 +111,6 @@ impl SessionService {
     /// The bounds events are kept within.
     pub fn bounds(&self) -> EventBounds {
         self.deps.log.bounds()
-    }
-
-    /// Ends the turns a previous run left running with `turn_failed{interrupted}`.
-    pub async fn recover(&self) -> Result<(), SessionError> {
-        for (session_id, parent_id) in self.store.running().await? {
-            let correlation = Correlation {
-                session_id: session_id.clone(),
-                parent_id: parent_id.clone(),
-                ..Correlation::default()
-            };
-            turn::history::answer_open_calls(
-                &*self.store,
-                &session_id,
-                &parent_id,
-                "interrupted: the service restarted before the tool finished",
-            )
-            .await?;
-            self.deps
-                .log
-                .append_with(
-                    &session_id,
-                    &correlation,
-                    Event::TurnFailed(TurnFailed {
-                        reason: TurnFailureReason::Interrupted as i32,
-                        message: "llm-session restarted while the turn ran".into(),
-                    }),
-                    |_| Effects {
-                        running: Some(None),
-                        ..Effects::default()
-                    },
-                )
-                .await?;
-            tracing::warn!(session_id, parent_id, "turn interrupted by a restart");
-        }
-        Ok(())
     }
 
     fn provider_name(&self, asked: &str) -> Result<String, SessionError> {
@@ -232,7 +198,8 @@ impl SessionService {
             .lock()
             .map(|r| r.contains_key(&s.session_id))
             .unwrap_or(false);
-        s.state = if running {
+        // A turn another replica runs is read from the store's lease (state Running).
+        s.state = if running || s.state == SessionState::Running as i32 {
             SessionState::Running
         } else {
             SessionState::Idle
@@ -347,27 +314,48 @@ impl SessionService {
                 .to_owned()
         });
         // The message, its history entry, the request id, the title and the running mark
-        // commit together: a failed write leaves nothing to retry around.
-        let event = self
-            .deps
-            .log
-            .append_with(
-                session_id,
-                &correlation,
-                Event::UserMessage(UserMessage {
-                    content: content.to_owned(),
-                    client_request_id: client_request_id.to_owned(),
-                }),
-                |seq| Effects {
-                    messages: vec![ChatMessage::text("user", content)],
-                    request: (!client_request_id.is_empty())
-                        .then(|| (client_request_id.to_owned(), answer(seq))),
-                    title,
-                    running: Some(Some(parent_id.clone())),
-                    usage: None,
-                },
-            )
-            .await?;
+        // commit together: a failed write leaves nothing to retry around. Another replica may
+        // have appended since this one last did (the seq is read again), or may take the turn
+        // first (the store answers Busy).
+        self.deps.log.forget(session_id).await;
+        let mut attempts = 0;
+        let event = loop {
+            attempts += 1;
+            let appended = self
+                .deps
+                .log
+                .append_with(
+                    session_id,
+                    &correlation,
+                    Event::UserMessage(UserMessage {
+                        content: content.to_owned(),
+                        client_request_id: client_request_id.to_owned(),
+                    }),
+                    |seq| Effects {
+                        messages: vec![ChatMessage::text("user", content)],
+                        request: (!client_request_id.is_empty())
+                            .then(|| (client_request_id.to_owned(), answer(seq))),
+                        title: title.clone(),
+                        running: Some(Some(parent_id.clone())),
+                        usage: None,
+                    },
+                )
+                .await;
+            match appended {
+                Ok(event) => break event,
+                Err(StoreError::NotNext { .. }) if attempts < 3 => {}
+                Err(StoreError::Busy {
+                    session_id,
+                    parent_id,
+                }) => {
+                    return Err(SessionError::Busy {
+                        session_id,
+                        parent_id,
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         let response = answer(event.seq);
         let cancel = CancellationToken::new();
         let reason = Arc::new(std::sync::Mutex::new(String::new()));
@@ -480,6 +468,11 @@ impl SessionService {
                 tracing::info!(session_id, parent_id = %end.correlation.parent_id, "recorded a turn end held while storage was broken");
                 Ok(())
             }
+            // Its lease expired meanwhile and another replica ended the turn.
+            Err(e @ StoreError::Superseded { .. }) => {
+                tracing::warn!(session_id, parent_id = %end.correlation.parent_id, reason = %e, "dropped a held turn end");
+                Ok(())
+            }
             Err(e) => {
                 if let Ok(mut p) = self.pending.lock() {
                     p.insert(session_id.to_owned(), end);
@@ -551,7 +544,14 @@ impl SessionService {
                 .map(|t| (t.parent_id.clone(), t.cancel.clone(), t.reason.clone()))
         });
         match running {
-            None => Ok((false, String::new())),
+            // Not here: the replica running it (if any) is asked through the store.
+            None => match self.store.cancel_remote(session_id, reason).await? {
+                Some(parent_id) => {
+                    tracing::info!(session_id, parent_id, "turn cancel sent to its replica");
+                    Ok((true, parent_id))
+                }
+                None => Ok((false, String::new())),
+            },
             Some((parent_id, cancel, why)) => {
                 if let Ok(mut w) = why.lock() {
                     *w = if reason.is_empty() {

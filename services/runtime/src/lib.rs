@@ -15,6 +15,8 @@ pub mod internal;
 pub mod language;
 pub mod metrics;
 pub mod path_policy;
+#[cfg(feature = "sqlite")]
+pub mod postgres;
 pub mod probe;
 pub mod retry;
 pub mod server;

@@ -67,7 +67,8 @@ fn file_id(path: &Path) -> std::io::Result<FileId> {
 
 struct Inner {
     path: PathBuf,
-    identity: FileId,
+    /// The file's identity; `None` for a database that is not a local file (PostgreSQL).
+    identity: Option<FileId>,
     state: watch::Sender<StorageState>,
 }
 
@@ -93,10 +94,22 @@ impl StorageHealth {
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
-                identity,
+                identity: Some(identity),
                 state: watch::channel(StorageState::Healthy).0,
             }),
         })
+    }
+
+    /// The health of a database that is not a local file (a PostgreSQL server), named
+    /// `label` in messages: only failed statements and probes decide it.
+    pub fn remote(label: &str) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                path: PathBuf::from(label),
+                identity: None,
+                state: watch::channel(StorageState::Healthy).0,
+            }),
+        }
     }
 
     /// The watched file.
@@ -117,8 +130,11 @@ impl StorageHealth {
     /// Whether the file at the path is still the one that was opened.
     pub fn check_file(&self) -> Result<(), String> {
         let path = self.inner.path.display();
+        let Some(identity) = self.inner.identity else {
+            return Ok(());
+        };
         match file_id(&self.inner.path) {
-            Ok(id) if id == self.inner.identity => Ok(()),
+            Ok(id) if id == identity => Ok(()),
             Ok(_) => Err(format!(
                 "{path} was replaced by another file while the service ran"
             )),

@@ -43,6 +43,9 @@ pub struct Config {
     pub fault: Option<edits::FaultHook>,
     /// The internal tokens callers must present (the first is sent to rag-search).
     pub internal: InternalConfig,
+    /// `[storage] url`: proposals in this shared PostgreSQL database instead of SQLite under
+    /// the data dir.
+    pub storage_url: Option<String>,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -65,6 +68,7 @@ impl From<&PlokeConfig> for Config {
             },
             fault: None,
             internal: c.internal.clone(),
+            storage_url: c.storage.postgres_url().map(str::to_owned),
         }
     }
 }
@@ -104,6 +108,7 @@ pub async fn serve(
     let stopping = tokio_util::sync::CancellationToken::new();
     let edits = edits::Edits::open(
         &config.data_dir,
+        config.storage_url.as_deref(),
         rag.clone(),
         config.tools,
         config.policy,

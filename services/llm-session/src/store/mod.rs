@@ -1,7 +1,10 @@
 //! Durable sessions, events and history behind [`SessionStore`]: SQLite is the embedded
 //! default ([`sqlite::SqliteStore`]); a shared deployment implements the same trait over
-//! PostgreSQL with the same tables.
+//! PostgreSQL with the same tables ([`postgres::PgStore`]), where several replicas share the
+//! sessions and learn of each other's events and cancels through [`Remote`] notifications.
 
+pub mod postgres;
+mod postgres_tx;
 pub mod sqlite;
 
 use ploke_proto::common::v1::TokenUsage;
@@ -10,6 +13,72 @@ use ploke_runtime::sqlite::DbError;
 use ploke_runtime::storage_health::StorageFault;
 
 use crate::provider::wire::ChatMessage;
+
+/// The opened database behind the store: its health, its monitor, closing it.
+#[derive(Debug, Clone)]
+pub enum Database {
+    /// SQLite under the data dir.
+    Sqlite(ploke_runtime::sqlite::Database),
+    /// The shared PostgreSQL database.
+    Postgres(ploke_runtime::postgres::PgDatabase),
+}
+
+impl Database {
+    /// Whether other replicas share it.
+    pub fn shared(&self) -> bool {
+        match self {
+            Database::Sqlite(_) => false,
+            Database::Postgres(_) => true,
+        }
+    }
+
+    /// Its health.
+    pub fn health(&self) -> &ploke_runtime::storage_health::StorageHealth {
+        match self {
+            Database::Sqlite(d) => d.health(),
+            Database::Postgres(d) => d.health(),
+        }
+    }
+
+    /// Starts its storage monitor.
+    pub fn monitor(
+        &self,
+        readiness: ploke_runtime::server::Readiness,
+        period: std::time::Duration,
+    ) -> ploke_runtime::storage_health::StorageMonitor {
+        match self {
+            Database::Sqlite(d) => d.monitor(readiness, period),
+            Database::Postgres(d) => d.monitor(readiness, period),
+        }
+    }
+
+    /// Closes it once in-flight queries finish.
+    pub async fn close(&self) {
+        match self {
+            Database::Sqlite(d) => d.close().await,
+            Database::Postgres(d) => d.close().await,
+        }
+    }
+}
+
+/// Opens the configured store: PostgreSQL when `[storage] url` is set (migrated at start),
+/// else SQLite under the data dir.
+pub async fn open(
+    config: &crate::Config,
+) -> Result<(std::sync::Arc<dyn SessionStore>, Database), crate::StartError> {
+    Ok(match &config.storage_url {
+        Some(url) => {
+            let store = postgres::PgStore::connect(url, config.lease).await?;
+            let db = Database::Postgres(store.database().clone());
+            (std::sync::Arc::new(store), db)
+        }
+        None => {
+            let store = sqlite::SqliteStore::open(&config.data_dir.join("sessions.sqlite")).await?;
+            let db = Database::Sqlite(store.database().clone());
+            (std::sync::Arc::new(store), db)
+        }
+    })
+}
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +92,34 @@ pub enum StoreError {
     /// A stored row could not be decoded.
     #[error("session store: corrupt row: {0}")]
     Corrupt(String),
+    /// The event is not the session's next (another writer appended first). Nothing was
+    /// written.
+    #[error("session store: event {seq} of session {session_id} is not the next seq")]
+    NotNext {
+        /// Session id.
+        session_id: String,
+        /// The refused seq.
+        seq: u64,
+    },
+    /// Another turn holds the session (on this replica or another): it must end first.
+    #[error("session {session_id} is running a turn (parent {parent_id})")]
+    Busy {
+        /// Session id.
+        session_id: String,
+        /// The running turn.
+        parent_id: String,
+    },
+    /// The turn this event belongs to is no longer this replica's: its lease expired and
+    /// another replica ended it. Nothing was written.
+    #[error(
+        "turn {parent_id} of session {session_id} was ended by another replica (its lease expired)"
+    )]
+    Superseded {
+        /// Session id.
+        session_id: String,
+        /// The turn.
+        parent_id: String,
+    },
 }
 
 impl From<DbError> for StoreError {
@@ -102,7 +199,46 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         client_request_id: &str,
     ) -> Result<Option<SendMessageResponse>, StoreError>;
     /// Sessions whose turn was running when the service stopped: (session id, parent id).
+    /// With replicas, only turns whose owner's lease expired (the owner is gone).
     async fn running(&self) -> Result<Vec<(String, String)>, StoreError>;
+    /// Notifications from other replicas sharing the store; `None` when no other process
+    /// writes to it (SQLite).
+    fn remote(&self) -> Option<tokio::sync::broadcast::Receiver<Remote>> {
+        None
+    }
+    /// Asks the replica running `session_id`'s turn to cancel it: the turn's parent id, or
+    /// `None` when no turn runs there. Only stores shared by replicas have other replicas.
+    async fn cancel_remote(
+        &self,
+        _session_id: &str,
+        _reason: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// What another replica did that this one must react to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remote {
+    /// An event was appended (subscribers read it from the store).
+    Appended {
+        /// Session id.
+        session_id: String,
+        /// Its seq.
+        seq: u64,
+    },
+    /// Cancel this replica's turn.
+    Cancel {
+        /// Session id.
+        session_id: String,
+        /// The turn.
+        parent_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// Notifications may have been lost (the listener reconnected): every subscriber reads
+    /// the store again.
+    Resync,
 }
 
 /// Position in the session listing: (created ms, session id) of the last session returned.

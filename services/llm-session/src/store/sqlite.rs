@@ -289,10 +289,10 @@ async fn append_tx(
         .execute(&mut *tx)
         .await?;
     if done.rows_affected() != 1 {
-        return Ok(Err(StoreError::Corrupt(format!(
-            "event {} of session {} is not the next seq",
-            event.seq, event.session_id
-        ))));
+        return Ok(Err(StoreError::NotNext {
+            session_id: event.session_id.clone(),
+            seq: event.seq,
+        }));
     }
     sqlx::query("INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)")
         .bind(&event.session_id)

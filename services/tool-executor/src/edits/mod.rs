@@ -9,6 +9,7 @@ mod outcome;
 pub mod plan;
 mod propose;
 mod store;
+mod store_pg;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -134,13 +135,14 @@ impl Edits {
     /// Opens the proposal store under `data_dir` and rolls back any apply a crash interrupted.
     pub async fn open(
         data_dir: &Path,
+        storage_url: Option<&str>,
         rag: Rag,
         limits: Limits,
         policy: Policy,
         fault: Option<FaultHook>,
         shutdown: CancellationToken,
     ) -> Result<Self, StoreError> {
-        let store = Store::open(&data_dir.join("proposals.sqlite")).await?;
+        let store = Store::open(&data_dir.join("proposals.sqlite"), storage_url).await?;
         let edits = Self {
             store,
             rag,
@@ -157,7 +159,8 @@ impl Edits {
     }
 
     /// Finishes what a crash interrupted: an apply with an undo record is rolled back; one
-    /// without never wrote anything.
+    /// without never wrote anything. With a database shared by replicas, only applies this
+    /// replica's undo dir has a record of: the others may be running on another replica.
     async fn recover(&self) -> Result<(), StoreError> {
         for mut p in self
             .store
@@ -165,6 +168,9 @@ impl Edits {
             .await?
         {
             let record = self.record_path(&p.proposal_id);
+            if self.store.database().shared() && !record.exists() {
+                continue;
+            }
             let restored = apply::recover(&record);
             p.state = ProposalState::Failed as i32;
             p.state_reason = match restored {
@@ -201,7 +207,7 @@ impl Edits {
     }
 
     /// The proposal database (its health, its monitor, closing it).
-    pub fn database(&self) -> &ploke_runtime::sqlite::Database {
+    pub fn database(&self) -> &store::Database {
         self.store.database()
     }
 
@@ -363,7 +369,16 @@ impl Edits {
         if let Some(limit) = limit {
             left = left.min(limit);
         }
-        let decided = tokio::time::timeout(left, wait_final(&mut rx)).await;
+        // With replicas, a decision may be made through another one: the store tells.
+        let shared = self.store.database().shared();
+        let id = &proposal.proposal_id;
+        let decided = tokio::time::timeout(left, async {
+            tokio::select! {
+                p = wait_final(&mut rx) => p,
+                p = self.store.until_final(id, store::SHARED_POLL), if shared => Some(p),
+            }
+        })
+        .await;
         if let Ok(Some(p)) = decided {
             return p;
         }

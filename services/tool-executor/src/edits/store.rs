@@ -1,12 +1,15 @@
-//! Durable proposals: one SQLite table (the embedded default) holding each proposal as its
-//! protobuf encoding beside the columns it is filtered by, and its plan. Every write is refused
-//! while storage is broken and counts only if the file is still the one opened (see
+//! Durable proposals: one table holding each proposal as its protobuf encoding beside the
+//! columns it is filtered by, and its plan — in SQLite under the data dir (the embedded
+//! default) or in the shared PostgreSQL database (`[storage] url`, see `store_pg`), where
+//! every tool-executor replica sees the same proposals. Every write is refused while storage
+//! is broken and (SQLite) counts only if the file is still the one opened (see
 //! `ploke_runtime::sqlite`).
 
 use std::path::Path;
 
 use ploke_proto::tools::v1::{EditProposal, ProposalState};
-use ploke_runtime::sqlite::{Database, DbError, OpenError};
+use ploke_runtime::postgres::{PgDatabase, PgOpenError};
+use ploke_runtime::sqlite::{DbError, OpenError};
 use ploke_runtime::storage_health::StorageFault;
 use prost::Message;
 use sqlx::{QueryBuilder, Row};
@@ -19,6 +22,9 @@ pub enum StoreError {
     /// The database could not be opened.
     #[error("proposal store: {0}")]
     Open(#[from] OpenError),
+    /// The shared database could not be opened.
+    #[error("proposal store: {0}")]
+    OpenShared(#[from] PgOpenError),
     /// Storage cannot take writes (disk full, read-only, data dir removed): UNAVAILABLE.
     #[error("proposal store: {0}")]
     Unavailable(#[from] StorageFault),
@@ -44,10 +50,52 @@ impl From<DbError> for StoreError {
     }
 }
 
+/// How often a call waiting for a decision reads the shared database.
+pub const SHARED_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The proposal table.
 #[derive(Debug, Clone)]
 pub struct Store {
     db: Database,
+}
+
+/// Where the proposal table lives: its health, its monitor, closing it.
+#[derive(Debug, Clone)]
+pub enum Database {
+    /// SQLite under the data dir.
+    Sqlite(ploke_runtime::sqlite::Database),
+    /// The shared PostgreSQL database.
+    Postgres(PgDatabase),
+}
+
+impl Database {
+    /// Whether other replicas share it.
+    pub fn shared(&self) -> bool {
+        match self {
+            Database::Sqlite(_) => false,
+            Database::Postgres(_) => true,
+        }
+    }
+
+    /// Starts its storage monitor.
+    pub fn monitor(
+        &self,
+        readiness: ploke_runtime::server::Readiness,
+        period: std::time::Duration,
+    ) -> ploke_runtime::storage_health::StorageMonitor {
+        match self {
+            Database::Sqlite(d) => d.monitor(readiness, period),
+            Database::Postgres(d) => d.monitor(readiness, period),
+        }
+    }
+
+    /// Closes it once in-flight queries finish.
+    pub async fn close(&self) {
+        match self {
+            Database::Sqlite(d) => d.close().await,
+            Database::Postgres(d) => d.close().await,
+        }
+    }
 }
 
 const SCHEMA: &str = "
@@ -63,7 +111,7 @@ CREATE INDEX IF NOT EXISTS proposals_session ON proposals (session_id, created_m
 CREATE INDEX IF NOT EXISTS proposals_state ON proposals (state);
 ";
 
-fn created_ms(p: &EditProposal) -> i64 {
+pub(super) fn created_ms(p: &EditProposal) -> i64 {
     p.created_at
         .as_ref()
         .map(|t| t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
@@ -71,9 +119,16 @@ fn created_ms(p: &EditProposal) -> i64 {
 }
 
 impl Store {
-    /// Opens (creating) the database file at `path`.
-    pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let db = ploke_runtime::sqlite::open(path, SCHEMA).await?;
+    /// Opens the shared database at `url` (migrating it) when given, else (creating) the
+    /// database file at `path`.
+    pub async fn open(path: &Path, url: Option<&str>) -> Result<Self, StoreError> {
+        let db = match url {
+            Some(url) => Database::Postgres(
+                ploke_runtime::postgres::connect(url, "tool-executor", super::store_pg::MIGRATIONS)
+                    .await?,
+            ),
+            None => Database::Sqlite(ploke_runtime::sqlite::open(path, SCHEMA).await?),
+        };
         Ok(Self { db })
     }
 
@@ -93,7 +148,13 @@ impl Store {
             .as_ref()
             .map(|c| c.session_id.clone())
             .unwrap_or_default();
-        self.db.writable()?;
+        let db = match &self.db {
+            Database::Sqlite(db) => db,
+            Database::Postgres(pg) => {
+                return super::store_pg::insert(pg, proposal, &session, plan_json).await;
+            }
+        };
+        db.writable()?;
         let done = sqlx::query(
             "INSERT OR IGNORE INTO proposals (id, session_id, state, created_ms, proposal, plan)
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -104,28 +165,34 @@ impl Store {
         .bind(created_ms(proposal))
         .bind(proposal.encode_to_vec())
         .bind(plan_json)
-        .execute(self.db.pool())
+        .execute(db.pool())
         .await;
-        Ok(self.db.written(done)?.rows_affected() == 1)
+        Ok(db.written(done)?.rows_affected() == 1)
     }
 
     /// The proposal and its plan.
     pub async fn get(&self, id: &str) -> Result<Option<(EditProposal, Plan)>, StoreError> {
-        let row = sqlx::query("SELECT proposal, plan FROM proposals WHERE id = ?")
-            .bind(id)
-            .fetch_optional(self.db.pool())
-            .await;
-        let Some(row) = self.db.read(row)? else {
+        let row = match &self.db {
+            Database::Sqlite(db) => {
+                let row = sqlx::query("SELECT proposal, plan FROM proposals WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(db.pool())
+                    .await;
+                db.read(row)?
+                    .map(|r| Ok::<_, sqlx::Error>((r.try_get("proposal")?, r.try_get("plan")?)))
+            }
+            Database::Postgres(pg) => super::store_pg::get(pg, id).await?.map(Ok),
+        };
+        let Some(row) = row else {
             return Ok(None);
         };
+        let (bytes, plan): (Vec<u8>, String) = row?;
         let corrupt = |reason: String| StoreError::Corrupt {
             id: id.to_owned(),
             reason,
         };
-        let bytes: Vec<u8> = row.try_get("proposal")?;
         let proposal =
             EditProposal::decode(bytes.as_slice()).map_err(|e| corrupt(e.to_string()))?;
-        let plan: String = row.try_get("plan")?;
         let plan = serde_json::from_str(&plan).map_err(|e| corrupt(e.to_string()))?;
         Ok(Some((proposal, plan)))
     }
@@ -137,16 +204,35 @@ impl Store {
         proposal: &EditProposal,
         from: ProposalState,
     ) -> Result<bool, StoreError> {
-        self.db.writable()?;
+        let db = match &self.db {
+            Database::Sqlite(db) => db,
+            Database::Postgres(pg) => return super::store_pg::transition(pg, proposal, from).await,
+        };
+        db.writable()?;
         let done =
             sqlx::query("UPDATE proposals SET state = ?, proposal = ? WHERE id = ? AND state = ?")
                 .bind(proposal.state)
                 .bind(proposal.encode_to_vec())
                 .bind(&proposal.proposal_id)
                 .bind(from as i32)
-                .execute(self.db.pool())
+                .execute(db.pool())
                 .await;
-        Ok(self.db.written(done)?.rows_affected() == 1)
+        Ok(db.written(done)?.rows_affected() == 1)
+    }
+
+    /// The proposal once it is in a final state, read every `period` (a decision made through
+    /// another replica sharing the database). Read errors are retried.
+    pub async fn until_final(&self, id: &str, period: std::time::Duration) -> EditProposal {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if let Ok(Some((p, _))) = self.get(id).await
+                && super::is_final(p.state())
+            {
+                return p;
+            }
+        }
     }
 
     /// Proposals newest first, of `session` (empty = all) in `states` (empty = all).
@@ -156,9 +242,43 @@ impl Store {
         states: &[ProposalState],
         limit: u32,
     ) -> Result<Vec<EditProposal>, StoreError> {
-        let mut q = QueryBuilder::new("SELECT id, proposal FROM proposals WHERE 1 = 1");
+        let rows: Vec<(String, Vec<u8>)> = match &self.db {
+            Database::Sqlite(db) => {
+                let mut q = QueryBuilder::new("SELECT id, proposal FROM proposals WHERE 1 = 1");
+                filter(&mut q, session, states, limit);
+                let rows = q.build().fetch_all(db.pool()).await;
+                db.read(rows)?
+                    .iter()
+                    .map(|r| Ok::<_, sqlx::Error>((r.try_get("id")?, r.try_get("proposal")?)))
+                    .collect::<Result<_, _>>()?
+            }
+            Database::Postgres(pg) => super::store_pg::list(pg, session, states, limit).await?,
+        };
+        rows.into_iter()
+            .map(|(id, bytes)| {
+                EditProposal::decode(bytes.as_slice()).map_err(|e| StoreError::Corrupt {
+                    id,
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The `WHERE` and `ORDER BY` of a listing, for either database.
+pub(super) fn filter<DB: sqlx::Database>(
+    q: &mut QueryBuilder<DB>,
+    session: &str,
+    states: &[ProposalState],
+    limit: u32,
+) where
+    for<'a> String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    for<'a> i32: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    for<'a> i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    {
         if !session.is_empty() {
-            q.push(" AND session_id = ").push_bind(session);
+            q.push(" AND session_id = ").push_bind(session.to_owned());
         }
         if !states.is_empty() {
             q.push(" AND state IN (");
@@ -170,18 +290,5 @@ impl Store {
         }
         q.push(" ORDER BY created_ms DESC, id DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = q.build().fetch_all(self.db.pool()).await;
-        self.db
-            .read(rows)?
-            .iter()
-            .map(|row| {
-                let id: String = row.try_get("id")?;
-                let bytes: Vec<u8> = row.try_get("proposal")?;
-                EditProposal::decode(bytes.as_slice()).map_err(|e| StoreError::Corrupt {
-                    id,
-                    reason: e.to_string(),
-                })
-            })
-            .collect()
     }
 }
