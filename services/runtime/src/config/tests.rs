@@ -2,6 +2,9 @@ use std::collections::HashMap;
 use std::io::Write as _;
 
 use super::*;
+use std::path::Path;
+
+use crate::cli::CommonArgs;
 
 fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs

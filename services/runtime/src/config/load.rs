@@ -1,0 +1,255 @@
+//! Loading the layers: the file named by `--config` / `PLOKE_CONFIG`, the `PLOKE_*`
+//! environment (unknown names are reported), then the flags; the errors they can give.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::cli::CommonArgs;
+
+/// Configuration could not be loaded (unknown keys in the file are errors).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid (unknown key, wrong type, bad TOML).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (names the key and line).
+        message: String,
+    },
+    /// An environment variable is unknown or has a bad value.
+    #[error("environment variable {name}: {message}")]
+    Env {
+        /// The variable.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// The layers combined into settings that cannot work.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// Every `PLOKE_*` variable ploke reads (services and the client).
+pub const KNOWN_ENV: &[&str] = &[
+    "PLOKE_CONFIG",
+    "PLOKE_LISTEN",
+    "PLOKE_DATA_DIR",
+    "PLOKE_WORKSPACES",
+    "PLOKE_RAG_SEARCH_URL",
+    "PLOKE_TOOL_EXECUTOR_URL",
+    "PLOKE_LLM_SESSION_URL",
+    "PLOKE_EMBED_MODEL",
+    "PLOKE_GATEWAY_TOKENS",
+    "PLOKE_GATEWAY_ADMIN_TOKENS",
+    "PLOKE_INTERNAL_TOKEN",
+    "PLOKE_LOG",
+    "PLOKE_LOG_FORMAT",
+    "PLOKE_GATEWAY",
+    "PLOKE_TOKEN",
+    "PLOKE_STORAGE_URL",
+    "PLOKE_METRICS_LISTEN",
+];
+
+impl PlokeConfig {
+    /// Parses a `ploke.toml` text (unknown keys are errors).
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// `PLOKE_*` variables among `env_names` that ploke does not read (likely typos).
+    pub fn unknown_env(env_names: &[String]) -> Vec<String> {
+        env_names
+            .iter()
+            .filter(|n| n.starts_with("PLOKE_") && !KNOWN_ENV.contains(&n.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Loads every layer for `service`: defaults, the file named by `--config` /
+    /// `PLOKE_CONFIG` (if any), the `PLOKE_*` variables from `env`, then the flags.
+    pub fn load(
+        service: ServiceKind,
+        args: &CommonArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let file = args
+            .config
+            .clone()
+            .or_else(|| env("PLOKE_CONFIG").map(PathBuf::from));
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                Self::from_toml(&text, &path)?
+            }
+            None => Self::default(),
+        };
+        config.apply_env(service, env)?;
+        config.apply_flags(service, args);
+        config.storage.validate().map_err(ConfigError::Invalid)?;
+        Ok(config)
+    }
+
+    /// Loads from the process environment and the given flags. Unknown `PLOKE_*` variables
+    /// are reported on stderr (telemetry is not up yet) and otherwise ignored: other tools may
+    /// share the prefix, but a typo should not pass silently.
+    pub fn load_from_process(service: ServiceKind, args: &CommonArgs) -> Result<Self, ConfigError> {
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        for name in Self::unknown_env(&names) {
+            eprintln!(
+                "warning: ignoring unknown environment variable {name}; ploke reads {}",
+                KNOWN_ENV.join(", ")
+            );
+        }
+        Self::load(service, args, &|k| std::env::var(k).ok())
+    }
+
+    /// The listen address of `service`.
+    pub fn listen(&self, service: ServiceKind) -> SocketAddr {
+        match service {
+            ServiceKind::RagSearch => self.rag_search.listen,
+            ServiceKind::ToolExecutor => self.tool_executor.listen,
+            ServiceKind::LlmSession => self.llm_session.listen,
+            ServiceKind::Gateway => self.gateway.listen,
+        }
+    }
+
+    /// Sets the listen address of `service`.
+    pub fn set_listen(&mut self, service: ServiceKind, addr: SocketAddr) {
+        match service {
+            ServiceKind::RagSearch => self.rag_search.listen = addr,
+            ServiceKind::ToolExecutor => self.tool_executor.listen = addr,
+            ServiceKind::LlmSession => self.llm_session.listen = addr,
+            ServiceKind::Gateway => self.gateway.listen = addr,
+        }
+    }
+
+    fn apply_env(
+        &mut self,
+        service: ServiceKind,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        let bad = |name: &str, message: String| ConfigError::Env {
+            name: name.to_owned(),
+            message,
+        };
+        if let Some(v) = env("PLOKE_LISTEN") {
+            let addr = v
+                .parse()
+                .map_err(|e| bad("PLOKE_LISTEN", format!("`{v}` is not HOST:PORT: {e}")))?;
+            self.set_listen(service, addr);
+        }
+        if let Some(v) = env("PLOKE_DATA_DIR") {
+            self.data_dir = PathBuf::from(v);
+        }
+        if let Some(v) = env("PLOKE_WORKSPACES") {
+            self.workspaces = v
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .collect();
+        }
+        if let Some(v) = env("PLOKE_RAG_SEARCH_URL") {
+            self.upstreams.rag_search_url = v;
+        }
+        if let Some(v) = env("PLOKE_TOOL_EXECUTOR_URL") {
+            self.upstreams.tool_executor_url = v;
+        }
+        if let Some(v) = env("PLOKE_LLM_SESSION_URL") {
+            self.upstreams.llm_session_url = v;
+        }
+        if let Some(v) = env("PLOKE_EMBED_MODEL") {
+            self.rag_search.embed_model = Some(PathBuf::from(v));
+        }
+        if let Some(v) = env("PLOKE_GATEWAY_ADMIN_TOKENS") {
+            self.gateway.admin_tokens = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(Secret::new)
+                .collect();
+        }
+        if let Some(v) = env("PLOKE_GATEWAY_TOKENS") {
+            self.gateway.tokens = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(Secret::new)
+                .collect();
+        }
+        if let Some(v) = env("PLOKE_INTERNAL_TOKEN") {
+            self.internal.tokens = InternalConfig::parse_env(&v);
+        }
+        if let Some(v) = env("PLOKE_STORAGE_URL") {
+            self.storage.url = (!v.is_empty()).then(|| Secret::new(v));
+        }
+        if let Some(v) = env("PLOKE_METRICS_LISTEN") {
+            self.telemetry.metrics_listen = if v.is_empty() {
+                None
+            } else {
+                Some(v.parse().map_err(|e| {
+                    bad(
+                        "PLOKE_METRICS_LISTEN",
+                        format!("`{v}` is not HOST:PORT: {e}"),
+                    )
+                })?)
+            };
+        }
+        if let Some(v) = env("PLOKE_LOG") {
+            self.telemetry.log_filter = v;
+        }
+        if let Some(v) = env("PLOKE_LOG_FORMAT") {
+            self.telemetry.log_format = match v.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                other => {
+                    return Err(bad(
+                        "PLOKE_LOG_FORMAT",
+                        format!("`{other}` is not `text` or `json`"),
+                    ));
+                }
+            };
+        }
+        Ok(())
+    }
+
+    fn apply_flags(&mut self, service: ServiceKind, args: &CommonArgs) {
+        if let Some(addr) = args.listen {
+            self.set_listen(service, addr);
+        }
+        if let Some(dir) = &args.data_dir {
+            self.data_dir = dir.clone();
+        }
+        if !args.workspace.is_empty() {
+            self.workspaces = args.workspace.clone();
+        }
+        if let Some(url) = &args.rag_search_url {
+            self.upstreams.rag_search_url = url.clone();
+        }
+        if let Some(url) = &args.tool_executor_url {
+            self.upstreams.tool_executor_url = url.clone();
+        }
+        if let Some(url) = &args.llm_session_url {
+            self.upstreams.llm_session_url = url.clone();
+        }
+        if let Some(format) = args.log_format {
+            self.telemetry.log_format = format;
+        }
+    }
+}
