@@ -51,9 +51,16 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<
 #[tokio::test]
 async fn a_turn_has_chat_and_execute_tool_spans_with_its_ids() {
     let spans: Spans = Arc::default();
+    // tracing caches each callsite's interest process-wide when it is first hit. With a single
+    // registered dispatcher that interest is asked of the hitting thread's default only, so a
+    // sibling test without a subscriber could cache `never` for `execute_tool` while this test
+    // runs. A second live dispatcher makes every registration ask all of them (this capture
+    // included); the rebuild repairs what was cached before.
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
     let _guard = tracing::subscriber::set_default(
         tracing_subscriber::registry().with(Capture(spans.clone())),
     );
+    tracing::callsite::rebuild_interest_cache();
     let c = chat().await;
     c.fake.push([
         Reply::tool_calls(&[("call_1", "list_dir", "{}")]),
