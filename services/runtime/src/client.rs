@@ -1,5 +1,5 @@
 //! Outgoing calls: the client interceptor that injects W3C trace context, the current
-//! correlation ids and the internal token into every request, and lazily connecting channels to
+//! correlation ids, the current principal and the internal token into every request, and lazily connecting channels to
 //! upstream services.
 
 use std::time::Duration;
@@ -15,8 +15,8 @@ use crate::correlation;
 use crate::internal::{self, InternalTokens};
 
 /// Injects `traceparent`/`tracestate` of the current span, the current task's correlation
-/// ids (explicit ids already on the request win) and, between ploke services, the internal
-/// token.
+/// ids (explicit ids already on the request win), its principal and, between ploke services,
+/// the internal token.
 #[derive(Clone, Default)]
 pub struct PropagateInterceptor {
     internal_token: Option<http::HeaderValue>,
@@ -67,6 +67,11 @@ impl tonic::service::Interceptor for PropagateInterceptor {
         let explicit = correlation::Correlation::from_headers(&headers);
         let merged = explicit.or(&correlation::current());
         merged.write_headers(&mut headers);
+        // The principal travels only as the task's current one: never from a caller's headers.
+        headers.remove(crate::principal::HEADER);
+        if let Some(principal) = crate::principal::current() {
+            principal.write_headers(&mut headers);
+        }
         if let Some(token) = &self.internal_token {
             headers.insert(internal::HEADER, token.clone());
         }

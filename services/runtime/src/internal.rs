@@ -193,10 +193,17 @@ impl Default for Access {
 )]
 pub struct Unprotected(pub SocketAddr);
 
-/// The check a server listening on `addr` runs: `None` lets every call in. A backend without
-/// tokens serves loopback callers only (binding elsewhere is refused unless
-/// `allow_unauthenticated`).
-pub fn guard(access: &Access, addr: SocketAddr) -> Result<Option<InternalTokens>, Unprotected> {
+/// The gate a server listening on `addr` applies. A backend without tokens serves loopback
+/// callers only (binding elsewhere is refused unless `allow_unauthenticated`).
+pub fn guard(access: &Access, addr: SocketAddr) -> Result<Gate, Unprotected> {
+    guard_tokens(access, addr).map(|tokens| match access {
+        Access::Public => Gate::Public,
+        Access::Internal { .. } => Gate::Backend(tokens),
+    })
+}
+
+/// The tokens a server listening on `addr` checks: `None` lets every call in.
+fn guard_tokens(access: &Access, addr: SocketAddr) -> Result<Option<InternalTokens>, Unprotected> {
     match access {
         Access::Public => Ok(None),
         Access::Internal { tokens, .. } if !tokens.is_empty() => Ok(Some(tokens.clone())),
@@ -221,16 +228,28 @@ pub fn guard(access: &Access, addr: SocketAddr) -> Result<Option<InternalTokens>
     }
 }
 
-/// Tower layer that refuses calls without an internal token (none checked when `None`).
-#[derive(Debug, Clone, Default)]
+/// What [`InternalAuthLayer`] does with a call.
+#[derive(Debug, Clone)]
+pub enum Gate {
+    /// The gateway: anyone may call, and a principal a caller sends is dropped (the gateway
+    /// authenticates its callers itself).
+    Public,
+    /// A backend: the caller must present one of the tokens (none checked when `None`: a
+    /// loopback backend without tokens); the principal it sends becomes the handler's current
+    /// one ([`crate::principal`]).
+    Backend(Option<InternalTokens>),
+}
+
+/// Tower layer that refuses calls without an internal token and carries the principal.
+#[derive(Debug, Clone)]
 pub struct InternalAuthLayer {
-    tokens: Option<InternalTokens>,
+    gate: Gate,
 }
 
 impl InternalAuthLayer {
-    /// Checks `tokens` on every call but health and reflection; `None` checks nothing.
-    pub fn new(tokens: Option<InternalTokens>) -> Self {
-        Self { tokens }
+    /// Applies `gate` to every call but health and reflection.
+    pub fn new(gate: Gate) -> Self {
+        Self { gate }
     }
 }
 
@@ -240,7 +259,7 @@ impl<S> tower_layer::Layer<S> for InternalAuthLayer {
     fn layer(&self, inner: S) -> Self::Service {
         InternalAuthService {
             inner,
-            tokens: self.tokens.clone(),
+            gate: self.gate.clone(),
         }
     }
 }
@@ -249,7 +268,15 @@ impl<S> tower_layer::Layer<S> for InternalAuthLayer {
 #[derive(Debug, Clone)]
 pub struct InternalAuthService<S> {
     inner: S,
-    tokens: Option<InternalTokens>,
+    gate: Gate,
+}
+
+fn peer<B>(req: &Request<B>) -> String {
+    req.extensions()
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(|i| i.remote_addr())
+        .map(|a| a.to_string())
+        .unwrap_or_default()
 }
 
 impl<S, B, ResB> tower_service::Service<Request<B>> for InternalAuthService<S>
@@ -267,28 +294,44 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        if let Some(tokens) = &self.tokens {
-            let path = req.uri().path();
-            if !OPEN_PREFIXES.iter().any(|p| path.starts_with(p))
-                && let Err(status) = tokens.check(req.headers())
-            {
-                let peer = req
-                    .extensions()
-                    .get::<tonic::transport::server::TcpConnectInfo>()
-                    .and_then(|i| i.remote_addr())
-                    .map(|a| a.to_string())
-                    .unwrap_or_default();
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let tokens = match &self.gate {
+            Gate::Public => {
+                req.headers_mut().remove(crate::principal::HEADER);
+                return Box::pin(self.inner.call(req));
+            }
+            Gate::Backend(tokens) => tokens,
+        };
+        let path = req.uri().path();
+        if let Some(tokens) = tokens
+            && !OPEN_PREFIXES.iter().any(|p| path.starts_with(p))
+            && let Err(status) = tokens.check(req.headers())
+        {
+            tracing::warn!(
+                path,
+                peer = peer(&req),
+                reason = status.message(),
+                "internal call refused"
+            );
+            return Box::pin(std::future::ready(Ok(status.into_http())));
+        }
+        let principal = match crate::principal::Principal::from_headers(req.headers()) {
+            Ok(p) => p,
+            Err(e) => {
                 tracing::warn!(
                     path,
-                    peer,
-                    reason = status.message(),
-                    "internal call refused"
+                    peer = peer(&req),
+                    "internal call with a bad principal refused"
                 );
+                let status = tonic::Status::unauthenticated(e.to_string());
                 return Box::pin(std::future::ready(Ok(status.into_http())));
             }
+        };
+        if let Some(p) = &principal {
+            tracing::Span::current().record("enduser.id", p.name.as_str());
         }
-        Box::pin(self.inner.call(req))
+        let fut = self.inner.call(req);
+        Box::pin(crate::principal::scope(principal, fut))
     }
 }
 
@@ -382,10 +425,10 @@ mod tests {
         let v6_loopback: SocketAddr = "[::1]:50054".parse().unwrap();
         let any: SocketAddr = "0.0.0.0:50054".parse().unwrap();
         let open = Access::default();
-        assert!(guard(&open, loopback).unwrap().is_none());
-        assert!(guard(&open, v6_loopback).unwrap().is_none());
+        assert!(guard_tokens(&open, loopback).unwrap().is_none());
+        assert!(guard_tokens(&open, v6_loopback).unwrap().is_none());
         assert_eq!(
-            guard(&open, any).unwrap_err().to_string(),
+            guard_tokens(&open, any).unwrap_err().to_string(),
             "refusing to serve on 0.0.0.0:50054 without an internal token: set \
              PLOKE_INTERNAL_TOKEN or [internal] token_file (the same on every ploke service), \
              or listen on loopback; [internal] allow_unauthenticated = true only behind a \
@@ -395,13 +438,13 @@ mod tests {
             tokens: InternalTokens::default(),
             allow_unauthenticated: true,
         };
-        assert!(guard(&allowed, any).unwrap().is_none());
-        assert!(guard(&Access::Public, any).unwrap().is_none());
+        assert!(guard_tokens(&allowed, any).unwrap().is_none());
+        assert!(guard_tokens(&Access::Public, any).unwrap().is_none());
         let with = Access::Internal {
             tokens: tokens(&[A]),
             allow_unauthenticated: true,
         };
-        assert!(guard(&with, loopback).unwrap().is_some());
-        assert!(guard(&with, any).unwrap().is_some());
+        assert!(guard_tokens(&with, loopback).unwrap().is_some());
+        assert!(guard_tokens(&with, any).unwrap().is_some());
     }
 }

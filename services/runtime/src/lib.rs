@@ -1,6 +1,6 @@
 //! What every ploke service shares: layered configuration, telemetry, trace and correlation
 //! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain), bearer
-//! and service-to-service auth, upstream channels, Prometheus metrics, and clipping user input
+//! and service-to-service auth, the calling principal, upstream channels, Prometheus metrics, and clipping user input
 //! in errors.
 
 pub mod auth;
@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod path_policy;
 #[cfg(feature = "sqlite")]
 pub mod postgres;
+pub mod principal;
 pub mod probe;
 pub mod retry;
 pub mod server;

@@ -80,6 +80,7 @@ where
             ploke.request_id = Empty,
             ploke.parent_id = Empty,
             ploke.call_id = Empty,
+            enduser.id = Empty,
             rpc.grpc.status_code = Empty,
         );
         for (field, value) in [

@@ -25,12 +25,16 @@ pub enum WorkspaceError {
     /// The request's root is longer than [`MAX_ROOT_BYTES`].
     #[error("workspace_root must be at most {MAX_ROOT_BYTES} bytes, got {0}")]
     TooLong(usize),
+    /// The calling principal may not use the workspace.
+    #[error(transparent)]
+    Denied(#[from] crate::principal::Denied),
 }
 
 impl WorkspaceError {
     /// The gRPC status every adapter answers with: no workspace configured →
     /// `FAILED_PRECONDITION`, an unserved root → `NOT_FOUND`, a relative root →
-    /// `INVALID_ARGUMENT` on `workspace_root`.
+    /// `INVALID_ARGUMENT` on `workspace_root`, a workspace the principal may not use →
+    /// `PERMISSION_DENIED`.
     pub fn to_status(&self) -> tonic::Status {
         match self {
             WorkspaceError::NoneConfigured => tonic::Status::failed_precondition(self.to_string()),
@@ -40,6 +44,7 @@ impl WorkspaceError {
             WorkspaceError::NotAbsolute(_) | WorkspaceError::TooLong(_) => {
                 ploke_proto::status::invalid_argument("workspace_root", self)
             }
+            WorkspaceError::Denied(d) => d.to_status(),
         }
     }
 }
@@ -244,8 +249,15 @@ impl Workspaces {
     }
 
     /// The root a request means: the default for an empty string, else the served root it
-    /// names (compared after canonicalisation). Errors hold at most a short prefix of it.
+    /// names (compared after canonicalisation), if the current principal may use it
+    /// ([`crate::principal::check_workspace`]). Errors hold at most a short prefix of it.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
+        let root = self.find(requested)?;
+        crate::principal::check_workspace(&root)?;
+        Ok(root)
+    }
+
+    fn find(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
         Self::check_length(requested)?;
         let roots = self.roots();
         if requested.is_empty() {
