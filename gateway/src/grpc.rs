@@ -12,8 +12,9 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
 
-use ploke_runtime::auth::Caller;
+use ploke_runtime::principal;
 
+use crate::audit::{Subject, audited};
 use crate::forward::{upstream_status, with_deadline};
 use crate::upstreams::Upstreams;
 
@@ -22,14 +23,9 @@ fn check_root(workspace_root: &str) -> Result<(), Status> {
     ploke_runtime::workspaces::Workspaces::check_length(workspace_root).map_err(|e| e.to_status())
 }
 
-/// Refuses a call that needs an admin token to a caller without one.
-fn admin_only<T>(request: &Request<T>, rpc: &str) -> Result<(), Status> {
-    match request.extensions().get::<Caller>() {
-        Some(Caller { admin: true }) => Ok(()),
-        Some(Caller { admin: false }) | None => Err(Status::permission_denied(format!(
-            "{rpc} needs an admin token (PLOKE_GATEWAY_ADMIN_TOKENS)"
-        ))),
-    }
+/// Refuses a call that needs an admin principal.
+fn admin_only(rpc: &str) -> Result<(), Status> {
+    principal::require_admin(rpc).map_err(|d| d.to_status())
 }
 
 /// Deadline of a forwarded AddWorkspace (a clone runs up to 600 s on rag-search).
@@ -67,14 +63,27 @@ impl GatewayGrpc {
 type Boxed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 macro_rules! unary {
-    ($self:ident, $request:ident, $client:ident, $method:ident, $name:expr) => {{
+    ($self:ident, $message:expr, $client:ident, $method:ident, $name:expr) => {{
         let mut client = $self.upstreams.$client.clone();
         client
-            .$method(with_deadline($request.into_inner(), $self.timeout))
+            .$method(with_deadline($message, $self.timeout))
             .await
             .map(|r| Response::new(r.into_inner()))
             .map_err(|s| upstream_status($name, s))
     }};
+}
+
+impl GatewayGrpc {
+    /// The caller's session (llm-session answers NOT_FOUND for another principal's): the
+    /// check before anything about the session goes to another service.
+    async fn own_session(&self, session_id: &str) -> Result<session::Session, Status> {
+        let request = session::GetSessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        let found: Result<Response<session::Session>, Status> =
+            unary!(self, request, sessions, get_session, SESSIONS);
+        Ok(found?.into_inner())
+    }
 }
 
 #[tonic::async_trait]
@@ -83,30 +92,58 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<session::CreateSessionRequest>,
     ) -> Result<Response<session::Session>, Status> {
-        check_root(&request.get_ref().workspace_root)?;
-        unary!(self, request, sessions, create_session, SESSIONS)
+        let r = request.into_inner();
+        audited(
+            "CreateSession",
+            Subject::workspace(&r.workspace_root.clone()),
+            async {
+                check_root(&r.workspace_root)?;
+                unary!(self, r, sessions, create_session, SESSIONS)
+            },
+        )
+        .await
     }
 
     async fn get_session(
         &self,
         request: Request<session::GetSessionRequest>,
     ) -> Result<Response<session::Session>, Status> {
-        unary!(self, request, sessions, get_session, SESSIONS)
+        let r = request.into_inner();
+        audited(
+            "GetSession",
+            Subject::session(&r.session_id.clone()),
+            async { unary!(self, r, sessions, get_session, SESSIONS) },
+        )
+        .await
     }
 
     async fn list_sessions(
         &self,
         request: Request<session::ListSessionsRequest>,
     ) -> Result<Response<session::ListSessionsResponse>, Status> {
-        check_root(&request.get_ref().workspace_root)?;
-        unary!(self, request, sessions, list_sessions, SESSIONS)
+        let r = request.into_inner();
+        audited(
+            "ListSessions",
+            Subject::workspace(&r.workspace_root.clone()),
+            async {
+                check_root(&r.workspace_root)?;
+                unary!(self, r, sessions, list_sessions, SESSIONS)
+            },
+        )
+        .await
     }
 
     async fn send_message(
         &self,
         request: Request<session::SendMessageRequest>,
     ) -> Result<Response<session::SendMessageResponse>, Status> {
-        unary!(self, request, sessions, send_message, SESSIONS)
+        let r = request.into_inner();
+        audited(
+            "SendMessage",
+            Subject::session(&r.session_id.clone()),
+            async { unary!(self, r, sessions, send_message, SESSIONS) },
+        )
+        .await
     }
 
     type StreamEventsStream = Boxed<session::SessionEvent>;
@@ -115,87 +152,196 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<session::StreamEventsRequest>,
     ) -> Result<Response<Self::StreamEventsStream>, Status> {
-        let mut client = self.upstreams.sessions.clone();
         let r = request.into_inner();
-        let after_seq = r.after_seq;
-        let stream = client
-            .stream_events(r)
-            .await
-            .map_err(|s| upstream_status(SESSIONS, s))?
-            .into_inner();
-        Ok(Response::new(crate::relay::relay(
-            stream,
-            self.subscriber_buffer,
-            self.subscriber_grace,
-            after_seq,
-        )))
+        audited(
+            "StreamEvents",
+            Subject::session(&r.session_id.clone()),
+            async {
+                let mut client = self.upstreams.sessions.clone();
+                let after_seq = r.after_seq;
+                let stream = client
+                    .stream_events(r)
+                    .await
+                    .map_err(|s| upstream_status(SESSIONS, s))?
+                    .into_inner();
+                Ok(Response::new(crate::relay::relay(
+                    stream,
+                    self.subscriber_buffer,
+                    self.subscriber_grace,
+                    after_seq,
+                )))
+            },
+        )
+        .await
     }
 
     async fn cancel_turn(
         &self,
         request: Request<session::CancelTurnRequest>,
     ) -> Result<Response<session::CancelTurnResponse>, Status> {
-        unary!(self, request, sessions, cancel_turn, SESSIONS)
+        let r = request.into_inner();
+        audited(
+            "CancelTurn",
+            Subject::session(&r.session_id.clone()),
+            async { unary!(self, r, sessions, cancel_turn, SESSIONS) },
+        )
+        .await
     }
 
     async fn list_edits(
         &self,
         request: Request<tools::ListEditsRequest>,
     ) -> Result<Response<tools::ListEditsResponse>, Status> {
-        unary!(self, request, tools, list_edits, TOOLS)
+        let r = request.into_inner();
+        audited(
+            "ListEdits",
+            Subject::session(&r.session_id.clone()),
+            async { unary!(self, r, tools, list_edits, TOOLS) },
+        )
+        .await
     }
 
     async fn decide_edit(
         &self,
         request: Request<tools::DecideEditRequest>,
     ) -> Result<Response<tools::DecideEditResponse>, Status> {
-        unary!(self, request, tools, decide_edit, TOOLS)
+        let r = request.into_inner();
+        audited(
+            "DecideEdit",
+            Subject::proposal(&r.proposal_id.clone()),
+            async { unary!(self, r, tools, decide_edit, TOOLS) },
+        )
+        .await
+    }
+
+    async fn get_edit_delivery(
+        &self,
+        request: Request<tools::GetEditDeliveryRequest>,
+    ) -> Result<Response<tools::GetEditDeliveryResponse>, Status> {
+        let r = request.into_inner();
+        audited(
+            "GetEditDelivery",
+            Subject::proposal(&r.proposal_id.clone()),
+            async { unary!(self, r, tools, get_edit_delivery, TOOLS) },
+        )
+        .await
+    }
+
+    async fn sync_overlay(
+        &self,
+        request: Request<rag::SyncOverlayRequest>,
+    ) -> Result<Response<rag::SyncOverlayResponse>, Status> {
+        let mut r = request.into_inner();
+        audited(
+            "SyncOverlay",
+            Subject::session(&r.session_id.clone()),
+            async {
+                // The overlay lies over the session's own workspace, whatever the request says.
+                r.workspace_root = self.own_session(&r.session_id).await?.workspace_root;
+                unary!(self, r, rag, sync_overlay, RAG)
+            },
+        )
+        .await
+    }
+
+    async fn put_overlay_files(
+        &self,
+        request: Request<rag::PutOverlayFilesRequest>,
+    ) -> Result<Response<rag::PutOverlayFilesResponse>, Status> {
+        let mut r = request.into_inner();
+        audited(
+            "PutOverlayFiles",
+            Subject::session(&r.session_id.clone()),
+            async {
+                r.workspace_root = self.own_session(&r.session_id).await?.workspace_root;
+                unary!(self, r, rag, put_overlay_files, RAG)
+            },
+        )
+        .await
     }
 
     async fn search(
         &self,
         request: Request<rag::SearchRequest>,
     ) -> Result<Response<rag::SearchResponse>, Status> {
-        check_root(&request.get_ref().workspace_root)?;
-        unary!(self, request, rag, search, RAG)
+        let r = request.into_inner();
+        let subject = Subject {
+            session_id: &r.session_id.clone(),
+            workspace: &r.workspace_root.clone(),
+            ..Subject::default()
+        };
+        audited("Search", subject, async {
+            check_root(&r.workspace_root)?;
+            unary!(self, r, rag, search, RAG)
+        })
+        .await
     }
 
     async fn add_workspace(
         &self,
         request: Request<rag::AddWorkspaceRequest>,
     ) -> Result<Response<rag::Workspace>, Status> {
-        admin_only(&request, "AddWorkspace")?;
-        // A clone may take minutes: the deadline is rag-search's own git limit and a margin.
-        let mut client = self.upstreams.rag.clone();
-        client
-            .add_workspace(with_deadline(request.into_inner(), ADD_WORKSPACE_TIMEOUT))
-            .await
-            .map(|r| Response::new(r.into_inner()))
-            .map_err(|s| upstream_status(RAG, s))
+        let r = request.into_inner();
+        let named = match &r.source {
+            Some(rag::add_workspace_request::Source::Path(p)) => p.clone(),
+            Some(rag::add_workspace_request::Source::Git(g)) => g.url.clone(),
+            None => String::new(),
+        };
+        audited("AddWorkspace", Subject::workspace(&named), async {
+            admin_only("AddWorkspace")?;
+            // A clone may take minutes: the deadline is rag-search's own git limit and a margin.
+            let mut client = self.upstreams.rag.clone();
+            client
+                .add_workspace(with_deadline(r, ADD_WORKSPACE_TIMEOUT))
+                .await
+                .map(|r| Response::new(r.into_inner()))
+                .map_err(|s| upstream_status(RAG, s))
+        })
+        .await
     }
 
     async fn list_workspaces(
         &self,
         request: Request<rag::ListWorkspacesRequest>,
     ) -> Result<Response<rag::ListWorkspacesResponse>, Status> {
-        unary!(self, request, rag, list_workspaces, RAG)
+        let r = request.into_inner();
+        audited("ListWorkspaces", Subject::default(), async {
+            unary!(self, r, rag, list_workspaces, RAG)
+        })
+        .await
     }
 
     async fn remove_workspace(
         &self,
         request: Request<rag::RemoveWorkspaceRequest>,
     ) -> Result<Response<rag::RemoveWorkspaceResponse>, Status> {
-        admin_only(&request, "RemoveWorkspace")?;
-        check_root(&request.get_ref().workspace_root)?;
-        unary!(self, request, rag, remove_workspace, RAG)
+        let r = request.into_inner();
+        audited(
+            "RemoveWorkspace",
+            Subject::workspace(&r.workspace_root.clone()),
+            async {
+                admin_only("RemoveWorkspace")?;
+                check_root(&r.workspace_root)?;
+                unary!(self, r, rag, remove_workspace, RAG)
+            },
+        )
+        .await
     }
 
     async fn index_status(
         &self,
         request: Request<rag::IndexStatusRequest>,
     ) -> Result<Response<rag::IndexStatusResponse>, Status> {
-        check_root(&request.get_ref().workspace_root)?;
-        unary!(self, request, rag, index_status, RAG)
+        let r = request.into_inner();
+        audited(
+            "IndexStatus",
+            Subject::workspace(&r.workspace_root.clone()),
+            async {
+                check_root(&r.workspace_root)?;
+                unary!(self, r, rag, index_status, RAG)
+            },
+        )
+        .await
     }
 
     type IndexWorkspaceStream = Boxed<rag::IndexProgress>;
@@ -204,14 +350,23 @@ impl Gateway for GatewayGrpc {
         &self,
         request: Request<rag::IndexWorkspaceRequest>,
     ) -> Result<Response<Self::IndexWorkspaceStream>, Status> {
-        check_root(&request.get_ref().workspace_root)?;
-        let mut client = self.upstreams.rag.clone();
-        let stream = client
-            .index_workspace(request.into_inner())
-            .await
-            .map_err(|s| upstream_status(RAG, s))?
-            .into_inner();
-        Ok(Response::new(Box::pin(stream)))
+        let r = request.into_inner();
+        audited(
+            "IndexWorkspace",
+            Subject::workspace(&r.workspace_root.clone()),
+            async {
+                admin_only("IndexWorkspace")?;
+                check_root(&r.workspace_root)?;
+                let mut client = self.upstreams.rag.clone();
+                let stream = client
+                    .index_workspace(r)
+                    .await
+                    .map_err(|s| upstream_status(RAG, s))?
+                    .into_inner();
+                Ok(Response::new(Box::pin(stream) as Self::IndexWorkspaceStream))
+            },
+        )
+        .await
     }
 
     async fn get_system_status(
@@ -248,6 +403,7 @@ impl Gateway for GatewayGrpc {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             services,
             correlation: Some(ploke_runtime::correlation::current().into()),
+            principal: principal::current().map(|p| p.to_proto()),
         }))
     }
 }

@@ -2,6 +2,8 @@
 //! commands to llm-session, tool-executor and rag-search with deadlines and the caller's trace
 //! and correlation, relays server streams, and reports the health of the system. Stateless.
 
+mod audit;
+pub mod auth;
 mod forward;
 mod grpc;
 mod relay;
@@ -11,8 +13,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ploke_proto::gateway::v1::gateway_server::GatewayServer;
-use ploke_runtime::auth::BearerAuth;
-use ploke_runtime::config::{InternalConfig, LimitsConfig, PlokeConfig, Secret, UpstreamsConfig};
+use ploke_runtime::config::{
+    InternalConfig, JwtConfig, LimitsConfig, PlokeConfig, Secret, UpstreamsConfig,
+};
 use ploke_runtime::internal::{InternalTokens, TokenError};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use tokio::net::TcpListener;
@@ -27,12 +30,18 @@ pub const SERVICE_NAME: &str = "ploke.gateway.v1.Gateway";
 pub struct Config {
     /// Where the services are.
     pub upstreams: UpstreamsConfig,
-    /// Accepted bearer tokens (`PLOKE_GATEWAY_TOKENS`).
+    /// Accepted bearer tokens (`PLOKE_GATEWAY_TOKENS`): the principal `default`.
     pub tokens: Vec<Secret>,
-    /// Tokens that may also administer (`PLOKE_GATEWAY_ADMIN_TOKENS`).
+    /// Tokens of the admin principal `admin` (`PLOKE_GATEWAY_ADMIN_TOKENS`).
     pub admin_tokens: Vec<Secret>,
-    /// File with one more token per line.
+    /// File with one more token of `default` per line.
     pub tokens_file: Option<PathBuf>,
+    /// The principals file (`[gateway] principals_file`).
+    pub principals_file: Option<PathBuf>,
+    /// JWTs from an identity provider (`[gateway.jwt]`).
+    pub jwt: Option<JwtConfig>,
+    /// How often the principals and JWKS files are checked for changes.
+    pub credentials_poll: Duration,
     /// Serve without authentication (`ploke up` on loopback only).
     pub allow_unauthenticated: bool,
     /// Deadline of forwarded unary calls.
@@ -54,6 +63,9 @@ impl From<&PlokeConfig> for Config {
             tokens: c.gateway.tokens.clone(),
             admin_tokens: c.gateway.admin_tokens.clone(),
             tokens_file: c.gateway.tokens_file.clone(),
+            principals_file: c.gateway.principals_file.clone(),
+            jwt: c.gateway.jwt.clone(),
+            credentials_poll: Duration::from_secs(2),
             allow_unauthenticated: c.gateway.allow_unauthenticated,
             forward_timeout: Duration::from_secs(30),
             subscriber_buffer: c.gateway.subscriber_buffer,
@@ -81,6 +93,9 @@ pub enum StartError {
     /// The internal token could not be used.
     #[error(transparent)]
     Internal(#[from] TokenError),
+    /// The principals or JWKS file could not be used.
+    #[error(transparent)]
+    Credentials(#[from] auth::CredentialsError),
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -127,28 +142,28 @@ pub async fn serve(
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max);
-    let routes = if config.allow_unauthenticated {
-        tracing::warn!("gateway serves without authentication");
-        // The one user of an unauthenticated (loopback) gateway administers it too.
-        tonic::service::Routes::new(tonic::service::interceptor::InterceptedService::new(
-            server,
-            |mut request: tonic::Request<()>| {
-                request
-                    .extensions_mut()
-                    .insert(ploke_runtime::auth::Caller { admin: true });
-                Ok(request)
-            },
-        ))
+    let authenticator = if config.allow_unauthenticated {
+        tracing::warn!(
+            "gateway serves without authentication: every caller is the admin principal `local`"
+        );
+        auth::Authenticator::open()
     } else {
-        let tokens = tokens(&config)?;
-        if tokens.is_empty() && config.admin_tokens.is_empty() {
-            tracing::warn!("no gateway tokens configured: every call will be refused");
-        }
-        tonic::service::Routes::new(tonic::service::interceptor::InterceptedService::new(
-            server,
-            BearerAuth::new(tokens).with_admins(config.admin_tokens.clone()),
-        ))
+        auth::Authenticator::load(auth::Credentials {
+            principals_file: config.principals_file.clone(),
+            tokens: tokens(&config)?,
+            admin_tokens: config.admin_tokens.clone(),
+            jwt: config.jwt.clone(),
+        })?
     };
+    let watch = authenticator.watch(config.credentials_poll);
+    let routes = tonic::service::Routes::new(tower_layer::Layer::layer(
+        &auth::AuthLayer::new(authenticator),
+        server,
+    ));
     host.readiness().set_serving().await;
-    Ok(host.serve(routes, listener, shutdown).await?)
+    let served = host.serve(routes, listener, shutdown).await;
+    if let Some(w) = watch {
+        w.abort();
+    }
+    Ok(served?)
 }

@@ -27,6 +27,9 @@ async fn unreachable_upstreams_are_reported() {
         tokens: Vec::new(),
         admin_tokens: Vec::new(),
         tokens_file: None,
+        principals_file: None,
+        jwt: None,
+        credentials_poll: Duration::from_secs(2),
         allow_unauthenticated: true,
         forward_timeout: Duration::from_secs(5),
         subscriber_buffer: 16,
@@ -55,6 +58,15 @@ async fn unreachable_upstreams_are_reported() {
         dead.iter()
             .map(|u| (u.clone(), ServingState::Unreachable as i32))
             .collect::<Vec<_>>()
+    );
+    // An unauthenticated (loopback) gateway's one caller is the admin principal `local`.
+    assert_eq!(
+        status.principal,
+        Some(ploke_proto::common::v1::Principal {
+            name: "local".into(),
+            role: ploke_proto::common::v1::Role::Admin as i32,
+            workspaces: vec!["*".into()],
+        })
     );
     let s = client
         .index_status(IndexStatusRequest::default())

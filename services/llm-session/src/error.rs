@@ -37,6 +37,9 @@ pub enum SessionError {
     /// No session has this id.
     #[error("session {0}")]
     NoSuchSession(String),
+    /// The calling principal may not do this (list others' sessions, use this workspace).
+    #[error(transparent)]
+    Denied(#[from] ploke_runtime::principal::Denied),
     /// A turn is running in the session.
     #[error(
         "session {session_id} is running a turn (parent {parent_id}); wait for it to end or cancel it"

@@ -37,6 +37,7 @@ fn to_status(e: SessionError) -> Status {
         e @ SessionError::ProviderUnusable { .. } => Status::failed_precondition(e.to_string()),
         e @ SessionError::NoModel(_) => invalid_argument("model", e),
         SessionError::NoSuchSession(id) => not_found(format!("session {id}")),
+        SessionError::Denied(d) => d.to_status(),
         e @ SessionError::Busy { .. } => Status::failed_precondition(e.to_string()),
         SessionError::Store(e) => store_status(&e),
     }
@@ -123,7 +124,7 @@ impl LlmSession for LlmSessionGrpc {
         };
         let (sessions, next_page_token) = self
             .service
-            .list(&r.workspace_root, limit, page.as_ref())
+            .list(&r.workspace_root, r.all_principals, limit, page.as_ref())
             .await
             .map_err(to_status)?;
         Ok(Response::new(pb::ListSessionsResponse {

@@ -16,6 +16,7 @@ use ploke_proto::session::v1::{
     SendMessageResponse, Session, SessionEvent, SessionState, UserMessage, session_event::Event,
 };
 use ploke_runtime::config::{ProviderConfig, SessionConfig};
+use ploke_runtime::principal::{self, Principal};
 use ploke_runtime::workspaces::Workspaces;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -176,6 +177,7 @@ impl SessionService {
         };
         let at = now();
         let session = Session {
+            owner: principal::owner_name(),
             session_id: new_id(),
             workspace_root: root.display().to_string(),
             provider,
@@ -188,7 +190,7 @@ impl SessionService {
             updated_at: Some(at),
         };
         self.store.create_session(&session).await?;
-        tracing::info!(session_id = %session.session_id, provider = %session.provider, model = %session.model, "session created");
+        tracing::info!(session_id = %session.session_id, owner = %session.owner, provider = %session.provider, model = %session.model, "session created");
         Ok(session)
     }
 
@@ -209,21 +211,46 @@ impl SessionService {
 
     /// One session.
     pub async fn get(&self, session_id: &str) -> Result<Session, SessionError> {
+        let s = self.own_session(session_id).await?;
+        Ok(self.with_state(s))
+    }
+
+    /// The session as stored, if the current principal may act on it: another principal's
+    /// session is answered exactly like one that does not exist, so ids cannot be probed. Its
+    /// owner still needs permission for the session's workspace.
+    async fn own_session(&self, session_id: &str) -> Result<Session, SessionError> {
+        let missing = || SessionError::NoSuchSession(session_id.to_owned());
         let s = self
             .store
             .get_session(session_id)
             .await?
-            .ok_or_else(|| SessionError::NoSuchSession(session_id.to_owned()))?;
-        Ok(self.with_state(s))
+            .ok_or_else(missing)?;
+        if !principal::may_act_on(&s.owner) {
+            return Err(missing());
+        }
+        principal::check_workspace(std::path::Path::new(&s.workspace_root))?;
+        Ok(s)
     }
 
-    /// Sessions newest first, and the next page's token.
+    /// Sessions newest first, and the next page's token: the caller's own, or every
+    /// principal's when an admin asks for `all_principals`; only those on workspaces the
+    /// caller may use.
     pub async fn list(
         &self,
         workspace_root: &str,
+        all_principals: bool,
         limit: u32,
         page: Option<&PageCursor>,
     ) -> Result<(Vec<Session>, String), SessionError> {
+        let caller = principal::current();
+        let owner = match (&caller, all_principals) {
+            (None, _) => None,
+            (Some(_), true) => {
+                principal::require_admin("ListSessions with all_principals")?;
+                None
+            }
+            (Some(p), false) => Some(p.name.clone()),
+        };
         let root = if workspace_root.is_empty() {
             String::new()
         } else {
@@ -232,14 +259,24 @@ impl SessionService {
                 .display()
                 .to_string()
         };
-        let sessions = self.store.list_sessions(&root, limit + 1, page).await?;
+        let sessions = self
+            .store
+            .list_sessions(&root, owner.as_deref(), limit + 1, page)
+            .await?;
         let more = sessions.len() > limit as usize;
-        let sessions: Vec<Session> = sessions
+        let page: Vec<Session> = sessions.into_iter().take(limit as usize).collect();
+        // The cursor follows the last row read, so sessions left out below never stop paging.
+        let last = page.last().cloned();
+        let sessions: Vec<Session> = page
             .into_iter()
-            .take(limit as usize)
+            .filter(|s| {
+                caller
+                    .as_ref()
+                    .is_none_or(|p| p.may_use(std::path::Path::new(&s.workspace_root)))
+            })
             .map(|s| self.with_state(s))
             .collect();
-        let next = match (more, sessions.last()) {
+        let next = match (more, last) {
             (true, Some(last)) => PageCursor {
                 created_ms: last
                     .created_at
@@ -260,12 +297,8 @@ impl SessionService {
         content: &str,
         client_request_id: &str,
     ) -> Result<SendMessageResponse, SessionError> {
+        let session = self.own_session(session_id).await?;
         let _turns = self.turns.lock().await;
-        let session = self
-            .store
-            .get_session(session_id)
-            .await?
-            .ok_or_else(|| SessionError::NoSuchSession(session_id.to_owned()))?;
         if !client_request_id.is_empty()
             && let Some(mut first) = self
                 .store
@@ -376,6 +409,13 @@ impl SessionService {
         let span = tracing::info_span!("turn", ploke.session_id = %session_id, ploke.parent_id = %spec.parent_id);
         // The entry exists before the task can remove it.
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        // The turn acts for the session's owner (whoever sent the message, e.g. an admin):
+        // the proposals it stages and the overlay it reads are the owner's.
+        let acting = (!session.owner.is_empty()).then(|| Principal {
+            name: session.owner.clone(),
+            role: principal::Role::User,
+            workspaces: vec![session.workspace_root.clone()],
+        });
         let task = tokio::spawn(tracing::Instrument::instrument(
             ploke_runtime::correlation::scope(
                 ploke_runtime::correlation::Correlation {
@@ -383,7 +423,7 @@ impl SessionService {
                     parent_id: response.parent_id.clone(),
                     ..Default::default()
                 },
-                async move { service.finish_turn(spec).await },
+                principal::scope(acting, async move { service.finish_turn(spec).await }),
             ),
             span,
         ));

@@ -292,6 +292,21 @@ pub struct ToolExecutorConfig {
     pub max_file_bytes: u64,
     /// Most bytes one `read_file` returns.
     pub read_max_bytes: usize,
+    /// Where approved edits land: `workspace` (the served files; `ploke up`, where the
+    /// developer's tree is the workspace) or `overlay` (a shared deployment: the session's
+    /// overlay, delivered to the developer's client, never the served tree).
+    pub apply_to: ApplyTo,
+}
+
+/// `[tool_executor] apply_to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApplyTo {
+    /// The workspace's files.
+    #[default]
+    Workspace,
+    /// The session's overlay.
+    Overlay,
 }
 
 impl Default for ToolExecutorConfig {
@@ -303,6 +318,7 @@ impl Default for ToolExecutorConfig {
             default_token_budget: 4000,
             max_file_bytes: 4 * 1024 * 1024,
             read_max_bytes: 64 * 1024,
+            apply_to: ApplyTo::Workspace,
         }
     }
 }
@@ -403,6 +419,11 @@ pub struct GatewayConfig {
     /// Serve without authentication (only `ploke up` on loopback sets this).
     #[serde(skip)]
     pub allow_unauthenticated: bool,
+    /// Who may call, what each may touch: a TOML file of `[[principal]]` entries (env
+    /// `PLOKE_GATEWAY_PRINCIPALS`; docs/SECURITY.md). Re-read when it changes.
+    pub principals_file: Option<PathBuf>,
+    /// Accept JWTs from an identity provider (`[gateway.jwt]`).
+    pub jwt: Option<JwtConfig>,
     /// Events buffered per StreamEvents subscriber; a subscriber that falls this far behind
     /// is cut off with RESOURCE_EXHAUSTED and resumes from its last seq.
     pub subscriber_buffer: usize,
@@ -418,10 +439,48 @@ impl Default for GatewayConfig {
             tokens: Vec::new(),
             admin_tokens: Vec::new(),
             allow_unauthenticated: false,
+            principals_file: None,
+            jwt: None,
             subscriber_buffer: 1024,
             subscriber_grace_ms: 1000,
         }
     }
+}
+
+/// `[gateway.jwt]`: bearer tokens that are JWTs signed by an identity provider, verified
+/// offline against a JWKS file (no network call at run time).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// The identity provider's public keys (a JWKS document; RSA, EC or Ed25519 keys). Re-read
+    /// when it changes, so keys rotate without a restart.
+    pub jwks_file: PathBuf,
+    /// Required `iss`.
+    pub issuer: String,
+    /// Required `aud` (one of the token's audiences).
+    pub audience: String,
+    /// The claim naming the principal.
+    #[serde(default = "default_principal_claim")]
+    pub principal_claim: String,
+    /// A claim whose value (a string, or an array of strings) containing `admin` makes the
+    /// principal an admin; unset = role from the principals file only.
+    pub role_claim: Option<String>,
+    /// A claim listing the workspaces the principal may use (an array of names or roots).
+    pub workspaces_claim: Option<String>,
+    /// Workspaces of a JWT principal that neither the principals file nor a claim lists.
+    #[serde(default)]
+    pub default_workspaces: Vec<String>,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds.
+    #[serde(default = "default_leeway")]
+    pub leeway_secs: u64,
+}
+
+fn default_principal_claim() -> String {
+    "sub".to_owned()
+}
+
+fn default_leeway() -> u64 {
+    60
 }
 
 /// `[providers.NAME]`: an OpenAI-compatible chat-completions provider.

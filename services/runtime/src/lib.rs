@@ -1,9 +1,8 @@
 //! What every ploke service shares: layered configuration, telemetry, trace and correlation
-//! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain), bearer
-//! and service-to-service auth, the calling principal, upstream channels, Prometheus metrics, and clipping user input
+//! propagation, the gRPC server scaffold (health, reflection, limits, graceful drain),
+//! service-to-service auth, the calling principal, upstream channels, Prometheus metrics, and clipping user input
 //! in errors.
 
-pub mod auth;
 pub mod binary;
 pub mod blocking;
 pub mod cli;

@@ -111,9 +111,15 @@ pub fn is_storage_error(e: &sqlx::Error) -> bool {
     }
 }
 
-/// Opens (creating) the database at `path` as the module comment says and runs `schema`
-/// (`CREATE … IF NOT EXISTS`).
-pub async fn open(path: &Path, schema: &'static str) -> Result<Database, OpenError> {
+/// Opens (creating) the database at `path` as the module comment says, runs `schema`
+/// (`CREATE … IF NOT EXISTS`: the first shape of the tables), then each of `upgrades` that the
+/// file has not had yet (counted in `PRAGMA user_version`), each in a transaction with the
+/// version it reaches. A shipped upgrade never changes; a new one is appended.
+pub async fn open(
+    path: &Path,
+    schema: &'static str,
+    upgrades: &[&'static str],
+) -> Result<Database, OpenError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| OpenError::Dir {
             dir: dir.to_owned(),
@@ -158,6 +164,30 @@ pub async fn open(path: &Path, schema: &'static str) -> Result<Database, OpenErr
     // The first write takes the exclusive lock, which the connection keeps from here on.
     for sql in [PROBE_SCHEMA, schema] {
         sqlx::raw_sql(sql).execute(&pool).await.map_err(failed)?;
+    }
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&pool)
+        .await
+        .map_err(failed)?;
+    for (i, sql) in upgrades.iter().enumerate() {
+        let reaches = i64::try_from(i + 1).unwrap_or(i64::MAX);
+        if reaches <= version {
+            continue;
+        }
+        let mut tx = pool.begin().await.map_err(failed)?;
+        sqlx::raw_sql(*sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        // PRAGMA takes no bind parameters; the number is ours.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "PRAGMA user_version = {reaches}"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        tracing::info!(path = %path.display(), version = reaches, "database upgraded");
     }
     let health = StorageHealth::new(path).map_err(|e| failed(sqlx::Error::Io(e)))?;
     Ok(Database { pool, health })
@@ -244,7 +274,7 @@ mod tests {
     async fn no_shared_memory_file_is_mapped_and_a_second_opener_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.sqlite");
-        let db = open(&path, "CREATE TABLE IF NOT EXISTS t (v BLOB);")
+        let db = open(&path, "CREATE TABLE IF NOT EXISTS t (v BLOB);", &[])
             .await
             .unwrap();
         for _ in 0..50 {
@@ -270,7 +300,7 @@ mod tests {
             );
         }
         // A second opener (another process would meet the same lock) gets a clear error.
-        match open(&path, "").await {
+        match open(&path, "", &[]).await {
             Err(e @ OpenError::Locked { .. }) => {
                 assert!(e.to_string().contains("locked by another process"), "{e}")
             }
@@ -278,7 +308,7 @@ mod tests {
         }
         db.close().await;
         // Once closed, the file opens again with everything in it.
-        let again = open(&path, "").await.unwrap();
+        let again = open(&path, "", &[]).await.unwrap();
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
             .fetch_one(again.pool())
             .await
@@ -293,6 +323,7 @@ mod tests {
         let db = open(
             &data.join("x.sqlite"),
             "CREATE TABLE IF NOT EXISTS t (v INTEGER);",
+            &[],
         )
         .await
         .unwrap();

@@ -33,6 +33,9 @@ pub enum ExecutorError {
         /// Edits in the proposal.
         count: u32,
     },
+    /// The calling principal may not do this (list others' proposals).
+    #[error(transparent)]
+    Denied(#[from] ploke_runtime::principal::Denied),
     /// The proposal store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

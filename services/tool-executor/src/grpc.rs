@@ -42,6 +42,7 @@ fn to_status(e: ExecutorError) -> Status {
         e @ ExecutorError::BadEditIndex { .. } => invalid_argument("edit_indices", e),
         e @ ExecutorError::Store(StoreError::Unavailable(_)) => Status::unavailable(e.to_string()),
         e @ ExecutorError::Store(_) => Status::internal(e.to_string()),
+        ExecutorError::Denied(d) => d.to_status(),
         ExecutorError::Internal(m) => Status::internal(m),
     }
 }
@@ -149,7 +150,7 @@ impl ToolExecutor for ToolExecutorGrpc {
         }
         let proposals = self
             .service
-            .list_edits(&r.session_id, &states, limit)
+            .list_edits(&r.session_id, r.all_principals, &states, limit)
             .await
             .map_err(to_status)?;
         Ok(Response::new(pb::ListEditsResponse { proposals }))
@@ -177,14 +178,34 @@ impl ToolExecutor for ToolExecutorGrpc {
             approve,
             edit_indices: r.edit_indices,
             reason: r.reason,
+            by_policy: false,
         };
-        let proposal = self
-            .service
-            .decide(r.proposal_id.trim(), decision)
-            .await
-            .map_err(to_status)?;
+        let id = r.proposal_id.trim();
+        let proposal = self.service.decide(id, decision).await.map_err(to_status)?;
+        let deliveries = if proposal.in_overlay {
+            self.service.delivery(id).await.map_err(to_status)?.1
+        } else {
+            Vec::new()
+        };
         Ok(Response::new(pb::DecideEditResponse {
             proposal: Some(proposal),
+            deliveries,
+        }))
+    }
+
+    async fn get_edit_delivery(
+        &self,
+        request: Request<pb::GetEditDeliveryRequest>,
+    ) -> Result<Response<pb::GetEditDeliveryResponse>, Status> {
+        let r = request.into_inner();
+        let id = r.proposal_id.trim();
+        if id.is_empty() {
+            return Err(invalid_argument("proposal_id", "must not be empty"));
+        }
+        let (proposal, deliveries) = self.service.delivery(id).await.map_err(to_status)?;
+        Ok(Response::new(pb::GetEditDeliveryResponse {
+            proposal: Some(proposal),
+            deliveries,
         }))
     }
 }

@@ -5,6 +5,7 @@ pub mod edits;
 mod error;
 pub mod failure;
 mod grpc;
+pub mod overlay;
 pub mod paths;
 pub mod rag;
 pub mod service;
@@ -65,6 +66,10 @@ impl From<&PlokeConfig> for Config {
                 approval_timeout: std::time::Duration::from_secs(
                     c.tool_executor.approval_timeout_secs,
                 ),
+                apply_to: match c.tool_executor.apply_to {
+                    ploke_runtime::config::ApplyTo::Workspace => edits::ApplyTo::Workspace,
+                    ploke_runtime::config::ApplyTo::Overlay => edits::ApplyTo::Overlay,
+                },
             },
             fault: None,
             internal: c.internal.clone(),

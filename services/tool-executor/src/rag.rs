@@ -6,7 +6,8 @@ use std::path::Path;
 use ploke_proto::common::v1::{AssembledContext, ItemKind, TokenBudget};
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::rag::v1::{
-    GetContextRequest, LookupItemRequest, LookupItemResponse, RefreshFilesRequest,
+    GetContextRequest, GetOverlayRequest, LookupItemRequest, LookupItemResponse, Overlay,
+    OverlayFile, PutOverlayFilesRequest, PutOverlayFilesResponse, RefreshFilesRequest,
     RefreshFilesResponse, Strategy, lookup_item_request,
 };
 use ploke_proto::tools::v1::ToolErrorCode;
@@ -40,10 +41,12 @@ impl Rag {
         }
     }
 
-    /// Context for `query` within `max_total` tokens.
+    /// Context for `query` within `max_total` tokens, as session `session` sees the workspace
+    /// (its overlay over the base; empty = the base).
     pub async fn context(
         &self,
         root: &Path,
+        session: &str,
         query: &str,
         max_total: u32,
     ) -> Result<AssembledContext, ToolFailure> {
@@ -58,6 +61,7 @@ impl Rag {
             strategy: Strategy::Unspecified as i32,
             top_k: 0,
             filters: None,
+            session_id: session.to_owned(),
         };
         let response = self.client.clone().get_context(request).await;
         Ok(response
@@ -65,10 +69,11 @@ impl Rag {
             .into_inner())
     }
 
-    /// Items matching `target`.
+    /// Items matching `target`, as session `session` sees the workspace.
     pub async fn lookup(
         &self,
         root: &Path,
+        session: &str,
         target: Lookup,
         kind: ItemKind,
         limit: u32,
@@ -84,6 +89,7 @@ impl Rag {
             target: Some(target),
             kind: kind as i32,
             limit,
+            session_id: session.to_owned(),
         };
         let response = self.client.clone().lookup_item(request).await;
         Ok(response.map_err(|s| failure("", s))?.into_inner())
@@ -101,6 +107,41 @@ impl Rag {
         };
         let response = self.client.clone().refresh_files(request).await;
         Ok(response.map_err(|s| failure("", s))?.into_inner())
+    }
+}
+
+impl Rag {
+    /// The overlay of `session` (version 0 and no entries without one), with the contents of
+    /// `paths`.
+    pub async fn overlay(&self, session: &str, paths: Vec<String>) -> Result<Overlay, ToolFailure> {
+        let request = GetOverlayRequest {
+            session_id: session.to_owned(),
+            paths,
+            all_contents: false,
+        };
+        let response = self.client.clone().get_overlay(request).await;
+        Ok(response.map_err(|s| failure("", s))?.into_inner())
+    }
+
+    /// Writes `files` into the overlay of `session` over `root` (created if it has none), each
+    /// only over the content its `expected_hash` names.
+    pub async fn put_overlay(
+        &self,
+        root: &Path,
+        session: &str,
+        files: Vec<OverlayFile>,
+    ) -> Result<PutOverlayFilesResponse, Status> {
+        let request = PutOverlayFilesRequest {
+            session_id: session.to_owned(),
+            files,
+            workspace_root: root.display().to_string(),
+        };
+        Ok(self
+            .client
+            .clone()
+            .put_overlay_files(request)
+            .await?
+            .into_inner())
     }
 }
 

@@ -10,8 +10,8 @@ use ploke_proto::tools::v1::{
     EditProposal, ProposalState, ToolDefinition, ToolErrorCode, ToolResult, tool_call, tool_result,
 };
 use ploke_runtime::blocking::BlockingPool;
-use ploke_runtime::correlation;
 use ploke_runtime::workspaces::Workspaces;
+use ploke_runtime::{correlation, principal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -49,6 +49,7 @@ pub struct ToolService {
     limits: Limits,
     edits: Edits,
     pool: BlockingPool,
+    overlays: crate::overlay::Overlays,
 }
 
 impl ToolService {
@@ -65,6 +66,7 @@ impl ToolService {
         Self {
             workspaces,
             registry,
+            overlays: crate::overlay::Overlays::new(rag.clone()),
             rag,
             limits,
             edits,
@@ -125,9 +127,12 @@ impl ToolService {
         let service = self.clone();
         tokio::spawn(correlation::scope(
             scope,
-            service
-                .run(root, request, name, timeout, tx)
-                .instrument(span),
+            principal::scope(
+                principal::current(),
+                service
+                    .run(root, request, name, timeout, tx)
+                    .instrument(span),
+            ),
         ));
         Ok(rx)
     }
@@ -197,6 +202,19 @@ impl ToolService {
         cancel: CancellationToken,
         progress: Progress,
     ) -> Result<ToolResult, ToolFailure> {
+        use tool_call::Args;
+        let session = request.correlation.session_id.clone();
+        // The tools that read files see the session's overlay (rag-search answers the others
+        // for the session itself).
+        let view = match &request.call {
+            Args::ReadFile(_)
+            | Args::ListDir(_)
+            | Args::SearchCode(_)
+            | Args::GetFileMetadata(_)
+            | Args::ApplyCodeEdit(_)
+            | Args::CreateFile(_) => self.overlays.view(&root, &session).await?,
+            Args::RequestCodeContext(_) | Args::CodeItemLookup(_) => None,
+        };
         match request.call {
             call @ (tool_call::Args::ApplyCodeEdit(_) | tool_call::Args::CreateFile(_)) => {
                 let is_create = matches!(call, tool_call::Args::CreateFile(_));
@@ -208,6 +226,7 @@ impl ToolService {
                         args: call,
                         wait: request.timeout.map(|_| timeout),
                         progress,
+                        view,
                     })
                     .await?;
                 let result = if is_create {
@@ -228,20 +247,33 @@ impl ToolService {
                     cancel,
                     progress,
                     pool: self.pool.clone(),
+                    session,
+                    view,
                 };
                 tools::run_read_only(ctx, call).await
             }
         }
     }
 
-    /// Proposals, newest first.
+    /// Proposals, newest first: the caller's own, or (admins) every principal's.
     pub async fn list_edits(
         &self,
         session_id: &str,
+        all_principals: bool,
         states: &[ProposalState],
         limit: u32,
     ) -> Result<Vec<EditProposal>, ExecutorError> {
-        self.edits.list(session_id, states, limit).await
+        self.edits
+            .list(session_id, all_principals, states, limit)
+            .await
+    }
+
+    /// The files an applied proposal delivered to its session's overlay, with the proposal.
+    pub async fn delivery(
+        &self,
+        proposal_id: &str,
+    ) -> Result<(EditProposal, Vec<ploke_proto::tools::v1::FileDelivery>), ExecutorError> {
+        self.edits.delivery(proposal_id).await
     }
 
     /// Decides a pending proposal.

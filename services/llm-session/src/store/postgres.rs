@@ -32,10 +32,11 @@ const CANCEL_CHANNEL: &str = "ploke_session_cancel";
 const REMOTE_BUFFER: usize = 4096;
 
 /// The migrations of llm-session's tables, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "sessions, events, messages, requests, turn leases",
-    sql: "
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions, events, messages, requests, turn leases",
+        sql: "
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     workspace_root TEXT NOT NULL,
@@ -69,7 +70,16 @@ CREATE TABLE requests (
     PRIMARY KEY (session_id, client_request_id)
 );
 ",
-}];
+    },
+    Migration {
+        version: 2,
+        name: "sessions belong to the principal that created them",
+        sql: "
+ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_owner ON sessions (owner, created_ms DESC, id DESC);
+",
+    },
+];
 
 /// How long a turn's lease lasts and how often its owner renews it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,14 +275,15 @@ impl SessionStore for PgStore {
     async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
         self.db.writable()?;
         let r = sqlx::query(
-            "INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session)
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session, owner)
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&session.session_id)
         .bind(&session.workspace_root)
         .bind(ms(session.created_at.as_ref()))
         .bind(session.last_seq as i64)
         .bind(session.encode_to_vec())
+        .bind(&session.owner)
         .execute(self.db.pool())
         .await;
         self.db.written(r)?;
@@ -290,6 +301,7 @@ impl SessionStore for PgStore {
     async fn list_sessions(
         &self,
         workspace_root: &str,
+        owner: Option<&str>,
         limit: u32,
         after: Option<&PageCursor>,
     ) -> Result<Vec<Session>, StoreError> {
@@ -298,6 +310,9 @@ impl SessionStore for PgStore {
         ));
         if !workspace_root.is_empty() {
             q.push(" AND workspace_root = ").push_bind(workspace_root);
+        }
+        if let Some(owner) = owner {
+            q.push(" AND owner = ").push_bind(owner);
         }
         if let Some(c) = after {
             q.push(" AND (created_ms < ")

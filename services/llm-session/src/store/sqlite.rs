@@ -45,6 +45,14 @@ CREATE TABLE IF NOT EXISTS requests (
 );
 ";
 
+/// Schema changes after [`SCHEMA`], in order (see `ploke_runtime::sqlite::open`); the same
+/// steps as the PostgreSQL migrations after version 1.
+const UPGRADES: &[&str] = &[
+    // 1: sessions belong to the principal that created them (empty: made without one).
+    "ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+     CREATE INDEX IF NOT EXISTS sessions_owner ON sessions (owner, created_ms DESC, id DESC);",
+];
+
 /// Sessions in a SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -63,7 +71,7 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
 impl SqliteStore {
     /// Opens (creating) the database at `path`.
     pub async fn open(path: &Path) -> Result<Self, ploke_runtime::sqlite::OpenError> {
-        let db = ploke_runtime::sqlite::open(path, SCHEMA).await?;
+        let db = ploke_runtime::sqlite::open(path, SCHEMA, UPGRADES).await?;
         Ok(Self { db })
     }
 
@@ -77,12 +85,13 @@ impl SqliteStore {
 impl SessionStore for SqliteStore {
     async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
         self.db.writable()?;
-        let r = sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session) VALUES (?, ?, ?, ?, ?)")
+        let r = sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session, owner) VALUES (?, ?, ?, ?, ?, ?)")
             .bind(&session.session_id)
             .bind(&session.workspace_root)
             .bind(ms(session.created_at.as_ref()))
             .bind(session.last_seq as i64)
             .bind(session.encode_to_vec())
+            .bind(&session.owner)
             .execute(self.db.pool())
             .await;
         self.db.written(r)?;
@@ -100,12 +109,16 @@ impl SessionStore for SqliteStore {
     async fn list_sessions(
         &self,
         workspace_root: &str,
+        owner: Option<&str>,
         limit: u32,
         after: Option<&PageCursor>,
     ) -> Result<Vec<Session>, StoreError> {
         let mut q = sqlx::QueryBuilder::new("SELECT session, last_seq FROM sessions WHERE 1 = 1");
         if !workspace_root.is_empty() {
             q.push(" AND workspace_root = ").push_bind(workspace_root);
+        }
+        if let Some(owner) = owner {
+            q.push(" AND owner = ").push_bind(owner);
         }
         if let Some(c) = after {
             q.push(" AND (created_ms < ")

@@ -330,10 +330,15 @@ async fn decided(
     proposal_id: &str,
     outcome: Result<&ToolResult, &ToolError>,
 ) -> Result<(), StoreError> {
-    let (state, applied) = match outcome {
+    let (state, applied, in_overlay, files_changed) = match outcome {
         Ok(ToolResult {
             result: Some(tool_result::Result::ApplyCodeEdit(o) | tool_result::Result::CreateFile(o)),
-        }) => (o.state(), o.applied_edits.clone()),
+        }) => (
+            o.state(),
+            o.applied_edits.clone(),
+            o.in_overlay,
+            o.files_changed.clone(),
+        ),
         Ok(_) => return Ok(()),
         Err(e) => (
             match e.code() {
@@ -343,6 +348,8 @@ async fn decided(
                 ToolErrorCode::Unavailable => ProposalState::Pending,
                 _ => ProposalState::Failed,
             },
+            Vec::new(),
+            false,
             Vec::new(),
         ),
     };
@@ -355,6 +362,8 @@ async fn decided(
                 proposal_id: proposal_id.to_owned(),
                 state: state as i32,
                 applied_edits: applied,
+                in_overlay,
+                files_changed,
             }),
         )
         .await

@@ -50,6 +50,7 @@ pub const KNOWN_ENV: &[&str] = &[
     "PLOKE_EMBED_MODEL",
     "PLOKE_GATEWAY_TOKENS",
     "PLOKE_GATEWAY_ADMIN_TOKENS",
+    "PLOKE_GATEWAY_PRINCIPALS",
     "PLOKE_INTERNAL_TOKEN",
     "PLOKE_LOG",
     "PLOKE_LOG_FORMAT",
@@ -192,6 +193,9 @@ impl PlokeConfig {
                 .filter(|s| !s.is_empty())
                 .map(Secret::new)
                 .collect();
+        }
+        if let Some(v) = env("PLOKE_GATEWAY_PRINCIPALS") {
+            self.gateway.principals_file = (!v.is_empty()).then(|| PathBuf::from(v));
         }
         if let Some(v) = env("PLOKE_INTERNAL_TOKEN") {
             self.internal.tokens = InternalConfig::parse_env(&v);

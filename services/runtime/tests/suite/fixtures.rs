@@ -1,7 +1,8 @@
 //! A minimal ToolExecutor used to exercise the runtime: `ListEdits` answers with the
 //! correlation the handler saw, or forwards to a downstream server when one is configured;
 //! `ListTools` answers an empty list, `ExecuteTool` streams two empty events when asked to,
-//! `DecideEdit` answers INVALID_ARGUMENT (the metrics suite counts these).
+//! `DecideEdit` answers INVALID_ARGUMENT (the metrics suite counts these); `GetEditDelivery`
+//! answers with the principal the handler saw as the proposal's owner (or forwards).
 
 use std::pin::Pin;
 
@@ -70,6 +71,27 @@ impl ToolExecutor for Echo {
         _: Request<DecideEditRequest>,
     ) -> Result<Response<DecideEditResponse>, Status> {
         Err(Status::invalid_argument("this fixture decides nothing"))
+    }
+
+    async fn get_edit_delivery(
+        &self,
+        request: Request<GetEditDeliveryRequest>,
+    ) -> Result<Response<GetEditDeliveryResponse>, Status> {
+        if let Some(client) = &self.downstream {
+            let mut client = client.clone();
+            return client.get_edit_delivery(request.into_inner()).await;
+        }
+        let seen = ploke_runtime::principal::current();
+        Ok(Response::new(GetEditDeliveryResponse {
+            proposal: Some(EditProposal {
+                owner: seen.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+                decided_by: seen
+                    .map(|p| format!("{}:{}", p.role.as_str(), p.workspaces.join(",")))
+                    .unwrap_or_default(),
+                ..Default::default()
+            }),
+            deliveries: Vec::new(),
+        }))
     }
 }
 

@@ -1,5 +1,6 @@
 mod fixtures;
 mod metrics;
+mod principals;
 mod propagation;
 mod scaffold;
 mod transport;

@@ -4,6 +4,7 @@
 //! parallel calls of one request never collide.
 
 mod apply;
+mod applying;
 mod locks;
 mod outcome;
 pub mod plan;
@@ -18,6 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use ploke_proto::common::v1::Correlation;
 use ploke_proto::tools::v1::{EditOutcome, EditProposal, ProposalState, ToolErrorCode, tool_call};
+use ploke_runtime::principal;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +31,7 @@ use crate::failure::ToolFailure;
 use crate::rag::Rag;
 use crate::tools::{Limits, Progress};
 use locks::FileLocks;
-use outcome::{applied_reason, outcome};
+use outcome::outcome;
 use plan::Plan;
 use propose::Planned;
 use store::Store;
@@ -52,6 +54,19 @@ pub struct Policy {
     pub auto_approve: bool,
     /// How long a proposal waits for a decision.
     pub approval_timeout: Duration,
+    /// Where approved edits land.
+    pub apply_to: ApplyTo,
+}
+
+/// Where approved edits land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApplyTo {
+    /// In the workspace's files (the developer's own tree: `ploke up`).
+    #[default]
+    Workspace,
+    /// In the session's overlay, delivered to the developer's client; the served tree is never
+    /// written (a shared deployment).
+    Overlay,
 }
 
 /// A decision on a proposal.
@@ -63,6 +78,8 @@ pub struct Decision {
     pub edit_indices: Vec<u32>,
     /// Words for the model.
     pub reason: String,
+    /// Made by the auto-approve policy, not a person.
+    pub by_policy: bool,
 }
 
 /// Staged edits and their decisions.
@@ -77,6 +94,7 @@ pub struct Edits {
     waiters: Arc<Mutex<HashMap<String, watch::Sender<Option<EditProposal>>>>>,
     fault: FaultHook,
     shutdown: CancellationToken,
+    overlays: crate::overlay::Overlays,
 }
 
 impl std::fmt::Debug for Edits {
@@ -129,6 +147,8 @@ pub struct EditCall {
     pub wait: Option<Duration>,
     /// Where `edit_proposed` goes.
     pub progress: Progress,
+    /// The session's overlay, when it has one: files are read through it.
+    pub view: Option<crate::overlay::View>,
 }
 
 impl Edits {
@@ -145,6 +165,7 @@ impl Edits {
         let store = Store::open(&data_dir.join("proposals.sqlite"), storage_url).await?;
         let edits = Self {
             store,
+            overlays: crate::overlay::Overlays::new(rag.clone()),
             rag,
             limits,
             policy,
@@ -164,7 +185,7 @@ impl Edits {
     async fn recover(&self) -> Result<(), StoreError> {
         for mut p in self
             .store
-            .list("", &[ProposalState::Approved], 1000)
+            .list("", None, &[ProposalState::Approved], 1000)
             .await?
         {
             let record = self.record_path(&p.proposal_id);
@@ -245,6 +266,7 @@ impl Edits {
                 approve: true,
                 edit_indices: Vec::new(),
                 reason: "applied by the auto_approve policy".to_owned(),
+                by_policy: true,
             };
             match self.decide(&id, decision).await {
                 Ok(p) => p,
@@ -281,15 +303,34 @@ impl Edits {
     }
 
     async fn stage(&self, id: &str, call: &EditCall) -> Result<EditProposal, ToolFailure> {
+        let in_overlay = self.policy.apply_to == ApplyTo::Overlay;
+        if in_overlay && call.correlation.session_id.is_empty() {
+            return Err(ToolFailure::invalid(
+                "",
+                "edits in this deployment land in a session's overlay, and this call names no session",
+            )
+            .hint("call the tool within a session (correlation.session_id)"));
+        }
+        let view = call.view.as_ref();
         let (tool, planned) = match &call.args {
             tool_call::Args::ApplyCodeEdit(a) => (
                 "apply_code_edit",
-                propose::plan_code_edit(&call.root, &self.limits, &self.rag, a).await?,
+                propose::plan_code_edit(&call.root, &self.limits, &self.rag, a, view).await?,
             ),
             tool_call::Args::CreateFile(a) => {
+                if let Some(v) = view {
+                    let path = crate::paths::resolve(
+                        &call.root,
+                        "file_path",
+                        &a.file_path,
+                        crate::paths::Access::Write,
+                    )?;
+                    v.fetch(vec![path.rel]).await?;
+                }
                 let (root, limits, a) = (call.root.clone(), self.limits, a.clone());
+                let view = call.view.clone();
                 let planned = tokio::task::spawn_blocking(move || {
-                    propose::plan_create_file(&root, &limits, &a)
+                    propose::plan_create_file(&root, &limits, &a, view.as_ref())
                 })
                 .await
                 .map_err(|e| ToolFailure::internal(format!("planning task failed: {e}")))??;
@@ -313,6 +354,9 @@ impl Edits {
             created_at: Some(created),
             decided_at: None,
             expires_at: Some(prost_types::Timestamp::from(expires)),
+            owner: principal::owner_name(),
+            decided_by: String::new(),
+            in_overlay,
         };
         if !self
             .store
@@ -438,15 +482,29 @@ impl Edits {
         self.current(&p.proposal_id).await.unwrap_or(p)
     }
 
-    /// Proposals newest first.
+    /// Proposals newest first: the caller's own, or every principal's when an admin asks for
+    /// `all_principals`.
     pub async fn list(
         &self,
         session_id: &str,
+        all_principals: bool,
         states: &[ProposalState],
         limit: u32,
     ) -> Result<Vec<EditProposal>, ExecutorError> {
+        let owner = match (principal::current(), all_principals) {
+            (None, _) => None,
+            (Some(_), true) => {
+                principal::require_admin("ListEdits with all_principals")?;
+                None
+            }
+            (Some(p), false) => Some(p.name),
+        };
         let mut out = Vec::new();
-        for p in self.store.list(session_id, states, limit).await? {
+        for p in self
+            .store
+            .list(session_id, owner.as_deref(), states, limit)
+            .await?
+        {
             let p = self.expire_if_due(p).await;
             if states.is_empty() || states.contains(&p.state()) {
                 out.push(p);
@@ -461,11 +519,7 @@ impl Edits {
         id: &str,
         decision: Decision,
     ) -> Result<EditProposal, ExecutorError> {
-        let (p, plan) = self
-            .store
-            .get(id)
-            .await?
-            .ok_or_else(|| ExecutorError::NoSuchProposal(id.to_owned()))?;
+        let (p, plan) = self.own_proposal(id).await?;
         let mut p = self.expire_if_due(p).await;
         if p.state() != ProposalState::Pending {
             return Err(ExecutorError::NotPending {
@@ -497,6 +551,11 @@ impl Edits {
                 .collect(),
         };
         p.decided_at = Some(now());
+        p.decided_by = if decision.by_policy {
+            "auto_approve".to_owned()
+        } else {
+            principal::owner_name()
+        };
         if chosen.is_empty() {
             p.state = ProposalState::Denied as i32;
             p.state_reason = if decision.reason.is_empty() {
@@ -520,6 +579,31 @@ impl Edits {
         Ok(p)
     }
 
+    /// The proposal and its plan, if the current principal may act on it: another principal's
+    /// proposal is answered exactly like one that does not exist.
+    async fn own_proposal(&self, id: &str) -> Result<(EditProposal, Plan), ExecutorError> {
+        match self.store.get(id).await? {
+            Some((p, plan)) if principal::may_act_on(&p.owner) => Ok((p, plan)),
+            Some(_) | None => Err(ExecutorError::NoSuchProposal(id.to_owned())),
+        }
+    }
+
+    /// An applied proposal's deliveries (the files its apply to an overlay wrote, for the
+    /// developer's client), with the proposal.
+    pub async fn delivery(
+        &self,
+        id: &str,
+    ) -> Result<(EditProposal, Vec<ploke_proto::tools::v1::FileDelivery>), ExecutorError> {
+        let (p, _) = self.own_proposal(id).await?;
+        let p = self.expire_if_due(p).await;
+        let files = if p.in_overlay && p.state() == ProposalState::Applied {
+            self.store.deliveries(id).await?
+        } else {
+            Vec::new()
+        };
+        Ok((p, files))
+    }
+
     async fn lost_race(&self, id: &str) -> ExecutorError {
         let p = self.current(id).await.unwrap_or_default();
         ExecutorError::NotPending {
@@ -527,97 +611,6 @@ impl Edits {
             state: p.state(),
             reason: p.state_reason,
         }
-    }
-
-    async fn apply(
-        &self,
-        mut p: EditProposal,
-        plan: &Plan,
-        chosen: &[u32],
-        reason: &str,
-    ) -> Result<EditProposal, ExecutorError> {
-        let root = PathBuf::from(&p.workspace_root);
-        let files: Vec<String> = plan
-            .files
-            .iter()
-            .filter(|f| {
-                plan.edits
-                    .iter()
-                    .any(|e| e.file == f.file && chosen.contains(&e.index))
-            })
-            .map(|f| f.file.clone())
-            .collect();
-        let _guards = self
-            .locks
-            .lock_all(files.iter().map(|f| root.join(f)).collect())
-            .await;
-        let record = self.record_path(&p.proposal_id);
-        let (plan2, chosen2, files2, fault, root2, record2) = (
-            plan.clone(),
-            chosen.to_vec(),
-            files.clone(),
-            self.fault.clone(),
-            root.clone(),
-            record.clone(),
-        );
-        let written = tokio::task::spawn_blocking(move || {
-            apply::write_chosen(
-                &root2,
-                &plan2,
-                &chosen2,
-                &files2,
-                &record2,
-                fault.0.as_ref(),
-            )
-        })
-        .await
-        .map_err(|e| ExecutorError::Internal(format!("apply task failed: {e}")))?;
-        let denied: Vec<u32> = plan
-            .all_indices()
-            .into_iter()
-            .filter(|i| !chosen.contains(i))
-            .collect();
-        match &written {
-            Ok(()) => {
-                p.state = ProposalState::Applied as i32;
-                p.applied_edits = chosen.to_vec();
-                p.state_reason = applied_reason(chosen, &denied, reason);
-            }
-            Err(e @ ApplyError::Stale { .. }) => {
-                p.state = ProposalState::Stale as i32;
-                p.state_reason = e.to_string();
-            }
-            Err(e @ (ApplyError::Failed { .. } | ApplyError::RestoreFailed { .. })) => {
-                p.state = ProposalState::Failed as i32;
-                p.state_reason = e.to_string();
-            }
-        }
-        if let Err(e) = self.store.transition(&p, ProposalState::Approved).await {
-            // The outcome could not be recorded, so nothing may count as applied: the files go
-            // back as they were (the proposal stays approved; the next start marks it failed).
-            if written.is_ok() {
-                match apply::recover(&record) {
-                    Ok(_) => {
-                        tracing::error!(proposal_id = %p.proposal_id, error = %e, "recording an apply failed; its files were restored")
-                    }
-                    Err(r) => {
-                        tracing::error!(proposal_id = %p.proposal_id, error = %e, restore = %r, record = %record.display(), "recording an apply failed and restoring its files failed")
-                    }
-                }
-            }
-            return Err(e.into());
-        }
-        if !matches!(written, Err(ApplyError::RestoreFailed { .. })) {
-            apply::discard(&record);
-        }
-        tracing::info!(proposal_id = %p.proposal_id, state = p.state().as_str_name(), reason = %p.state_reason, "edit decided");
-        if p.state() == ProposalState::Applied {
-            // The index follows the files; a failure here leaves the watcher to catch up.
-            if let Err(e) = self.rag.refresh(&root, files).await {
-                tracing::warn!(proposal_id = %p.proposal_id, error = %e, "index refresh after apply failed");
-            }
-        }
-        Ok(p)
     }
 }
 

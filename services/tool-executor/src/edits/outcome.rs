@@ -42,6 +42,7 @@ pub(super) fn outcome(p: &EditProposal) -> Result<EditOutcome, ToolFailure> {
                 applied_edits: p.applied_edits.clone(),
                 files_changed,
                 message: p.state_reason.clone(),
+                in_overlay: p.in_overlay,
             })
         }
         ProposalState::Denied => fail(

@@ -14,10 +14,10 @@ use ploke_proto::tools::v1::{
 
 use super::plan::{Plan, PlannedEdit, PlannedFile, unified_diff};
 use crate::failure::ToolFailure;
+use crate::overlay::{self, View};
 use crate::paths::{Access, resolve};
 use crate::rag::{Lookup, Rag};
 use crate::tools::Limits;
-use crate::tools::files::read_text;
 
 /// A plan with what reviewers see.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,19 +30,32 @@ pub struct Planned {
     pub files: Vec<FileDiff>,
 }
 
+/// Where planning reads files: the workspace, through the session's overlay if it has one.
+struct Files<'a> {
+    root: &'a Path,
+    limits: &'a Limits,
+    view: Option<&'a View>,
+}
+
 /// A file as it was read for planning.
 struct Original {
     text: String,
     hash: Option<String>,
 }
 
-/// Plans `apply_code_edit`.
+/// Plans `apply_code_edit`, against the session overlay's files when there is one.
 pub async fn plan_code_edit(
     root: &Path,
     limits: &Limits,
     rag: &Rag,
     args: &ApplyCodeEditArgs,
+    view: Option<&View>,
 ) -> Result<Planned, ToolFailure> {
+    if let Some(v) = view {
+        v.fetch_all().await?;
+    }
+    let session = view.map(View::session).unwrap_or_default();
+    let files = Files { root, limits, view };
     if args.edits.is_empty() {
         return Err(ToolFailure::new(
             ToolErrorCode::MissingField,
@@ -57,10 +70,10 @@ pub async fn plan_code_edit(
         let index = i as u32;
         let planned = match &edit.edit {
             Some(code_edit::Edit::SearchReplace(sr)) => {
-                search_replace(root, limits, index, sr, &mut originals, &mut order)?
+                search_replace(&files, index, sr, &mut originals, &mut order)?
             }
             Some(code_edit::Edit::ReplaceItem(ri)) => {
-                replace_item(root, limits, rag, index, ri, &mut originals, &mut order).await?
+                replace_item(&files, rag, session, index, ri, &mut originals, &mut order).await?
             }
             None => {
                 return Err(ToolFailure::new(
@@ -92,11 +105,13 @@ pub async fn plan_code_edit(
     finish(plan, &originals)
 }
 
-/// Plans `create_file`.
+/// Plans `create_file`, against the session overlay's files when there is one (blocking; the
+/// overlay's content of the file must have been fetched).
 pub fn plan_create_file(
     root: &Path,
     limits: &Limits,
     args: &CreateFileArgs,
+    view: Option<&View>,
 ) -> Result<Planned, ToolFailure> {
     if args.file_path.is_empty() {
         return Err(ToolFailure::new(
@@ -129,13 +144,13 @@ pub fn plan_create_file(
         .transpose()
         .map_err(|_| ToolFailure::invalid("on_exists", "unknown value"))?
         .unwrap_or(OnExists::Error);
-    let original = match std::fs::symlink_metadata(&path.abs) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Original {
+    let original = if !overlay::exists(view, &path)? {
+        Original {
             text: String::new(),
             hash: None,
-        },
-        Err(e) => return Err(ToolFailure::io("file_path", &path.rel, &e)),
-        Ok(_) => match on_exists {
+        }
+    } else {
+        match on_exists {
             OnExists::Unspecified | OnExists::Error => {
                 return Err(ToolFailure::new(
                     ToolErrorCode::AlreadyExists,
@@ -146,13 +161,13 @@ pub fn plan_create_file(
             }
             OnExists::Overwrite => {
                 let (text, hash) =
-                    read_text(&path.abs, "file_path", &path.rel, limits.max_file_bytes)?;
+                    overlay::read_text(view, &path, "file_path", limits.max_file_bytes)?;
                 Original {
                     text,
                     hash: Some(hash),
                 }
             }
-        },
+        }
     };
     let summary = if original.hash.is_some() {
         format!("overwrite {}", path.rel)
@@ -179,16 +194,16 @@ pub fn plan_create_file(
 
 /// Reads `file` once per plan (refusing directories, big and non-UTF-8 files).
 fn load<'a>(
-    root: &Path,
-    limits: &Limits,
+    files: &Files<'_>,
     field: &str,
     input: &str,
     originals: &'a mut BTreeMap<String, Original>,
     order: &mut Vec<String>,
 ) -> Result<(String, &'a Original), ToolFailure> {
-    let path = resolve(root, field, input, Access::Write)?;
+    let path = resolve(files.root, field, input, Access::Write)?;
     if !originals.contains_key(&path.rel) {
-        let (text, hash) = read_text(&path.abs, field, &path.rel, limits.max_file_bytes)?;
+        let (text, hash) =
+            overlay::read_text(files.view, &path, field, files.limits.max_file_bytes)?;
         order.push(path.rel.clone());
         originals.insert(
             path.rel.clone(),
@@ -205,8 +220,7 @@ fn load<'a>(
 }
 
 fn search_replace(
-    root: &Path,
-    limits: &Limits,
+    files: &Files<'_>,
     index: u32,
     edit: &SearchReplaceEdit,
     originals: &mut BTreeMap<String, Original>,
@@ -234,8 +248,7 @@ fn search_replace(
         ));
     }
     let (file, original) = load(
-        root,
-        limits,
+        files,
         &field("file_path"),
         &edit.file_path,
         originals,
@@ -275,9 +288,9 @@ fn search_replace(
 }
 
 async fn replace_item(
-    root: &Path,
-    limits: &Limits,
+    files: &Files<'_>,
     rag: &Rag,
+    session: &str,
     index: u32,
     edit: &ReplaceItemEdit,
     originals: &mut BTreeMap<String, Original>,
@@ -301,29 +314,31 @@ async fn replace_item(
         .hint("to delete an item, use search_replace with an empty replace"));
     }
     let wanted_file = match edit.file_path.as_deref().filter(|f| !f.is_empty()) {
-        Some(f) => Some(resolve(root, &field("file_path"), f, Access::Write)?.rel),
+        Some(f) => Some(resolve(files.root, &field("file_path"), f, Access::Write)?.rel),
         None => None,
     };
     let mut refreshed = false;
     loop {
-        let item = locate(root, rag, canon, wanted_file.as_deref(), &field).await?;
+        let item = locate(
+            files.root,
+            rag,
+            session,
+            canon,
+            wanted_file.as_deref(),
+            &field,
+        )
+        .await?;
         let span = item.span.clone().unwrap_or_default();
-        let (file, original) = load(
-            root,
-            limits,
-            &field("canon_path"),
-            &span.path,
-            originals,
-            order,
-        )?;
+        let (file, original) = load(files, &field("canon_path"), &span.path, originals, order)?;
         if original.hash.as_deref() != Some(item.file_hash.as_str()) {
-            // The index saw an older version of the file: refresh it once and look again.
-            if refreshed {
+            // The index saw an older version of the file: refresh it once and look again (an
+            // overlay's files are indexed as they arrive; only the workspace's can lag).
+            if refreshed || files.view.is_some_and(|v| v.hides(&file)) {
                 return Err(ToolFailure::unavailable(format!(
                     "the code index has not caught up with {file}"
                 )));
             }
-            rag.refresh(root, vec![file]).await?;
+            rag.refresh(files.root, vec![file]).await?;
             refreshed = true;
             continue;
         }
@@ -382,6 +397,7 @@ fn fit_indentation(text: &str, start: usize, old: &str, new_code: &str) -> (usiz
 async fn locate(
     root: &Path,
     rag: &Rag,
+    session: &str,
     canon: &str,
     file: Option<&str>,
     field: &(dyn Fn(&str) -> String + Sync),
@@ -389,6 +405,7 @@ async fn locate(
     let found = rag
         .lookup(
             root,
+            session,
             Lookup::CanonPath(canon.to_owned()),
             ItemKind::Unspecified,
             100,

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use ploke_proto::tools::v1::{EditProposal, ProposalState};
+use ploke_proto::tools::v1::{EditProposal, FileDelivery, GetEditDeliveryResponse, ProposalState};
 use ploke_runtime::postgres::{PgDatabase, PgOpenError};
 use ploke_runtime::sqlite::{DbError, OpenError};
 use ploke_runtime::storage_health::StorageFault;
@@ -111,6 +111,25 @@ CREATE INDEX IF NOT EXISTS proposals_session ON proposals (session_id, created_m
 CREATE INDEX IF NOT EXISTS proposals_state ON proposals (state);
 ";
 
+/// Schema changes after [`SCHEMA`], in order (see `ploke_runtime::sqlite::open`); the same
+/// steps as the PostgreSQL migrations after version 1.
+const UPGRADES: &[&str] = &[
+    // 1: proposals belong to the principal whose session staged them; the files an apply to a
+    // session's overlay delivers to the developer's client.
+    "ALTER TABLE proposals ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+     ALTER TABLE proposals ADD COLUMN deliveries BLOB;
+     CREATE INDEX IF NOT EXISTS proposals_owner ON proposals (owner, created_ms);",
+];
+
+/// The files an apply to an overlay delivered, as stored (protobuf).
+pub(super) fn encode_deliveries(files: &[FileDelivery]) -> Vec<u8> {
+    GetEditDeliveryResponse {
+        proposal: None,
+        deliveries: files.to_vec(),
+    }
+    .encode_to_vec()
+}
+
 pub(super) fn created_ms(p: &EditProposal) -> i64 {
     p.created_at
         .as_ref()
@@ -127,7 +146,7 @@ impl Store {
                 ploke_runtime::postgres::connect(url, "tool-executor", super::store_pg::MIGRATIONS)
                     .await?,
             ),
-            None => Database::Sqlite(ploke_runtime::sqlite::open(path, SCHEMA).await?),
+            None => Database::Sqlite(ploke_runtime::sqlite::open(path, SCHEMA, UPGRADES).await?),
         };
         Ok(Self { db })
     }
@@ -156,8 +175,8 @@ impl Store {
         };
         db.writable()?;
         let done = sqlx::query(
-            "INSERT OR IGNORE INTO proposals (id, session_id, state, created_ms, proposal, plan)
-             VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO proposals (id, session_id, state, created_ms, proposal, plan, owner)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&proposal.proposal_id)
         .bind(session)
@@ -165,6 +184,7 @@ impl Store {
         .bind(created_ms(proposal))
         .bind(proposal.encode_to_vec())
         .bind(plan_json)
+        .bind(&proposal.owner)
         .execute(db.pool())
         .await;
         Ok(db.written(done)?.rows_affected() == 1)
@@ -204,20 +224,59 @@ impl Store {
         proposal: &EditProposal,
         from: ProposalState,
     ) -> Result<bool, StoreError> {
+        self.transition_delivering(proposal, from, None).await
+    }
+
+    /// [`Store::transition`], recording with it the files an apply to an overlay delivers.
+    pub async fn transition_delivering(
+        &self,
+        proposal: &EditProposal,
+        from: ProposalState,
+        deliveries: Option<&[FileDelivery]>,
+    ) -> Result<bool, StoreError> {
+        let deliveries = deliveries.map(encode_deliveries);
         let db = match &self.db {
             Database::Sqlite(db) => db,
-            Database::Postgres(pg) => return super::store_pg::transition(pg, proposal, from).await,
+            Database::Postgres(pg) => {
+                return super::store_pg::transition(pg, proposal, from, deliveries).await;
+            }
         };
         db.writable()?;
-        let done =
-            sqlx::query("UPDATE proposals SET state = ?, proposal = ? WHERE id = ? AND state = ?")
-                .bind(proposal.state)
-                .bind(proposal.encode_to_vec())
-                .bind(&proposal.proposal_id)
-                .bind(from as i32)
-                .execute(db.pool())
-                .await;
+        let done = sqlx::query(
+            "UPDATE proposals SET state = ?, proposal = ?, deliveries = COALESCE(?, deliveries)
+             WHERE id = ? AND state = ?",
+        )
+        .bind(proposal.state)
+        .bind(proposal.encode_to_vec())
+        .bind(deliveries)
+        .bind(&proposal.proposal_id)
+        .bind(from as i32)
+        .execute(db.pool())
+        .await;
         Ok(db.written(done)?.rows_affected() == 1)
+    }
+
+    /// The files an apply to an overlay delivered (empty for any other proposal).
+    pub async fn deliveries(&self, id: &str) -> Result<Vec<FileDelivery>, StoreError> {
+        let bytes: Option<Vec<u8>> = match &self.db {
+            Database::Sqlite(db) => {
+                let row = sqlx::query_scalar("SELECT deliveries FROM proposals WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(db.pool())
+                    .await;
+                db.read(row)?.flatten()
+            }
+            Database::Postgres(pg) => super::store_pg::deliveries(pg, id).await?,
+        };
+        let Some(bytes) = bytes else {
+            return Ok(Vec::new());
+        };
+        GetEditDeliveryResponse::decode(bytes.as_slice())
+            .map(|r| r.deliveries)
+            .map_err(|e| StoreError::Corrupt {
+                id: id.to_owned(),
+                reason: e.to_string(),
+            })
     }
 
     /// The proposal once it is in a final state, read every `period` (a decision made through
@@ -235,24 +294,28 @@ impl Store {
         }
     }
 
-    /// Proposals newest first, of `session` (empty = all) in `states` (empty = all).
+    /// Proposals newest first, of `session` (empty = all), of `owner` (`None` = every
+    /// owner's) in `states` (empty = all).
     pub async fn list(
         &self,
         session: &str,
+        owner: Option<&str>,
         states: &[ProposalState],
         limit: u32,
     ) -> Result<Vec<EditProposal>, StoreError> {
         let rows: Vec<(String, Vec<u8>)> = match &self.db {
             Database::Sqlite(db) => {
                 let mut q = QueryBuilder::new("SELECT id, proposal FROM proposals WHERE 1 = 1");
-                filter(&mut q, session, states, limit);
+                filter(&mut q, session, owner, states, limit);
                 let rows = q.build().fetch_all(db.pool()).await;
                 db.read(rows)?
                     .iter()
                     .map(|r| Ok::<_, sqlx::Error>((r.try_get("id")?, r.try_get("proposal")?)))
                     .collect::<Result<_, _>>()?
             }
-            Database::Postgres(pg) => super::store_pg::list(pg, session, states, limit).await?,
+            Database::Postgres(pg) => {
+                super::store_pg::list(pg, session, owner, states, limit).await?
+            }
         };
         rows.into_iter()
             .map(|(id, bytes)| {
@@ -269,6 +332,7 @@ impl Store {
 pub(super) fn filter<DB: sqlx::Database>(
     q: &mut QueryBuilder<DB>,
     session: &str,
+    owner: Option<&str>,
     states: &[ProposalState],
     limit: u32,
 ) where
@@ -279,6 +343,9 @@ pub(super) fn filter<DB: sqlx::Database>(
     {
         if !session.is_empty() {
             q.push(" AND session_id = ").push_bind(session.to_owned());
+        }
+        if let Some(owner) = owner {
+            q.push(" AND owner = ").push_bind(owner.to_owned());
         }
         if !states.is_empty() {
             q.push(" AND state IN (");

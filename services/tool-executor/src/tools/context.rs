@@ -42,7 +42,10 @@ pub async fn request_code_context(
             format!("must be between {BUDGET_MIN} and {BUDGET_MAX}, got {budget}"),
         ));
     }
-    let assembled = ctx.rag.context(&ctx.root, &term, budget).await?;
+    let assembled = ctx
+        .rag
+        .context(&ctx.root, &ctx.session, &term, budget)
+        .await?;
     let stats = assembled.stats.unwrap_or_default();
     let parts = assembled
         .parts
@@ -116,7 +119,7 @@ pub async fn code_item_lookup(
     };
     let found = ctx
         .rag
-        .lookup(&ctx.root, target, kind, LOOKUP_LIMIT)
+        .lookup(&ctx.root, &ctx.session, target, kind, LOOKUP_LIMIT)
         .await?;
     Ok(CodeItemLookupResult {
         found: !found.items.is_empty(),
@@ -130,6 +133,7 @@ pub async fn indexed_items(ctx: &ReadContext, file: &str) -> u32 {
         .rag
         .lookup(
             &ctx.root,
+            &ctx.session,
             Lookup::File(file.to_owned()),
             ItemKind::Unspecified,
             1,

@@ -10,8 +10,11 @@ use ploke_proto::tools::v1::{
     ReadFileArgs, ReadFileResult, ToolErrorCode,
 };
 
+use ploke_proto::rag::v1::OverlayEntryState;
+
 use super::Limits;
 use crate::failure::ToolFailure;
+use crate::overlay::{self, Shadow, View};
 use crate::paths::{Access, resolve};
 
 /// Default and largest `max_entries` of `list_dir`.
@@ -39,14 +42,15 @@ pub fn read_text(
     Ok((text, hash))
 }
 
-/// `read_file`.
+/// `read_file`, through the session's overlay when it has one.
 pub fn read_file(
     root: &Path,
     limits: &Limits,
     args: &ReadFileArgs,
+    view: Option<&View>,
 ) -> Result<ReadFileResult, ToolFailure> {
     let path = resolve(root, "file", &args.file, Access::Read)?;
-    let (text, file_hash) = read_text(&path.abs, "file", &path.rel, limits.max_file_bytes)?;
+    let (text, file_hash) = overlay::read_text(view, &path, "file", limits.max_file_bytes)?;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let total = u32::try_from(lines.len()).unwrap_or(u32::MAX);
     let start = args.start_line.unwrap_or(1).max(1);
@@ -105,8 +109,12 @@ pub fn read_file(
     })
 }
 
-/// `list_dir`.
-pub fn list_dir(root: &Path, args: &ListDirArgs) -> Result<ListDirResult, ToolFailure> {
+/// `list_dir`, with the session overlay's files added and its deleted files left out.
+pub fn list_dir(
+    root: &Path,
+    args: &ListDirArgs,
+    view: Option<&View>,
+) -> Result<ListDirResult, ToolFailure> {
     let max = args.max_entries.unwrap_or(LIST_DEFAULT);
     if !(1..=LIST_MAX).contains(&max) {
         return Err(ToolFailure::out_of_range(
@@ -117,20 +125,39 @@ pub fn list_dir(root: &Path, args: &ListDirArgs) -> Result<ListDirResult, ToolFa
     let asked = args.path.as_deref().unwrap_or("");
     let path = resolve(root, "path", asked, Access::Read)?;
     let shown = if path.rel.is_empty() { "." } else { &path.rel };
-    let meta = std::fs::metadata(&path.abs).map_err(|e| ToolFailure::io("path", shown, &e))?;
-    if !meta.is_dir() {
+    let overlaid = view.map(|v| v.children(&path.rel)).unwrap_or_default();
+    if let Some(v) = view
+        && v.hides(&path.rel)
+    {
         return Err(
             ToolFailure::invalid("path", format!("{shown} is a file, not a directory"))
                 .hint("use read_file for files"),
         );
     }
-    let reader = std::fs::read_dir(&path.abs).map_err(|e| ToolFailure::io("path", shown, &e))?;
     let mut entries = Vec::new();
-    for entry in reader {
+    let listed = match std::fs::metadata(&path.abs) {
+        Ok(meta) if !meta.is_dir() => {
+            return Err(ToolFailure::invalid(
+                "path",
+                format!("{shown} is a file, not a directory"),
+            )
+            .hint("use read_file for files"));
+        }
+        Ok(_) => {
+            Some(std::fs::read_dir(&path.abs).map_err(|e| ToolFailure::io("path", shown, &e))?)
+        }
+        // A directory only the developer has.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !overlaid.is_empty() => None,
+        Err(e) => return Err(ToolFailure::io("path", shown, &e)),
+    };
+    for entry in listed.into_iter().flatten() {
         let entry = entry.map_err(|e| ToolFailure::io("path", shown, &e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') && !args.include_hidden.unwrap_or(false) {
             continue;
+        }
+        if overlaid.contains_key(&name) {
+            continue; // the overlay's version (or its deletion) replaces it
         }
         let Ok(meta) = entry.path().symlink_metadata() else {
             continue; // vanished while listing
@@ -152,6 +179,24 @@ pub fn list_dir(root: &Path, args: &ListDirArgs) -> Result<ListDirResult, ToolFa
             },
         });
     }
+    for (name, entry) in overlaid {
+        if name.starts_with('.') && !args.include_hidden.unwrap_or(false) {
+            continue;
+        }
+        match entry {
+            None => entries.push(DirEntry {
+                name,
+                kind: EntryKind::Dir as i32,
+                size_bytes: 0,
+            }),
+            Some(e) if e.state == OverlayEntryState::Deleted => {}
+            Some(e) => entries.push(DirEntry {
+                name,
+                kind: EntryKind::File as i32,
+                size_bytes: e.size,
+            }),
+        }
+    }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let truncated = entries.len() > max as usize;
     entries.truncate(max as usize);
@@ -163,11 +208,13 @@ pub fn list_dir(root: &Path, args: &ListDirArgs) -> Result<ListDirResult, ToolFa
 }
 
 /// `get_file_metadata` without the index count; a missing file is an answer (`exists` false).
-/// Only a regular file is hashed, and the hashing stops once `cancelled` says so.
+/// Only a regular file is hashed, and the hashing stops once `cancelled` says so. Through the
+/// session's overlay, the developer's version is described.
 pub fn file_metadata(
     root: &Path,
     args: &GetFileMetadataArgs,
     cancelled: &dyn Fn() -> bool,
+    view: Option<&View>,
 ) -> Result<GetFileMetadataResult, ToolFailure> {
     if args.file_path.is_empty() {
         return Err(ToolFailure::new(
@@ -184,6 +231,19 @@ pub fn file_metadata(
             .to_owned(),
         ..Default::default()
     };
+    match view.map(|v| v.shadow(&path.rel)).transpose()? {
+        None | Some(Shadow::Base) => {}
+        Some(Shadow::Deleted) => return Ok(result),
+        Some(Shadow::Pending) => return Err(overlay::pending("file_path", &path.rel)),
+        Some(Shadow::Changed(bytes, hash)) => {
+            result.exists = true;
+            result.size_bytes = bytes.len() as u64;
+            result.file_hash = hash;
+            let newlines = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+            result.line_count = newlines + u64::from(bytes.last().is_some_and(|b| *b != b'\n'));
+            return Ok(result);
+        }
+    }
     let meta = match std::fs::metadata(&path.abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(result),

@@ -92,6 +92,20 @@ pub struct ReadContext {
     pub progress: Progress,
     /// Where file work runs.
     pub pool: BlockingPool,
+    /// The session of the call (empty for a call outside a session): retrieval answers as it
+    /// sees the workspace.
+    pub session: String,
+    /// The session's overlay, when it has one: every file is read through it.
+    pub view: Option<crate::overlay::View>,
+}
+
+/// Fetches the overlay's content of the file `input` names, before blocking work reads it.
+async fn prefetch(ctx: &ReadContext, field: &str, input: &str) -> Result<(), ToolFailure> {
+    let Some(view) = &ctx.view else {
+        return Ok(());
+    };
+    let path = crate::paths::resolve(&ctx.root, field, input, crate::paths::Access::Read)?;
+    view.fetch(vec![path.rel]).await
 }
 
 /// Runs a read-only call. `call` must not be an edit tool.
@@ -107,9 +121,10 @@ pub async fn run_read_only(
         }
         Args::CodeItemLookup(a) => R::CodeItemLookup(context::code_item_lookup(&ctx, &a).await?),
         Args::GetFileMetadata(a) => {
-            let (root, cancel) = (ctx.root.clone(), ctx.cancel.clone());
+            prefetch(&ctx, "file_path", &a.file_path).await?;
+            let (root, cancel, view) = (ctx.root.clone(), ctx.cancel.clone(), ctx.view.clone());
             let mut meta = blocking(&ctx.pool, move || {
-                files::file_metadata(&root, &a, &|| cancel.is_cancelled())
+                files::file_metadata(&root, &a, &|| cancel.is_cancelled(), view.as_ref())
             })
             .await?;
             if meta.exists && !meta.is_dir {
@@ -118,19 +133,34 @@ pub async fn run_read_only(
             R::GetFileMetadata(meta)
         }
         Args::ReadFile(a) => {
-            let (root, limits) = (ctx.root.clone(), ctx.limits);
-            R::ReadFile(blocking(&ctx.pool, move || files::read_file(&root, &limits, &a)).await?)
+            prefetch(&ctx, "file", &a.file).await?;
+            let (root, limits, view) = (ctx.root.clone(), ctx.limits, ctx.view.clone());
+            R::ReadFile(
+                blocking(&ctx.pool, move || {
+                    files::read_file(&root, &limits, &a, view.as_ref())
+                })
+                .await?,
+            )
         }
         Args::ListDir(a) => {
-            let root = ctx.root.clone();
-            R::ListDir(blocking(&ctx.pool, move || files::list_dir(&root, &a)).await?)
+            let (root, view) = (ctx.root.clone(), ctx.view.clone());
+            R::ListDir(
+                blocking(&ctx.pool, move || files::list_dir(&root, &a, view.as_ref())).await?,
+            )
         }
         Args::SearchCode(a) => {
-            let (root, cancel, progress) =
-                (ctx.root.clone(), ctx.cancel.clone(), ctx.progress.clone());
+            if let Some(v) = &ctx.view {
+                v.fetch_all().await?;
+            }
+            let (root, cancel, progress, view) = (
+                ctx.root.clone(),
+                ctx.cancel.clone(),
+                ctx.progress.clone(),
+                ctx.view.clone(),
+            );
             R::SearchCode(
                 blocking(&ctx.pool, move || {
-                    search::search_code(&root, &a, &cancel, &progress)
+                    search::search_code(&root, &a, &cancel, &progress, view.as_ref())
                 })
                 .await?,
             )

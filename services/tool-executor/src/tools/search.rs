@@ -1,7 +1,8 @@
 //! `search_code`: ripgrep's own crates (grep-regex, grep-searcher and the `ignore` walker) over
 //! the workspace, .gitignore honoured, matches capped, cancellable between and within files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{
@@ -10,8 +11,11 @@ use grep_searcher::{
 use ploke_proto::tools::v1::{CodeMatch, SearchCodeArgs, SearchCodeResult, ToolErrorCode};
 use tokio_util::sync::CancellationToken;
 
+use ploke_proto::rag::v1::OverlayEntryState;
+
 use super::Progress;
 use crate::failure::ToolFailure;
+use crate::overlay::{Shadow, View};
 use crate::paths::{Access, resolve};
 
 const MATCHES_DEFAULT: u32 = 100;
@@ -22,12 +26,21 @@ const LINE_MAX: usize = 400;
 /// Files between progress reports.
 const PROGRESS_EVERY: u64 = 250;
 
-/// Runs `search_code`; stops with CANCELLED as soon as `cancel` fires.
+/// One file to search: the workspace's own, or the developer's version from the overlay.
+enum Source {
+    Base(PathBuf),
+    Overlay(Arc<Vec<u8>>),
+}
+
+/// Runs `search_code`; stops with CANCELLED as soon as `cancel` fires. Through a session's
+/// overlay, the developer's files are searched instead of the workspace's (the overlay's
+/// contents must have been fetched: [`View::fetch_all`]).
 pub fn search_code(
     root: &Path,
     args: &SearchCodeArgs,
     cancel: &CancellationToken,
     progress: &Progress,
+    view: Option<&View>,
 ) -> Result<SearchCodeResult, ToolFailure> {
     if args.pattern.is_empty() {
         return Err(ToolFailure::new(
@@ -65,7 +78,17 @@ pub fn search_code(
         args.path.as_deref().unwrap_or(""),
         Access::Read,
     )?;
-    if !start.abs.exists() {
+    let in_overlay = view.is_some_and(|v| {
+        v.entries().any(|(p, e)| {
+            e.state == OverlayEntryState::Changed
+                && (start.rel.is_empty()
+                    || *p == start.rel
+                    || p.starts_with(&format!("{}/", start.rel)))
+        })
+    });
+    if !start.abs.exists() && !in_overlay
+        || view.is_some_and(|v| matches!(v.shadow(&start.rel), Ok(Shadow::Deleted)))
+    {
         return Err(
             ToolFailure::not_found("path", format!("{} does not exist", start.rel))
                 .hint("use list_dir to see what exists"),
@@ -77,10 +100,12 @@ pub fn search_code(
         .after_context(context as usize)
         .binary_detection(BinaryDetection::quit(0))
         .build();
-    let walk = ignore::WalkBuilder::new(&start.abs)
-        .require_git(false)
-        .sort_by_file_path(|a, b| a.cmp(b))
-        .build();
+    let walk = start.abs.exists().then(|| {
+        ignore::WalkBuilder::new(&start.abs)
+            .require_git(false)
+            .sort_by_file_path(|a, b| a.cmp(b))
+            .build()
+    });
     let mut collector = Collector {
         max: max as usize,
         matches: Vec::new(),
@@ -89,26 +114,43 @@ pub fn search_code(
         truncated: false,
         cancel: cancel.clone(),
     };
+    let base = walk.into_iter().flatten().filter_map(|entry| {
+        let entry = entry.ok()?;
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return None;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .ok()?
+            .to_string_lossy()
+            .replace('\\', "/");
+        Some((rel, Source::Base(entry.into_path())))
+    });
+    let sources: Box<dyn Iterator<Item = (String, Source)>> = match view {
+        None => Box::new(base),
+        Some(v) => Box::new(merged(base, v, &start.rel)?.into_iter()),
+    };
     let mut files_searched = 0u64;
-    for entry in walk {
+    for (rel, source) in sources {
         if cancel.is_cancelled() {
             return Err(cancelled());
         }
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        collector.file = rel.to_string_lossy().replace('\\', "/");
+        collector.file = rel;
         collector.pending_before.clear();
-        // An unreadable file is skipped, as ripgrep does; it is opened by the path policy, so
-        // a file swapped for a FIFO or a symlink since the walk is skipped too.
-        let Ok((file, _)) = ploke_runtime::path_policy::open_regular(entry.path()) else {
-            continue;
-        };
-        let _ = searcher.search_file(&matcher, &file, &mut collector);
+        match source {
+            Source::Base(path) => {
+                // An unreadable file is skipped, as ripgrep does; it is opened by the path
+                // policy, so a file swapped for a FIFO or a symlink since the walk is skipped.
+                let Ok((file, _)) = ploke_runtime::path_policy::open_regular(&path) else {
+                    continue;
+                };
+                let _ = searcher.search_file(&matcher, &file, &mut collector);
+            }
+            Source::Overlay(bytes) => {
+                let _ = searcher.search_slice(&matcher, &bytes, &mut collector);
+            }
+        }
         files_searched += 1;
         if files_searched.is_multiple_of(PROGRESS_EVERY) {
             progress.report(
@@ -129,6 +171,27 @@ pub fn search_code(
         files_searched,
         truncated: collector.truncated,
     })
+}
+
+/// The workspace's files under `start` with the overlay applied: those it hides left out,
+/// the developer's changed files under `start` in, all in path order.
+fn merged(
+    base: impl Iterator<Item = (String, Source)>,
+    view: &View,
+    start: &str,
+) -> Result<Vec<(String, Source)>, ToolFailure> {
+    let mut all: Vec<(String, Source)> = base.filter(|(rel, _)| !view.hides(rel)).collect();
+    let under = |p: &str| start.is_empty() || p == start || p.starts_with(&format!("{start}/"));
+    for (path, entry) in view.entries() {
+        if entry.state != OverlayEntryState::Changed || !under(path) {
+            continue;
+        }
+        if let Shadow::Changed(bytes, _) = view.shadow(path)? {
+            all.push((path.clone(), Source::Overlay(bytes)));
+        }
+    }
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(all)
 }
 
 fn cancelled() -> ToolFailure {
@@ -221,7 +284,7 @@ mod tests {
             ..Default::default()
         };
         let search =
-            tokio::task::spawn_blocking(move || search_code(&root, &args, &token, &progress));
+            tokio::task::spawn_blocking(move || search_code(&root, &args, &token, &progress, None));
         // The first progress report proves the search is under way; cancel it there.
         let Some(ToolEvent::Progress(p)) = rx.recv().await else {
             panic!("no progress")
@@ -250,7 +313,7 @@ mod tests {
             pattern: "fn".into(),
             ..Default::default()
         };
-        let e = search_code(&root, &args, &cancel, &Progress::new(tx)).unwrap_err();
+        let e = search_code(&root, &args, &cancel, &Progress::new(tx), None).unwrap_err();
         assert_eq!(e.code, ToolErrorCode::Cancelled);
     }
 }

@@ -1,0 +1,299 @@
+//! Who is calling the gateway. Each bearer token maps to a [`Principal`]: a token of the
+//! principals file (stored as SHA-256, compared in constant time), a one-person setup's plain
+//! token (`PLOKE_GATEWAY_TOKENS` → `default`, `PLOKE_GATEWAY_ADMIN_TOKENS` → `admin`), or a JWT
+//! from the team's identity provider. The [`AuthLayer`] refuses anything else with
+//! UNAUTHENTICATED and runs every call with its principal as the task's current one, so the
+//! backends receive it (and nothing a client wrote in the same metadata).
+//!
+//! The principals and JWKS files are re-read when they change ([`Authenticator::watch`]): a new
+//! developer or a rotated key needs no restart; a file that no longer parses keeps the last
+//! good table and logs why.
+
+pub mod jwt;
+pub mod principals;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use ploke_runtime::Secret;
+use ploke_runtime::config::JwtConfig;
+use ploke_runtime::principal::{self, Principal, Role};
+use tonic::Status;
+
+use jwt::JwtVerifier;
+use principals::Table;
+
+/// The name of the one principal of an unauthenticated (`ploke up`, loopback) gateway.
+pub const LOCAL: &str = "local";
+
+/// Where the credentials come from.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// `[gateway] principals_file`.
+    pub principals_file: Option<PathBuf>,
+    /// Plain user tokens (`PLOKE_GATEWAY_TOKENS`, `[gateway] tokens_file`).
+    pub tokens: Vec<Secret>,
+    /// Plain admin tokens (`PLOKE_GATEWAY_ADMIN_TOKENS`).
+    pub admin_tokens: Vec<Secret>,
+    /// `[gateway.jwt]`.
+    pub jwt: Option<JwtConfig>,
+}
+
+/// The credentials could not be loaded at start.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// The principals file.
+    #[error(transparent)]
+    Principals(#[from] principals::PrincipalsError),
+    /// The JWKS file.
+    #[error(transparent)]
+    Jwks(#[from] jwt::JwksError),
+}
+
+/// Modification stamp of a file (time, length), to notice changes.
+type Stamp = Option<(SystemTime, u64)>;
+
+fn stamp(path: &std::path::Path) -> Stamp {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+struct Checked {
+    credentials: Credentials,
+    table: RwLock<Arc<Table>>,
+    jwt: RwLock<Option<Arc<JwtVerifier>>>,
+    stamps: Mutex<(Stamp, Stamp)>,
+}
+
+/// Maps bearer tokens to principals.
+#[derive(Clone)]
+pub struct Authenticator {
+    checked: Option<Arc<Checked>>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.checked {
+            None => f.write_str("Authenticator(open)"),
+            Some(c) => f
+                .debug_struct("Authenticator")
+                .field("principals_file", &c.credentials.principals_file)
+                .field("jwt", &c.credentials.jwt.as_ref().map(|j| &j.jwks_file))
+                .finish(),
+        }
+    }
+}
+
+fn load_table(c: &Credentials) -> Result<Table, principals::PrincipalsError> {
+    let table = match &c.principals_file {
+        Some(path) => Table::load(path)?,
+        None => Table::default(),
+    };
+    Ok(table.with_plain_tokens(&c.tokens, &c.admin_tokens))
+}
+
+impl Authenticator {
+    /// Every caller is the admin principal `local` (an unauthenticated gateway on loopback).
+    pub fn open() -> Self {
+        Self { checked: None }
+    }
+
+    /// Checks callers against `credentials`, read now (an unreadable file stops the start).
+    pub fn load(credentials: Credentials) -> Result<Self, CredentialsError> {
+        let table = load_table(&credentials)?;
+        let jwt = credentials
+            .jwt
+            .as_ref()
+            .map(JwtVerifier::load)
+            .transpose()?
+            .map(Arc::new);
+        if table.has_no_tokens() && jwt.is_none() {
+            tracing::warn!(
+                "no gateway credentials configured (principals_file, PLOKE_GATEWAY_TOKENS or [gateway.jwt]): every call will be refused"
+            );
+        } else {
+            tracing::info!(
+                principals = table.principal_count(),
+                jwt = jwt.is_some(),
+                "gateway credentials loaded"
+            );
+        }
+        let stamps = (
+            credentials.principals_file.as_deref().and_then(stamp),
+            credentials.jwt.as_ref().and_then(|j| stamp(&j.jwks_file)),
+        );
+        Ok(Self {
+            checked: Some(Arc::new(Checked {
+                credentials,
+                table: RwLock::new(Arc::new(table)),
+                jwt: RwLock::new(jwt),
+                stamps: Mutex::new(stamps),
+            })),
+        })
+    }
+
+    /// Re-reads the files that changed since they were last read; a file that does not load
+    /// keeps what was loaded before (the error is returned). Whether anything was replaced.
+    pub fn reload(&self) -> Result<bool, CredentialsError> {
+        let Some(c) = &self.checked else {
+            return Ok(false);
+        };
+        let now = (
+            c.credentials.principals_file.as_deref().and_then(stamp),
+            c.credentials.jwt.as_ref().and_then(|j| stamp(&j.jwks_file)),
+        );
+        let mut stamps = c.stamps.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = false;
+        if now.0 != stamps.0 {
+            stamps.0 = now.0;
+            let table = load_table(&c.credentials)?;
+            tracing::info!(
+                principals = table.principal_count(),
+                "principals file re-read"
+            );
+            *c.table.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+            changed = true;
+        }
+        if now.1 != stamps.1
+            && let Some(config) = &c.credentials.jwt
+        {
+            stamps.1 = now.1;
+            let verifier = JwtVerifier::load(config)?;
+            tracing::info!("JWKS file re-read");
+            *c.jwt.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(verifier));
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// Re-reads changed files every `period` until the task is aborted.
+    pub fn watch(&self, period: Duration) -> Option<tokio::task::JoinHandle<()>> {
+        self.checked.as_ref()?;
+        let this = self.clone();
+        Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = this.reload() {
+                    tracing::error!(error = %e, "gateway credentials not reloaded; the last good ones stay");
+                }
+            }
+        }))
+    }
+
+    /// The principal the request's `authorization: Bearer …` names.
+    pub fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, Status> {
+        let Some(c) = &self.checked else {
+            return Ok(Principal::everywhere(LOCAL, Role::Admin));
+        };
+        let header = headers
+            .get(http::header::AUTHORIZATION)
+            .ok_or_else(|| Status::unauthenticated("missing bearer token"))?;
+        let value = header
+            .to_str()
+            .map_err(|_| Status::unauthenticated("malformed authorization header"))?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .map(str::trim)
+            .ok_or_else(|| Status::unauthenticated("authorization is not a bearer token"))?;
+        let table = c.table.read().map(|t| Arc::clone(&t)).unwrap_or_default();
+        if let Some(p) = table.by_token(token) {
+            return Ok(p.clone());
+        }
+        let verifier = c.jwt.read().ok().and_then(|j| j.clone());
+        match verifier {
+            Some(v) if jwt::looks_like_jwt(token) => v
+                .verify(token, &table)
+                .map_err(|e| Status::unauthenticated(e.to_string())),
+            Some(_) | None => Err(Status::unauthenticated("invalid bearer token")),
+        }
+    }
+}
+
+/// Tower layer that authenticates every call to the service it wraps.
+#[derive(Debug, Clone)]
+pub struct AuthLayer {
+    auth: Authenticator,
+}
+
+impl AuthLayer {
+    /// Authenticates with `auth`.
+    pub fn new(auth: Authenticator) -> Self {
+        Self { auth }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for AuthLayer {
+    type Service = AuthService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AuthService {
+            inner,
+            auth: self.auth.clone(),
+        }
+    }
+}
+
+/// The service of [`AuthLayer`].
+#[derive(Debug, Clone)]
+pub struct AuthService<S> {
+    inner: S,
+    auth: Authenticator,
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for AuthService<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> tower_service::Service<http::Request<B>> for AuthService<S>
+where
+    S: tower_service::Service<
+            http::Request<B>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+        >,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        match self.auth.authenticate(req.headers()) {
+            Err(status) => {
+                let method = req.uri().path().rsplit('/').next().unwrap_or_default();
+                let peer = req
+                    .extensions()
+                    .get::<tonic::transport::server::TcpConnectInfo>()
+                    .and_then(|i| i.remote_addr())
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
+                tracing::info!(
+                    target: crate::audit::TARGET,
+                    method,
+                    peer,
+                    code = "UNAUTHENTICATED",
+                    reason = status.message(),
+                    "gateway call refused"
+                );
+                Box::pin(std::future::ready(Ok(status.into_http())))
+            }
+            Ok(p) => {
+                tracing::Span::current().record("enduser.id", p.name.as_str());
+                req.extensions_mut().insert(p.clone());
+                Box::pin(principal::scope(Some(p), self.inner.call(req)))
+            }
+        }
+    }
+}
