@@ -1,4 +1,8 @@
-//! The `ploke` client: the embedded deployment (all four services in one process on loopback)
-//! and the commands of the terminal client.
+//! The `ploke` client: the embedded deployment (all four services in one process on loopback),
+//! reaching a gateway, and what a developer's client does for a session on a shared
+//! workspace: sending its own changes (overlay) and writing approved edits into its checkout.
 
+pub mod delivery;
 pub mod embedded;
+pub mod gateway;
+pub mod overlay;

@@ -86,6 +86,9 @@ enum Command {
     },
     /// List sessions, newest first.
     Sessions {
+        /// Every principal's sessions, not only yours (admins).
+        #[arg(long)]
+        everyone: bool,
         #[command(flatten)]
         target: Target,
     },
@@ -137,10 +140,11 @@ async fn main_async() -> anyhow::Result<()> {
             target,
         } => cmd::query::search(&target, &query, strategy, top_k).await,
         Command::Index { force, target } => cmd::query::index(&target, force).await,
-        Command::Sessions { target } => cmd::query::sessions(&target).await,
+        Command::Sessions { everyone, target } => cmd::query::sessions(&target, everyone).await,
         Command::Edits { command, target } => {
             let command = command.unwrap_or(cmd::edits::EditsCommand::List {
                 all: false,
+                everyone: false,
                 diff: true,
             });
             cmd::edits::run(&target, command).await

@@ -78,3 +78,83 @@ pub async fn audited<T>(
     );
     outcome
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use ploke_runtime::principal::{Principal, Role};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn every_call_is_one_line_with_who_what_which_and_how_it_ended() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        // A second live dispatcher: callsites are then asked of every dispatcher, this one
+        // included, whichever thread registers them first.
+        let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+        let _guard = tracing::subscriber::set_default(
+            tracing_subscriber::registry().with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_writer(move || writer.clone()),
+            ),
+        );
+        tracing::callsite::rebuild_interest_cache();
+        let alice = Principal {
+            name: "alice".into(),
+            role: Role::User,
+            workspaces: vec!["*".into()],
+        };
+        let refused = principal::scope(
+            Some(alice),
+            audited("DecideEdit", Subject::proposal("edit-1"), async {
+                Err::<(), _>(Status::not_found("proposal edit-1"))
+            }),
+        )
+        .await;
+        assert_eq!(refused.unwrap_err().code(), tonic::Code::NotFound);
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let field = |k: &str| line[k].as_str().unwrap_or_default().to_owned();
+        assert_eq!(
+            [
+                field("target"),
+                field("message"),
+                field("principal"),
+                field("role"),
+                field("method"),
+                field("proposal_id"),
+                field("session_id"),
+                field("code"),
+            ],
+            [
+                TARGET,
+                "gateway call",
+                "alice",
+                "user",
+                "DecideEdit",
+                "edit-1",
+                "",
+                "NotFound"
+            ]
+            .map(str::to_owned)
+        );
+    }
+}

@@ -53,6 +53,13 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         .await
         .map_err(providers::session_refused)?
         .into_inner();
+    // A shared deployment answers from its own tree: this checkout's changes go first.
+    let overlay = conn.overlay_root(&session);
+    if let Some(root) = &overlay {
+        let synced =
+            ploke_client::overlay::sync(&mut conn.gateway, &session.session_id, root).await?;
+        eprintln!("({synced})");
+    }
     let sent = conn
         .gateway
         .send_message(SendMessageRequest {
@@ -112,7 +119,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 }
                 Event::EditProposed(p) => {
                     if let Some(p) = p.proposal {
-                        decide_edit(conn, &p, args.approve).await?;
+                        decide_edit(conn, &p, args.approve, overlay.as_deref()).await?;
                     }
                 }
                 Event::Notice(n) => eprintln!("! {}", n.text),
@@ -151,6 +158,7 @@ async fn decide_edit(
     conn: &mut Conn,
     p: &ploke_proto::tools::v1::EditProposal,
     approve: bool,
+    overlay: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     eprintln!();
     edits::print_proposal(&mut std::io::stderr(), p, true);
@@ -176,7 +184,8 @@ async fn decide_edit(
             "`ploke ask` ran without a terminal and without --approve".to_owned(),
         )
     };
-    conn.gateway
+    let decided = conn
+        .gateway
         .decide_edit(DecideEditRequest {
             proposal_id: p.proposal_id.clone(),
             decision: decision as i32,
@@ -184,6 +193,18 @@ async fn decide_edit(
             reason,
         })
         .await
-        .map_err(|s| anyhow::anyhow!("deciding {}: {}", p.proposal_id, s.message()))?;
+        .map_err(|s| anyhow::anyhow!("deciding {}: {}", p.proposal_id, s.message()))?
+        .into_inner();
+    // Applied to the session's overlay: the files are this checkout's to write.
+    if let Some(root) = overlay
+        && !decided.deliveries.is_empty()
+    {
+        let (root, id) = (root.to_owned(), p.proposal_id.clone());
+        let delivered = tokio::task::spawn_blocking(move || {
+            ploke_client::delivery::write(&root, &id, &decided.deliveries)
+        })
+        .await??;
+        eprintln!("({delivered})");
+    }
     Ok(())
 }

@@ -14,10 +14,12 @@ pub async fn chat(
     let mut conn = Conn::open(target).await?;
     let result = async {
         let s = open_session(&mut conn.gateway, session, provider, model).await?;
+        let overlay = conn.overlay_root(&s);
         crate::tui::run(
             conn.gateway.clone(),
             s.session_id,
             format!("{}/{}", s.provider, s.model),
+            overlay,
         )
         .await
     }

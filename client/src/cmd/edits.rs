@@ -15,6 +15,9 @@ pub enum EditsCommand {
         /// Every state, not only pending.
         #[arg(long)]
         all: bool,
+        /// Every principal's proposals, not only yours (admins).
+        #[arg(long)]
+        everyone: bool,
         /// Print each file's diff.
         #[arg(long)]
         diff: bool,
@@ -71,7 +74,11 @@ pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool
 pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
     let mut conn = Conn::open(target).await?;
     match command {
-        EditsCommand::List { all, diff } => {
+        EditsCommand::List {
+            all,
+            everyone,
+            diff,
+        } => {
             let states = if all {
                 Vec::new()
             } else {
@@ -83,6 +90,7 @@ pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
                     session_id: String::new(),
                     states,
                     limit: 0,
+                    all_principals: everyone,
                 })
                 .await
                 .map_err(|s| anyhow::anyhow!("edits: {}", s.message()))?
@@ -122,11 +130,25 @@ async fn decide(
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?
         .into_inner();
-    if let Some(p) = decided.proposal {
-        print_proposal(&mut std::io::stdout(), &p, false);
+    if let Some(p) = &decided.proposal {
+        print_proposal(&mut std::io::stdout(), p, false);
         if matches!(p.state(), ProposalState::Stale | ProposalState::Failed) {
             anyhow::bail!("nothing was written");
         }
+    }
+    // Applied to a session's overlay (a shared deployment): written into this checkout.
+    if !decided.deliveries.is_empty() {
+        let id = decided
+            .proposal
+            .as_ref()
+            .map(|p| p.proposal_id.clone())
+            .unwrap_or_default();
+        let root = conn.local_root.clone();
+        let delivered = tokio::task::spawn_blocking(move || {
+            ploke_client::delivery::write(&root, &id, &decided.deliveries)
+        })
+        .await??;
+        println!("{delivered} (in {})", conn.local_root.display());
     }
     Ok(())
 }

@@ -13,61 +13,17 @@ pub mod workspaces;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use ploke_client::embedded::Embedded;
 use ploke_proto::gateway::v1::gateway_client::GatewayClient;
 use ploke_proto::rag::v1::IndexStatusRequest;
 use ploke_runtime::ServiceKind;
-use tonic::metadata::{Ascii, MetadataValue};
-use tonic::service::Interceptor;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 
-/// Adds `authorization: Bearer TOKEN` when there is a token.
-#[derive(Debug, Clone)]
-pub struct Auth(Option<MetadataValue<Ascii>>);
-
-impl Interceptor for Auth {
-    fn call(
-        &mut self,
-        mut request: tonic::Request<()>,
-    ) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(v) = &self.0 {
-            request.metadata_mut().insert("authorization", v.clone());
-        }
-        Ok(request)
-    }
-}
-
-/// A gateway client.
-pub type Gateway = GatewayClient<InterceptedService<Channel, Auth>>;
+use ploke_client::gateway::auth;
+pub use ploke_client::gateway::{Gateway, connect};
 
 /// The gateway the default `ploke up` serves.
 pub const DEFAULT_GATEWAY: &str = "http://127.0.0.1:50051";
-
-/// Connects to the gateway at `url`.
-pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway> {
-    let channel = Endpoint::from_shared(url.to_owned())
-        .with_context(|| format!("gateway URL `{url}`"))?
-        .connect_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .with_context(|| format!("connecting to the gateway at {url}"))?;
-    Ok(GatewayClient::with_interceptor(channel, auth(token)?))
-}
-
-/// The interceptor that sends `token`.
-fn auth(token: Option<String>) -> anyhow::Result<Auth> {
-    let value = match token {
-        Some(t) => Some(
-            format!("Bearer {t}")
-                .parse()
-                .context("PLOKE_TOKEN is not a valid header value")?,
-        ),
-        None => None,
-    };
-    Ok(Auth(value))
-}
 
 /// Where a command's services are.
 #[derive(Debug, clap::Args)]
@@ -82,6 +38,10 @@ pub struct Target {
     /// Config file (`ploke.toml`) for services started in this process [env: PLOKE_CONFIG].
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
+    /// With a shared gateway: do not send this checkout's changes (the server's workspace is
+    /// this very checkout).
+    #[arg(long, global = true)]
+    pub no_overlay: bool,
 }
 
 /// A connection, and the services behind it when this process runs them.
@@ -94,27 +54,39 @@ pub struct Conn {
     pub provider: Option<String>,
     /// Whether opening indexed the workspace (in-process services).
     pub indexed: bool,
+    /// The developer's checkout: sent as a session's overlay when the gateway serves another
+    /// tree, and where approved edits are written then.
+    pub local_root: PathBuf,
+    /// Whether sessions may carry this checkout's changes (a gateway named with --gateway).
+    overlays: bool,
 }
 
 impl Conn {
     /// Opens the target; in-process services index the workspace first.
     pub async fn open(target: &Target) -> anyhow::Result<Self> {
         let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
+        let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
+            for interrupted in ploke_client::delivery::recover(&workspace) {
+                eprintln!("(rolled back an interrupted write of approved edits: {interrupted})");
+            }
             return Ok(Self {
                 gateway: connect(url, token).await?,
                 embedded: None,
                 provider: None,
                 indexed: false,
+                local_root: workspace,
+                overlays: !target.no_overlay,
             });
         }
-        let workspace = up::workspace(target.workspace.clone())?;
         if let Some(gateway) = serving(&workspace, token).await {
             return Ok(Self {
                 gateway,
                 embedded: None,
                 provider: None,
                 indexed: false,
+                local_root: workspace,
+                overlays: false,
             });
         }
         let (mut cfg, provider) = up::embedded_config(&workspace, target.config.clone()).await?;
@@ -139,7 +111,16 @@ impl Conn {
             embedded: Some(embedded),
             provider,
             indexed: true,
+            local_root: workspace,
+            overlays: false,
         })
+    }
+
+    /// The checkout to send as `session`'s overlay: this one, when the gateway serves another
+    /// tree for it (a shared deployment); `None` when the session's workspace is this checkout.
+    pub fn overlay_root(&self, session: &ploke_proto::session::v1::Session) -> Option<PathBuf> {
+        (self.overlays && std::path::Path::new(&session.workspace_root) != self.local_root)
+            .then(|| self.local_root.clone())
     }
 
     /// Stops services this process started.

@@ -87,12 +87,15 @@ pub async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
     conn.close().await
 }
 
-/// `ploke sessions`.
-pub async fn sessions(target: &Target) -> anyhow::Result<()> {
+/// `ploke sessions`: yours, or (admins, `everyone`) every principal's with its owner.
+pub async fn sessions(target: &Target, everyone: bool) -> anyhow::Result<()> {
     let mut conn = Conn::open(target).await?;
     let listed = conn
         .gateway
-        .list_sessions(ListSessionsRequest::default())
+        .list_sessions(ListSessionsRequest {
+            all_principals: everyone,
+            ..ListSessionsRequest::default()
+        })
         .await
         .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
         .into_inner();
@@ -106,8 +109,13 @@ pub async fn sessions(target: &Target) -> anyhow::Result<()> {
             ""
         };
         let usage = s.usage.unwrap_or_default();
+        let owner = if everyone && !s.owner.is_empty() {
+            format!("{}  ", s.owner)
+        } else {
+            String::new()
+        };
         println!(
-            "{}  {}/{}  {} events  {} tokens  {}{running}",
+            "{owner}{}  {}/{}  {} events  {} tokens  {}{running}",
             s.session_id,
             s.provider,
             s.model,

@@ -107,7 +107,7 @@ pub async fn up(
         match super::chat::open_session(&mut gateway, None, None, None).await {
             Ok(s) => {
                 let model = format!("{}/{}", s.provider, s.model);
-                let ran = crate::tui::run(gateway.clone(), s.session_id, model).await;
+                let ran = crate::tui::run(gateway.clone(), s.session_id, model, None).await;
                 embedded.stop().await?;
                 return ran;
             }

@@ -116,8 +116,22 @@ async fn index_text(gateway: &mut Gateway) -> String {
     }
 }
 
-/// Runs the TUI on the terminal for `session_id` until the user quits.
-pub async fn run(mut gateway: Gateway, session_id: String, model: String) -> anyhow::Result<()> {
+fn system(app: &mut App, text: String) {
+    app.entries.push(state::Entry {
+        speaker: Speaker::System,
+        text,
+    });
+}
+
+/// Runs the TUI on the terminal for `session_id` until the user quits. With `overlay` (a
+/// shared deployment), that checkout's changes are sent before every message and approved
+/// edits are written into it.
+pub async fn run(
+    mut gateway: Gateway,
+    session_id: String,
+    model: String,
+    overlay: Option<std::path::PathBuf>,
+) -> anyhow::Result<()> {
     let mut app = App {
         session_id: session_id.clone(),
         model,
@@ -147,10 +161,24 @@ pub async fn run(mut gateway: Gateway, session_id: String, model: String) -> any
                 Input::Redraw => {}
                 Input::Connection(c) => app.connection = c,
                 Input::Event(e) => {
-                    let ended = matches!(
-                        e.event,
-                        Some(ploke_proto::session::v1::session_event::Event::TurnCompleted(_))
-                    );
+                    use ploke_proto::session::v1::session_event::Event;
+                    let ended = matches!(e.event, Some(Event::TurnCompleted(_)));
+                    if let (Some(root), Some(Event::EditDecided(d))) = (&overlay, &e.event)
+                        && d.in_overlay
+                        && d.state() == ploke_proto::tools::v1::ProposalState::Applied
+                    {
+                        match ploke_client::delivery::fetch_and_write(
+                            &mut gateway,
+                            root,
+                            &d.proposal_id,
+                        )
+                        .await
+                        {
+                            Ok(Some(delivered)) => system(&mut app, delivered.to_string()),
+                            Ok(None) => {}
+                            Err(err) => system(&mut app, format!("{err:#}")),
+                        }
+                    }
                     app.apply(&e);
                     if ended {
                         app.index = index_text(&mut gateway).await;
@@ -160,6 +188,20 @@ pub async fn run(mut gateway: Gateway, session_id: String, model: String) -> any
                     Action::None => {}
                     Action::Quit => return Ok::<(), anyhow::Error>(()),
                     Action::Send(text) => {
+                        if let Some(root) = &overlay {
+                            match ploke_client::overlay::sync(&mut gateway, &session_id, root).await
+                            {
+                                Ok(s) if s.uploaded > 0 || s.version <= 1 => {
+                                    system(&mut app, s.to_string());
+                                }
+                                Ok(_) => {}
+                                Err(err) => {
+                                    // Not sent: the model would read an outdated tree.
+                                    system(&mut app, format!("not sent: {err:#}"));
+                                    continue;
+                                }
+                            }
+                        }
                         let sent = gateway
                             .send_message(SendMessageRequest {
                                 session_id: session_id.clone(),

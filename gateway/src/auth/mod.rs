@@ -208,6 +208,11 @@ impl Authenticator {
             return Ok(p.clone());
         }
         let verifier = c.jwt.read().ok().and_then(|j| j.clone());
+        if table.has_no_tokens() && verifier.is_none() {
+            return Err(Status::unauthenticated(
+                "the gateway has no credentials configured (principals_file, PLOKE_GATEWAY_TOKENS or [gateway.jwt])",
+            ));
+        }
         match verifier {
             Some(v) if jwt::looks_like_jwt(token) => v
                 .verify(token, &table)
@@ -295,5 +300,97 @@ where
                 Box::pin(principal::scope(Some(p), self.inner.call(req)))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bearer(token: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        h
+    }
+
+    fn entry(name: &str, token: &str) -> String {
+        format!(
+            "[[principal]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nworkspaces = [\"*\"]\n",
+            hex::encode(principals::token_sha256(token))
+        )
+    }
+
+    #[test]
+    fn a_changed_principals_file_is_read_again_and_a_broken_one_keeps_the_last_good() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("principals.toml");
+        let (a, b) = ("alice-token-0123456789", "bob-token-0123456789ab");
+        std::fs::write(&file, entry("alice", a)).unwrap();
+        let auth = Authenticator::load(Credentials {
+            principals_file: Some(file.clone()),
+            ..Credentials::default()
+        })
+        .unwrap();
+        assert_eq!(auth.authenticate(&bearer(a)).unwrap().name, "alice");
+        assert_eq!(
+            auth.authenticate(&bearer(b)).unwrap_err().message(),
+            "invalid bearer token"
+        );
+        assert!(!auth.reload().unwrap(), "nothing changed yet");
+        // Bob is added (a longer file: its stamp changes even within the clock's resolution).
+        std::fs::write(&file, entry("alice", a) + &entry("bob", b)).unwrap();
+        assert!(auth.reload().unwrap());
+        assert_eq!(auth.authenticate(&bearer(b)).unwrap().name, "bob");
+        // A typo: the error is reported and both keep working.
+        std::fs::write(&file, "[[principal]]\nnmae = \"x\"\n".repeat(3)).unwrap();
+        let e = auth.reload().unwrap_err().to_string();
+        assert!(e.contains("unknown field `nmae`"), "{e}");
+        assert_eq!(auth.authenticate(&bearer(b)).unwrap().name, "bob");
+    }
+
+    #[test]
+    fn bearer_headers_are_parsed_strictly_and_an_open_gateway_is_local() {
+        let auth = Authenticator::load(Credentials {
+            tokens: vec![Secret::new("plain-token-0123456789")],
+            ..Credentials::default()
+        })
+        .unwrap();
+        let mut basic = http::HeaderMap::new();
+        basic.insert(
+            http::header::AUTHORIZATION,
+            "Basic YWxpY2U=".parse().unwrap(),
+        );
+        for (headers, message) in [
+            (http::HeaderMap::new(), "missing bearer token"),
+            (basic, "authorization is not a bearer token"),
+            (bearer("plain-token-012345678"), "invalid bearer token"),
+        ] {
+            let s = auth.authenticate(&headers).unwrap_err();
+            assert_eq!(
+                (s.code(), s.message()),
+                (tonic::Code::Unauthenticated, message)
+            );
+        }
+        assert_eq!(
+            auth.authenticate(&bearer("plain-token-0123456789"))
+                .unwrap(),
+            Principal::everywhere("default", Role::User)
+        );
+        assert_eq!(
+            Authenticator::open()
+                .authenticate(&http::HeaderMap::new())
+                .unwrap(),
+            Principal::everywhere(LOCAL, Role::Admin)
+        );
+        let none = Authenticator::load(Credentials::default()).unwrap();
+        assert_eq!(
+            none.authenticate(&bearer("anything-at-all-0123"))
+                .unwrap_err()
+                .message(),
+            "the gateway has no credentials configured (principals_file, PLOKE_GATEWAY_TOKENS or [gateway.jwt])"
+        );
     }
 }

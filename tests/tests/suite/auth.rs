@@ -51,7 +51,7 @@ async fn a_gateway_without_tokens_refuses_everything_and_says_why() {
         (s.code(), s.message()),
         (
             Code::Unauthenticated,
-            "the gateway has no tokens configured (PLOKE_GATEWAY_TOKENS or [gateway] tokens_file)"
+            "the gateway has no credentials configured (principals_file, PLOKE_GATEWAY_TOKENS or [gateway.jwt])"
         )
     );
     sandbox.stop().await.unwrap();

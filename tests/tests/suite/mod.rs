@@ -8,6 +8,7 @@ mod replicas;
 mod session;
 mod storage;
 mod stores;
+mod tenancy;
 mod through_gateway;
 mod wiring;
 mod workspaces;

@@ -288,6 +288,44 @@ fn sync_dir(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// One whole file to write with [`write_whole`]: its path relative to the root, the hash its
+/// current content must have (`None`: it must not exist) and the new content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WholeFile {
+    /// Path relative to the root.
+    pub rel: String,
+    /// The hash it must have now; `None` = it must not exist.
+    pub base_hash: Option<String>,
+    /// The new content.
+    pub content: String,
+}
+
+/// Writes whole files into `root` with the guarantees of an apply: every path through the
+/// path policy, every file's current hash checked first (stale: nothing written), an undo
+/// record at `record`, temp + fsync + rename, every file restored if one fails; the record is
+/// removed once all are written (blocking). The `ploke` client writes an overlay's delivery
+/// into the developer's checkout with it.
+pub fn write_whole(root: &Path, files: &[WholeFile], record: &Path) -> Result<(), ApplyError> {
+    let mut writes = Vec::with_capacity(files.len());
+    for f in files {
+        let resolved =
+            resolve(root, "file_path", &f.rel, Access::Write).map_err(|_| ApplyError::Stale {
+                file: f.rel.clone(),
+                why: "does not resolve inside the workspace",
+            })?;
+        writes.push(FileWrite {
+            abs: resolved.abs,
+            rel: f.rel.clone(),
+            base_hash: f.base_hash.clone(),
+            content: f.content.clone(),
+        });
+    }
+    let originals = check(&writes)?;
+    write_all(&writes, originals, record, &|_| Ok(()))?;
+    discard(record);
+    Ok(())
+}
+
 /// Re-resolves, re-checks and writes the chosen edits' files (blocking).
 pub(super) fn write_chosen(
     root: &Path,

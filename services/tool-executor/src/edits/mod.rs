@@ -23,7 +23,7 @@ use ploke_runtime::principal;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub use apply::ApplyError;
+pub use apply::{ApplyError, WholeFile, recover as recover_write, write_whole};
 pub use store::StoreError;
 
 use crate::error::ExecutorError;

@@ -1,0 +1,53 @@
+//! Reaching a gateway: a channel with the caller's bearer token on every call.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ploke_proto::gateway::v1::gateway_client::GatewayClient;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+/// Adds `authorization: Bearer TOKEN` when there is a token.
+#[derive(Debug, Clone)]
+pub struct Auth(Option<MetadataValue<Ascii>>);
+
+impl Interceptor for Auth {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            request.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// A gateway client.
+pub type Gateway = GatewayClient<InterceptedService<Channel, Auth>>;
+
+/// Connects to the gateway at `url`, sending `token`.
+pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway> {
+    let channel = Endpoint::from_shared(url.to_owned())
+        .with_context(|| format!("gateway URL `{url}`"))?
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .with_context(|| format!("connecting to the gateway at {url}"))?;
+    Ok(GatewayClient::with_interceptor(channel, auth(token)?))
+}
+
+/// The interceptor that sends `token`.
+pub fn auth(token: Option<String>) -> anyhow::Result<Auth> {
+    let value = match token {
+        Some(t) => Some(
+            format!("Bearer {t}")
+                .parse()
+                .context("PLOKE_TOKEN is not a valid header value")?,
+        ),
+        None => None,
+    };
+    Ok(Auth(value))
+}

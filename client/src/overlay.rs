@@ -1,0 +1,135 @@
+//! The developer's own changes for a session on a shared workspace: the client sends the
+//! manifest of its checkout (path and blake3 of every file the index would hold, by the same
+//! scan rules as rag-search), the gateway answers which contents the server lacks, and only
+//! those are uploaded, in batches under the message limit. Files the developer deleted are the
+//! base's files missing from the manifest. Run before every message, so the model sees the
+//! developer's tree as it is when they ask.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use ploke_proto::rag::v1::{
+    ManifestEntry, OverlayFile, PutOverlayFilesRequest, SyncOverlayRequest,
+};
+
+use crate::gateway::Gateway;
+
+/// Bytes of content sent per PutOverlayFiles (well under the 16 MiB message limit).
+const BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// What one sync did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Synced {
+    /// Files that differ from the server's base (changed or new).
+    pub changed: u64,
+    /// Base files the developer does not have.
+    pub deleted: u64,
+    /// Files uploaded now (the others the server had already).
+    pub uploaded: u64,
+    /// Bytes uploaded now.
+    pub uploaded_bytes: u64,
+    /// The overlay's version afterwards.
+    pub version: u64,
+    /// Time taken.
+    pub took: Duration,
+}
+
+impl std::fmt::Display for Synced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "your changes: {} changed, {} deleted file(s); {} uploaded ({} KiB) in {} ms",
+            self.changed,
+            self.deleted,
+            self.uploaded,
+            self.uploaded_bytes.div_ceil(1024),
+            self.took.as_millis()
+        )
+    }
+}
+
+/// Path and blake3 of every file under `root` the index would hold (blocking).
+pub fn manifest(root: &Path) -> Vec<ManifestEntry> {
+    let (files, _) = ploke_rag_search::scan::scan(root);
+    files
+        .into_iter()
+        .filter_map(|f| {
+            // Read as the index reads: the path policy, the size cap, text only.
+            let bytes = ploke_runtime::path_policy::read_regular(
+                &f.abs,
+                ploke_rag_search::scan::MAX_FILE_BYTES,
+            )
+            .ok()?;
+            let hash = blake3::hash(&bytes).to_hex().to_string();
+            ploke_rag_search::scan::read_text(bytes)?;
+            Some(ManifestEntry { path: f.rel, hash })
+        })
+        .collect()
+}
+
+/// Sends the developer's checkout at `root` as the overlay of `session_id`.
+pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyhow::Result<Synced> {
+    let started = Instant::now();
+    let scan_root = root.to_owned();
+    let files = tokio::task::spawn_blocking(move || manifest(&scan_root))
+        .await
+        .context("scanning the checkout")?;
+    let planned = gateway
+        .sync_overlay(SyncOverlayRequest {
+            session_id: session_id.to_owned(),
+            workspace_root: String::new(),
+            files,
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("sending your changes: {}", s.message()))?
+        .into_inner();
+    let mut synced = Synced {
+        changed: planned.changed,
+        deleted: planned.deleted,
+        version: planned.version,
+        ..Synced::default()
+    };
+    let mut batch: Vec<OverlayFile> = Vec::new();
+    let mut batch_bytes = 0usize;
+    for path in planned.need {
+        let abs = root.join(&path);
+        let content =
+            ploke_runtime::path_policy::read_regular(&abs, ploke_rag_search::scan::MAX_FILE_BYTES)
+                .with_context(|| format!("reading {path}"))?;
+        if !batch.is_empty() && batch_bytes + content.len() > BATCH_BYTES {
+            synced.version = put(gateway, session_id, std::mem::take(&mut batch)).await?;
+            batch_bytes = 0;
+        }
+        batch_bytes += content.len();
+        synced.uploaded += 1;
+        synced.uploaded_bytes += content.len() as u64;
+        batch.push(OverlayFile {
+            path,
+            content,
+            expected_hash: String::new(),
+        });
+    }
+    if !batch.is_empty() {
+        synced.version = put(gateway, session_id, batch).await?;
+    }
+    synced.took = started.elapsed();
+    Ok(synced)
+}
+
+async fn put(
+    gateway: &mut Gateway,
+    session_id: &str,
+    files: Vec<OverlayFile>,
+) -> anyhow::Result<u64> {
+    Ok(gateway
+        .put_overlay_files(PutOverlayFilesRequest {
+            session_id: session_id.to_owned(),
+            files,
+            workspace_root: String::new(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("uploading your changes: {}", s.message()))?
+        .into_inner()
+        .version)
+}
