@@ -3,8 +3,8 @@
 //! permissions and admin-only administration, and each developer's own code through their
 //! session's overlay, with approved edits delivered to their checkout.
 
-mod ownership;
 mod overlay;
+mod ownership;
 mod permissions;
 
 use ploke_e2e::fake_provider::FakeProvider;

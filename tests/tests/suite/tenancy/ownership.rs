@@ -5,8 +5,7 @@
 
 use ploke_e2e::fake_provider::Reply;
 use ploke_proto::rag::v1::{
-    ManifestEntry, OverlayFile, PutOverlayFilesRequest, SearchRequest, Strategy,
-    SyncOverlayRequest,
+    ManifestEntry, OverlayFile, PutOverlayFilesRequest, SearchRequest, Strategy, SyncOverlayRequest,
 };
 use ploke_proto::session::v1::*;
 use ploke_proto::tools::v1::{
@@ -127,20 +126,38 @@ async fn another_principals_sessions_and_proposals_look_like_nothing_and_stay_un
                 bob.send_message(send(ghost)).await.map(|_| ()).unwrap_err(),
             ),
             (
-                bob.stream_events(events(named)).await.map(|_| ()).unwrap_err(),
-                bob.stream_events(events(ghost)).await.map(|_| ()).unwrap_err(),
+                bob.stream_events(events(named))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
+                bob.stream_events(events(ghost))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
             ),
             (
-                bob.cancel_turn(cancel(named)).await.map(|_| ()).unwrap_err(),
-                bob.cancel_turn(cancel(ghost)).await.map(|_| ()).unwrap_err(),
+                bob.cancel_turn(cancel(named))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
+                bob.cancel_turn(cancel(ghost))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
             ),
             (
                 bob.sync_overlay(sync(named)).await.map(|_| ()).unwrap_err(),
                 bob.sync_overlay(sync(ghost)).await.map(|_| ()).unwrap_err(),
             ),
             (
-                bob.put_overlay_files(put(named)).await.map(|_| ()).unwrap_err(),
-                bob.put_overlay_files(put(ghost)).await.map(|_| ()).unwrap_err(),
+                bob.put_overlay_files(put(named))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
+                bob.put_overlay_files(put(ghost))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
             ),
         ];
         for (theirs, nobodys) in pairs {
@@ -206,7 +223,11 @@ async fn another_principals_sessions_and_proposals_look_like_nothing_and_stay_un
         ..Default::default()
     };
     let theirs = bob.search(search(&sid)).await.unwrap().into_inner();
-    let nobodys = bob.search(search(GHOST_SESSION)).await.unwrap().into_inner();
+    let nobodys = bob
+        .search(search(GHOST_SESSION))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(theirs, nobodys);
 
     // Nothing of bob's reached alice's session; her proposal still waits for her.

@@ -71,7 +71,11 @@ async fn workspace_permissions_and_administration_are_enforced_per_principal() {
     );
     // Administration is for admins.
     assert_eq!(
-        refusal(alice.index_workspace(IndexWorkspaceRequest::default()).await),
+        refusal(
+            alice
+                .index_workspace(IndexWorkspaceRequest::default())
+                .await
+        ),
         (
             Code::PermissionDenied,
             "IndexWorkspace needs an admin principal (alice is a user)".to_owned()
@@ -107,7 +111,10 @@ async fn workspace_permissions_and_administration_are_enforced_per_principal() {
         .into_inner()
         .principal
         .unwrap();
-    assert_eq!((who.name.as_str(), who.workspaces), ("alice", vec!["*".to_owned()]));
+    assert_eq!(
+        (who.name.as_str(), who.workspaces),
+        ("alice", vec!["*".to_owned()])
+    );
     // The Sandbox's plain token (PLOKE_GATEWAY_TOKENS) is the one-person setup's `default`.
     let who = t
         .sandbox
