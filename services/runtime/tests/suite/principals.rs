@@ -50,7 +50,7 @@ fn seen(p: Option<EditProposal>) -> (String, String) {
 
 #[tokio::test]
 async fn the_principal_crosses_two_hops_and_is_trusted_only_with_the_token() {
-    telemetry();
+    let (exporter, provider) = telemetry();
     let b = start_with(None, true, LimitsConfig::default(), &internal()).await;
     let a = start_with(Some(&b.url), true, LimitsConfig::default(), &internal()).await;
     let mut client = ToolExecutorClient::new(channel(&a.url).await);
@@ -65,6 +65,21 @@ async fn the_principal_crosses_two_hops_and_is_trusted_only_with_the_token() {
         seen(r.proposal),
         ("alice".to_owned(), "user:app,/srv/other".to_owned())
     );
+    // Both hops' server spans name her.
+    provider.force_flush().unwrap();
+    let named: Vec<String> = exporter
+        .get_finished_spans()
+        .unwrap()
+        .iter()
+        .filter(|s| s.name == "ploke.tools.v1.ToolExecutor/GetEditDelivery")
+        .filter_map(|s| {
+            s.attributes
+                .iter()
+                .find(|kv| kv.key.as_str() == "enduser.id")
+                .map(|kv| kv.value.to_string())
+        })
+        .collect();
+    assert_eq!(named, vec!["alice".to_owned(), "alice".to_owned()]);
     // Without a principal: a trusted service's own call, nobody in particular.
     let r = client
         .get_edit_delivery(request(Some(TOKEN), None))
