@@ -1,8 +1,11 @@
 //! `ploke search`, `ask`, `sessions` and `edits` as a user runs them.
 
-use ploke_e2e::fake_provider::Reply;
+use ploke_e2e::Sandbox;
+use ploke_e2e::fake_provider::{FakeProvider, Reply};
 use ploke_proto::common::v1::Correlation;
 use ploke_proto::tools::v1::*;
+
+use ploke_runtime::ServiceKind;
 
 use super::{env, text};
 
@@ -276,4 +279,59 @@ async fn workspaces_are_added_listed_and_removed_from_the_command_line() {
         "{}",
         text(&out.stdout)
     );
+}
+
+#[tokio::test]
+async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_approved_edits_there()
+ {
+    let fake = FakeProvider::start().await.unwrap();
+    let sandbox = Sandbox::start_with_provider(fake.provider_config(None), |c| {
+        c.tool_executor.apply_to = ploke_runtime::config::ApplyTo::Overlay;
+    })
+    .await
+    .unwrap();
+    // The developer's checkout: the served tree plus a change of their own.
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(mine.path().join("src")).unwrap();
+    let local = format!(
+        "{}\npub fn mine_only() -> u8 {{\n    7\n}}\n",
+        super::LIB_RS
+    );
+    std::fs::write(mine.path().join("src/lib.rs"), &local).unwrap();
+    let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "    7\n", "replace": "    8\n"}}]}"#;
+    fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Done."]),
+    ]);
+    let url = sandbox.addrs().url(ServiceKind::Gateway);
+    let out = super::run(
+        mine.path(),
+        vec![
+            "ask".into(),
+            "make mine_only return 8".into(),
+            "--approve".into(),
+            "--gateway".into(),
+            url,
+        ],
+        &[("PLOKE_TOKEN", ploke_e2e::TOKEN)],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("(your changes: 1 changed, 0 deleted file(s); 1 uploaded"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(wrote src/lib.rs)"), "{stderr}");
+    // The edit was planned against the developer's version (the served tree has no mine_only)
+    // and written into the checkout; the served tree is untouched.
+    assert_eq!(
+        std::fs::read_to_string(mine.path().join("src/lib.rs")).unwrap(),
+        local.replace("    7\n", "    8\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace_root().join("src/lib.rs")).unwrap(),
+        super::LIB_RS
+    );
+    sandbox.stop().await.unwrap();
 }
