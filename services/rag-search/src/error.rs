@@ -64,6 +64,9 @@ pub enum RagError {
     /// The list of added workspaces could not be written; nothing changed.
     #[error("the workspace list could not be saved: {0}")]
     Registry(String),
+    /// The calling principal may not do this (an admin-only call, a workspace it may not use).
+    #[error(transparent)]
+    Denied(#[from] ploke_runtime::principal::Denied),
     /// A background task failed (a bug).
     #[error("internal: {0}")]
     Internal(String),

@@ -89,6 +89,7 @@ fn to_status(e: RagError) -> Status {
         e @ (RagError::Internal(_) | RagError::Blocking(BlockingError::Panicked(_))) => {
             Status::internal(e.to_string())
         }
+        RagError::Denied(d) => d.to_status(),
     }
 }
 
@@ -168,14 +169,17 @@ impl RagSearch for RagSearchGrpc {
         request: Request<pb::IndexWorkspaceRequest>,
     ) -> Result<Response<Self::IndexWorkspaceStream>, Status> {
         let r = request.into_inner();
-        // Resolve first so that a bad workspace fails the call, not the stream.
-        // A run already going is joined: its progress and outcome come back on this stream.
-        let status = self.service.status(&r.workspace_root).map_err(to_status)?;
+        // Check and resolve first so that a refusal or a bad workspace fails the call, not the
+        // stream. A run already going is joined: its progress and outcome come back on this
+        // stream.
+        let status = self.service.may_index(&r.workspace_root).map_err(to_status)?;
         let (tx, rx) = mpsc::channel::<Result<pb::IndexProgress, Status>>(64);
         let (ptx, mut prx) = mpsc::channel::<Progress>(64);
         let service = self.service.clone();
         let dense_available = status.dense_unavailable_reason.is_empty();
-        tokio::spawn(async move {
+        // The run's task keeps the caller's principal, so the domain's checks see it.
+        let principal = ploke_runtime::principal::current();
+        tokio::spawn(ploke_runtime::principal::scope(principal, async move {
             let run = service.index(&r.workspace_root, r.force, ptx);
             tokio::pin!(run);
             let outcome = loop {
@@ -214,7 +218,7 @@ impl RagSearch for RagSearchGrpc {
                 Err(e) => Err(to_status(e)),
             };
             let _ = tx.send(last).await;
-        });
+        }));
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))
