@@ -202,10 +202,7 @@ fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
         names(&found)
     );
     assert_eq!(found[0].layer, 1);
-    assert_eq!(
-        found.last().map(|f| names(&[f.clone()])[0].clone()),
-        Some((0, "crate::start".to_owned()))
-    );
+    assert_eq!(names(&found).last(), Some(&(0, "crate::start".to_owned())));
     let hybrid = Query::Hybrid {
         text: "read_environment",
         vector: &[0.0, 1.0],

@@ -173,6 +173,12 @@ impl RagService {
             .map_err(|_| lock_poisoned())?
             .remove(&root);
         let _ = self.changes.send((root.clone(), false));
+        {
+            let service = self.clone();
+            let root = root.clone();
+            self.blocking(move || service.drop_overlays_of(&root))
+                .await?;
+        }
         if let Some(slot) = slot {
             // A run going stops at its next step; searches already holding the slot finish.
             match slot.index.write() {
