@@ -78,6 +78,7 @@ async fn run(
                         strategy: strategy.into(),
                         top_k: 10,
                         filters: None,
+                        session_id: String::new(),
                     };
                     let t = Instant::now();
                     let response = client.search(request).await.unwrap().into_inner();

@@ -64,6 +64,71 @@ pub enum RagError {
     /// The list of added workspaces could not be written; nothing changed.
     #[error("the workspace list could not be saved: {0}")]
     Registry(String),
+    /// The calling principal may not do this (an admin-only call, a workspace it may not use).
+    #[error(transparent)]
+    Denied(#[from] ploke_runtime::principal::Denied),
+    /// A request field is not acceptable.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// Request field.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+    /// The session has no overlay (or one the caller may not act on: the same answer).
+    #[error("session {} has no overlay", shown(.0))]
+    NoOverlay(String),
+    /// A sync or put would take an overlay past a limit; nothing changed.
+    #[error(
+        "overlay of session {session} would hold {would} {unit}, over the limit of {limit}; commit and push, or raise [rag_search] {key}"
+    )]
+    OverlayFull {
+        /// The session.
+        session: String,
+        /// What it would hold.
+        would: u64,
+        /// The limit.
+        limit: u64,
+        /// `bytes` or `files`.
+        unit: &'static str,
+        /// The config key of the limit.
+        key: &'static str,
+    },
+    /// A compare-and-set put found another version of the file; nothing was written.
+    #[error(
+        "{field}: `{}` is at {current} in the overlay of session {session}, not {expected}; nothing was written",
+        shown(path)
+    )]
+    OverlayConflict {
+        /// Request field.
+        field: String,
+        /// The file.
+        path: String,
+        /// The session.
+        session: String,
+        /// The hash the request expected.
+        expected: String,
+        /// The hash the session sees (`no file` when it has none).
+        current: String,
+    },
+    /// A sync named another workspace than its session's overlay lies over.
+    #[error(
+        "the overlay of session {session} lies over workspace {root}; drop it first to sync another workspace"
+    )]
+    OverlayWorkspace {
+        /// The session.
+        session: String,
+        /// The overlay's workspace.
+        root: String,
+    },
+    /// An overlay is a difference from a complete base index, which the workspace lacks yet.
+    #[error(
+        "workspace {0} has no complete index yet (its first index run has not finished); sync the overlay once IndexStatus says READY"
+    )]
+    BaseIncomplete(String),
+    /// An overlay's files could not be read or written; what was answered before stays.
+    #[error("overlay storage unavailable: {0}")]
+    OverlayStorage(String),
     /// A background task failed (a bug).
     #[error("internal: {0}")]
     Internal(String),

@@ -31,6 +31,9 @@ pub use error::RagError;
 /// The gRPC service name.
 pub const SERVICE_NAME: &str = "ploke.rag.v1.RagSearch";
 
+/// Longest time between two sweeps for idle overlays.
+const OVERLAY_SWEEP_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What rag-search needs from `ploke.toml`.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -56,6 +59,8 @@ pub struct Config {
     pub embedding: Option<EmbeddingConfig>,
     /// The internal tokens callers must present.
     pub internal: InternalConfig,
+    /// Bounds on sessions' overlays.
+    pub overlays: service::OverlayLimits,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -85,6 +90,12 @@ impl From<&PlokeConfig> for Config {
                 .then(|| std::time::Duration::from_secs(c.rag_search.git_poll_secs)),
             embedding: c.embedding.clone(),
             internal: c.internal.clone(),
+            overlays: service::OverlayLimits {
+                max_bytes: c.rag_search.overlay_max_bytes,
+                max_files: c.rag_search.overlay_max_files,
+                idle: (c.rag_search.overlay_idle_secs > 0)
+                    .then(|| std::time::Duration::from_secs(c.rag_search.overlay_idle_secs)),
+            },
         }
     }
 }
@@ -152,6 +163,7 @@ pub async fn serve(
     .await
     .map_err(|e| StartError::Task(e.to_string()))??
     .with_repos_dir(config.repos_dir.clone())
+    .with_overlay_limits(config.overlays)
     .with_pool(config.limits.blocking_pool())
     .with_readiness(host.readiness());
     let _watcher = if config.watch {
@@ -170,7 +182,7 @@ pub async fn serve(
         .pool()
         .watch(host.readiness(), ploke_runtime::blocking::WATCH_PERIOD);
     let closing = service.clone();
-    let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service))
+    let server = RagSearchServer::new(grpc::RagSearchGrpc::new(service, max))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     // Ready at once: searches answer from each persisted index while the runs bring them up
@@ -181,12 +193,17 @@ pub async fn serve(
         Vec::new()
     };
     let clones = config.git_poll.map(|period| closing.follow_clones(period));
+    // Idle overlays are swept a few times per idle period (at least every minute).
+    let sweep = config.overlays.idle.map(|idle| {
+        let period = (idle / 4).clamp(std::time::Duration::from_secs(1), OVERLAY_SWEEP_MAX);
+        closing.expire_overlays_every(period)
+    });
     host.readiness().set_serving().await;
     let served = host
         .serve(tonic::service::Routes::new(server), listener, shutdown)
         .await;
     drop(_watcher);
-    for task in background.into_iter().chain(clones) {
+    for task in background.into_iter().chain(clones).chain(sweep) {
         task.abort();
     }
     // Release the index locks now, not when the last clone of the service goes away, so

@@ -63,15 +63,21 @@ pub fn excluded(rel: &str) -> bool {
     rel.split('/').any(|p| p == ".git" || p == ".ploke")
 }
 
+/// Whether `rel`'s name alone allows indexing it: not hidden, not ploke's or git's own, of a
+/// known language (ignore files aside, which [`is_indexable`] also reads). An overlay's files
+/// (sent by a client, not walked) are indexed by this rule.
+pub fn indexable_name(rel: &str) -> bool {
+    !excluded(rel)
+        && !rel.split('/').any(|p| p.starts_with('.'))
+        && crate::parse::language_of(Path::new(rel)).is_some()
+}
+
 /// Whether the walker would index `rel`: not hidden, not ploke's or git's own, not ignored by
 /// a `.gitignore` / `.ignore` on its way from the root (nor `.git/info/exclude`), and of a
 /// known language. Used for single files (refreshes, the watcher) so that they follow the same
 /// rules as a full walk.
 pub fn is_indexable(root: &Path, rel: &str) -> bool {
-    if excluded(rel) || rel.split('/').any(|p| p.starts_with('.')) {
-        return false;
-    }
-    if crate::parse::language_of(Path::new(rel)).is_none() {
+    if !indexable_name(rel) {
         return false;
     }
     let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
@@ -132,10 +138,19 @@ pub fn scan(root: &Path) -> (Vec<ScannedFile>, u64) {
 
 /// The file's text, or `None` when it is binary (a NUL byte) or not UTF-8.
 pub fn read_text(bytes: Vec<u8>) -> Option<String> {
-    if bytes.iter().take(8192).any(|b| *b == 0) {
+    if looks_binary(&bytes) {
         return None;
     }
     String::from_utf8(bytes).ok()
+}
+
+/// Whether content is text as the index takes it: no NUL byte near the start, UTF-8.
+pub fn is_text(bytes: &[u8]) -> bool {
+    !looks_binary(bytes) && std::str::from_utf8(bytes).is_ok()
+}
+
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8192).any(|b| *b == 0)
 }
 
 #[cfg(test)]
@@ -167,6 +182,7 @@ mod tests {
         assert_eq!(read_text(b"a\0b".to_vec()), None);
         assert_eq!(read_text(vec![0xff, 0xfe]), None);
         assert_eq!(read_text(b"ok".to_vec()), Some("ok".into()));
+        assert!(is_text(b"ok") && !is_text(b"a\0b") && !is_text(&[0xff, 0xfe]));
         // Single files follow the same rules.
         assert!(is_indexable(root, "src/lib.rs"));
         assert!(!is_indexable(root, "src/secret.rs"));

@@ -258,6 +258,13 @@ pub struct RagSearchConfig {
     /// Where git workspaces are cloned (default `<data_dir>/repos`). In a shared deployment,
     /// a volume tool-executor mounts at the same path, so its tools see the clones.
     pub repos_dir: Option<PathBuf>,
+    /// Most bytes of content one session's overlay (the developer's changed files over the
+    /// indexed base) may hold; a sync or put past it is refused.
+    pub overlay_max_bytes: u64,
+    /// Most paths (changed, deleted or awaited) one session's overlay may hold.
+    pub overlay_max_files: u64,
+    /// An overlay nobody synced, put or read for this many seconds is dropped; 0 = never.
+    pub overlay_idle_secs: u64,
 }
 
 impl Default for RagSearchConfig {
@@ -272,6 +279,9 @@ impl Default for RagSearchConfig {
             index_on_start: true,
             git_poll_secs: 300,
             repos_dir: None,
+            overlay_max_bytes: 64 * 1024 * 1024,
+            overlay_max_files: 20_000,
+            overlay_idle_secs: 86_400,
         }
     }
 }

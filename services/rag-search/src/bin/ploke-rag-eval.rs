@@ -199,6 +199,7 @@ async fn main() -> anyhow::Result<()> {
                         path_prefixes: files.iter().cloned().collect(),
                         ..Default::default()
                     }),
+                    session_id: String::new(),
                 })
                 .await?
                 .into_inner();

@@ -158,6 +158,7 @@ impl TryFrom<pb::SearchRequest> for SearchQuery {
             top_k: top_k(r.top_k, DEFAULT_TOP_K)?,
             filters: filters(r.filters)?,
             workspace_root: r.workspace_root,
+            session_id: r.session_id,
         })
     }
 }
@@ -172,6 +173,7 @@ impl TryFrom<pb::GetContextRequest> for SearchQuery {
             top_k: top_k(r.top_k, DEFAULT_CONTEXT_TOP_K)?,
             filters: filters(r.filters)?,
             workspace_root: r.workspace_root,
+            session_id: r.session_id,
         })
     }
 }

@@ -2,6 +2,7 @@
 //! domain and maps [`RagError`] to `tonic::Status` exhaustively.
 
 mod convert;
+mod overlay;
 mod workspaces;
 
 use workspaces::workspace_to_pb;
@@ -49,11 +50,16 @@ pub const MAX_REFRESH_PATHS: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct RagSearchGrpc {
     service: RagService,
+    /// Largest message it sends (an overlay's contents must fit).
+    max_message_bytes: usize,
 }
 
 impl RagSearchGrpc {
-    pub fn new(service: RagService) -> Self {
-        Self { service }
+    pub fn new(service: RagService, max_message_bytes: usize) -> Self {
+        Self {
+            service,
+            max_message_bytes,
+        }
     }
 }
 
@@ -89,6 +95,14 @@ fn to_status(e: RagError) -> Status {
         e @ (RagError::Internal(_) | RagError::Blocking(BlockingError::Panicked(_))) => {
             Status::internal(e.to_string())
         }
+        RagError::Denied(d) => d.to_status(),
+        RagError::Invalid { ref field, reason } => invalid_argument(field, reason),
+        e @ RagError::NoOverlay(_) => Status::not_found(e.to_string()),
+        e @ RagError::OverlayFull { .. } => Status::resource_exhausted(e.to_string()),
+        e @ (RagError::OverlayConflict { .. }
+        | RagError::OverlayWorkspace { .. }
+        | RagError::BaseIncomplete(_)) => Status::failed_precondition(e.to_string()),
+        e @ RagError::OverlayStorage(_) => Status::unavailable(e.to_string()),
     }
 }
 
@@ -168,14 +182,20 @@ impl RagSearch for RagSearchGrpc {
         request: Request<pb::IndexWorkspaceRequest>,
     ) -> Result<Response<Self::IndexWorkspaceStream>, Status> {
         let r = request.into_inner();
-        // Resolve first so that a bad workspace fails the call, not the stream.
-        // A run already going is joined: its progress and outcome come back on this stream.
-        let status = self.service.status(&r.workspace_root).map_err(to_status)?;
+        // Check and resolve first so that a refusal or a bad workspace fails the call, not the
+        // stream. A run already going is joined: its progress and outcome come back on this
+        // stream.
+        let status = self
+            .service
+            .may_index(&r.workspace_root)
+            .map_err(to_status)?;
         let (tx, rx) = mpsc::channel::<Result<pb::IndexProgress, Status>>(64);
         let (ptx, mut prx) = mpsc::channel::<Progress>(64);
         let service = self.service.clone();
         let dense_available = status.dense_unavailable_reason.is_empty();
-        tokio::spawn(async move {
+        // The run's task keeps the caller's principal, so the domain's checks see it.
+        let principal = ploke_runtime::principal::current();
+        tokio::spawn(ploke_runtime::principal::scope(principal, async move {
             let run = service.index(&r.workspace_root, r.force, ptx);
             tokio::pin!(run);
             let outcome = loop {
@@ -214,7 +234,7 @@ impl RagSearch for RagSearchGrpc {
                 Err(e) => Err(to_status(e)),
             };
             let _ = tx.send(last).await;
-        });
+        }));
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))
@@ -324,7 +344,7 @@ impl RagSearch for RagSearchGrpc {
         }
         let snippets = self
             .service
-            .snippets(&r.workspace_root, spans)
+            .snippets(&r.workspace_root, &r.session_id, spans)
             .await
             .map_err(to_status)?;
         Ok(Response::new(pb::GetSnippetsResponse {
@@ -392,7 +412,7 @@ impl RagSearch for RagSearchGrpc {
         let kind = kind_from_pb("kind", r.kind)?;
         let (items, total) = self
             .service
-            .lookup(&r.workspace_root, &target, kind, limit)
+            .lookup(&r.workspace_root, &r.session_id, &target, kind, limit)
             .map_err(to_status)?;
         Ok(Response::new(pb::LookupItemResponse {
             items: items.into_iter().map(item_to_pb).collect(),
@@ -430,5 +450,60 @@ impl RagSearch for RagSearchGrpc {
             items_removed: s.items_removed,
             items_embedded: s.items_embedded,
         }))
+    }
+
+    async fn sync_overlay(
+        &self,
+        request: Request<pb::SyncOverlayRequest>,
+    ) -> Result<Response<pb::SyncOverlayResponse>, Status> {
+        let r = request.into_inner();
+        let synced = self
+            .service
+            .sync_overlay(&r.session_id, &r.workspace_root, overlay::manifest(r.files))
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(overlay::synced_to_pb(synced)))
+    }
+
+    async fn put_overlay_files(
+        &self,
+        request: Request<pb::PutOverlayFilesRequest>,
+    ) -> Result<Response<pb::PutOverlayFilesResponse>, Status> {
+        let r = request.into_inner();
+        let put = self
+            .service
+            .put_overlay_files(&r.session_id, &r.workspace_root, overlay::puts(r.files))
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(overlay::put_to_pb(put)))
+    }
+
+    async fn get_overlay(
+        &self,
+        request: Request<pb::GetOverlayRequest>,
+    ) -> Result<Response<pb::Overlay>, Status> {
+        let r = request.into_inner();
+        let info = self
+            .service
+            .get_overlay(&r.session_id, r.paths, r.all_contents)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(overlay::overlay_to_pb(
+            info,
+            self.max_message_bytes,
+        )?))
+    }
+
+    async fn drop_overlay(
+        &self,
+        request: Request<pb::DropOverlayRequest>,
+    ) -> Result<Response<pb::DropOverlayResponse>, Status> {
+        let r = request.into_inner();
+        let dropped = self
+            .service
+            .drop_overlay(&r.session_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::DropOverlayResponse { dropped }))
     }
 }

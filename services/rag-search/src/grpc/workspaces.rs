@@ -42,5 +42,6 @@ pub(super) fn workspace_to_pb(w: WorkspaceInfo) -> pb::Workspace {
         items: w.items,
         added_at: w.added_at.map(timestamp),
         updated_at: w.updated_at.map(timestamp),
+        name: w.name,
     }
 }

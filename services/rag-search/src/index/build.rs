@@ -232,7 +232,7 @@ pub fn build(
                     summary.files_unchanged += 1;
                     continue;
                 }
-                let outcome = i.commit_prepared(file, p)?;
+                let outcome = i.commit_prepared(&file.into(), p)?;
                 record(&mut summary, outcome);
             }
             Ok((i.item_count(), i.embedded_count()))

@@ -125,7 +125,7 @@ impl WorkspaceIndex {
 }
 
 /// Whether an item passes search filters (the dense side filters in Rust; BM25 in tantivy).
-fn passes(r: &ItemRecord, f: &Filters) -> bool {
+pub(super) fn passes(r: &ItemRecord, f: &Filters) -> bool {
     (f.kinds.is_empty() || f.kinds.contains(&r.item.kind))
         && (f.languages.is_empty() || f.languages.contains(&r.language))
         && (f.path_prefixes.is_empty()

@@ -423,7 +423,7 @@ impl WorkspaceIndex {
     ) -> Result<(), IndexError> {
         let known = self.files.get(&file.rel).map(|f| f.hash.clone());
         let prepared = update::prepare(file, force, known.as_deref());
-        let outcome = self.commit_prepared(file, prepared)?;
+        let outcome = self.commit_prepared(&file.into(), prepared)?;
         record(summary, outcome);
         Ok(())
     }
@@ -549,11 +549,15 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
 }
 
 mod build;
+mod contents;
 mod dense;
+mod layers;
 mod refresh;
 mod search;
 
 pub use build::{COMMIT_EVERY, Guarded, build, eta};
+pub use contents::Contents;
+pub use layers::{Layer, LayeredFound, rank_bm25_layers, rank_dense_layers, search_layers};
 pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};
 #[cfg(test)]
 mod tests;

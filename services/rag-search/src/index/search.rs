@@ -20,11 +20,11 @@ pub const FUSION_DEPTH: usize = 100;
 /// (docs/PERFORMANCE.md).
 pub const DENSE_FUSION_DEPTH: usize = 20;
 
-fn dense_depth(top_k: usize) -> usize {
+pub(super) fn dense_depth(top_k: usize) -> usize {
     top_k.max(DENSE_FUSION_DEPTH)
 }
 
-fn bm25_depth(top_k: usize) -> usize {
+pub(super) fn bm25_depth(top_k: usize) -> usize {
     top_k.max(FUSION_DEPTH)
 }
 

@@ -40,6 +40,17 @@ pub(super) fn prepare(file: &ScannedFile, force: bool, known_hash: Option<&str>)
         Err(FileError::NotFound) => return Prepared::Missing,
         Err(_) => return Prepared::Skipped,
     };
+    prepare_bytes(&file.rel, file.language, bytes, force, known_hash)
+}
+
+/// [`prepare`] of content already read (an overlay's files come as bytes).
+pub(super) fn prepare_bytes(
+    rel: &str,
+    language: &str,
+    bytes: Vec<u8>,
+    force: bool,
+    known_hash: Option<&str>,
+) -> Prepared {
     let hash = blake3::hash(&bytes).to_hex().to_string();
     if !force && known_hash == Some(hash.as_str()) {
         return Prepared::Unchanged;
@@ -47,10 +58,10 @@ pub(super) fn prepare(file: &ScannedFile, force: bool, known_hash: Option<&str>)
     let Some(text) = scan::read_text(bytes) else {
         return Prepared::Skipped;
     };
-    let parsed = if file.language == "rust" {
-        parse::parse_rust(&file.rel, &text)
+    let parsed = if language == "rust" {
+        parse::parse_rust(rel, &text)
     } else {
-        parse::line_windows(&file.rel, &text)
+        parse::line_windows(rel, &text)
     };
     let items = parsed
         .into_iter()
@@ -98,26 +109,41 @@ pub(super) fn prepare_batch(
     })
 }
 
+/// Which file a prepared one is: its path relative to the root and its language.
+pub(super) struct FileName<'a> {
+    pub(super) rel: &'a str,
+    pub(super) language: &'static str,
+}
+
+impl<'a> From<&'a ScannedFile> for FileName<'a> {
+    fn from(f: &'a ScannedFile) -> Self {
+        Self {
+            rel: &f.rel,
+            language: f.language,
+        }
+    }
+}
+
 impl WorkspaceIndex {
     /// Applies a prepared file to the index.
     pub(super) fn commit_prepared(
         &mut self,
-        file: &ScannedFile,
+        file: &FileName<'_>,
         prepared: Prepared,
     ) -> Result<FileOutcome, IndexError> {
         let (hash, text, items) = match prepared {
             Prepared::Missing => {
-                let removed = self.drop_file(&file.rel);
+                let removed = self.drop_file(file.rel);
                 return Ok(FileOutcome::Removed { removed });
             }
             Prepared::Skipped => {
-                let removed = self.drop_file(&file.rel);
+                let removed = self.drop_file(file.rel);
                 return Ok(FileOutcome::Skipped { removed });
             }
             Prepared::Unchanged => return Ok(FileOutcome::Unchanged),
             Prepared::Parsed { hash, text, items } => (hash, text, items),
         };
-        let removed = self.drop_file(&file.rel);
+        let removed = self.drop_file(file.rel);
         let mut ids = Vec::with_capacity(items.len());
         for (item, embed_hash) in items {
             let id = self.next_id;
@@ -125,7 +151,7 @@ impl WorkspaceIndex {
             let body = text.get(item.byte_start..item.byte_end).unwrap_or("");
             self.bm25.add(&Bm25Doc {
                 id,
-                file: &file.rel,
+                file: file.rel,
                 kind: item.kind,
                 language: file.language,
                 name: &item.name,
@@ -139,7 +165,7 @@ impl WorkspaceIndex {
                 id,
                 ItemRecord {
                     id,
-                    file: file.rel.clone(),
+                    file: file.rel.to_owned(),
                     language: file.language.to_owned(),
                     file_hash: hash.clone(),
                     item,
@@ -149,7 +175,7 @@ impl WorkspaceIndex {
         }
         let added = ids.len() as u64;
         self.files.insert(
-            file.rel.clone(),
+            file.rel.to_owned(),
             FileRecord {
                 hash,
                 language: file.language.to_owned(),

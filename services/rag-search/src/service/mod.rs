@@ -1,6 +1,7 @@
 //! rag-search's domain: one [`WorkspaceIndex`] per configured workspace, opened at start-up
 //! from disk; indexing runs on blocking threads and reports progress; searches, context
-//! assembly, snippets, lookups and refreshes run against the persisted index.
+//! assembly, snippets, lookups ([`read`]) and refreshes run against the persisted index, and
+//! through a session's overlay ([`overlay`]) when they name one.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -8,30 +9,29 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use ploke_runtime::blocking::{BlockingPool, PoolSize};
 use ploke_runtime::metrics::record;
-use ploke_runtime::path_policy;
 use ploke_runtime::server::Readiness;
 use ploke_runtime::workspaces::Workspaces;
 
 use crate::bm25::Boosts;
-use crate::context::{self, Assembled, Budget, Candidate};
 use crate::embed::Embedder;
 use crate::error::RagError;
 use crate::fusion::Rrf;
-use crate::index::{
-    DenseSpec, Found, Hybrid, IndexError, ItemRecord, Query, Summary, WorkspaceIndex, workspace_key,
-};
-use crate::parse::Kind;
+use crate::index::{DenseSpec, IndexError, Summary, WorkspaceIndex, workspace_key};
 use crate::rank::LengthPrior;
-use crate::scan;
 
+mod overlay;
 mod paths;
+mod read;
 mod registry;
 mod runs;
 mod types;
 mod workspaces;
 
+pub use overlay::{
+    Entry as OverlayEntryState, ManifestFile, OverlayEntry, OverlayInfo, OverlayLimits, OverlayPut,
+    Put, Synced, check_session_id,
+};
 pub use paths::check_relative;
-use paths::read_span;
 use runs::RunEvent;
 
 pub use registry::GitOrigin;
@@ -75,6 +75,9 @@ pub struct RagService {
     refreshed: tokio::sync::broadcast::Sender<Refreshed>,
     pool: BlockingPool,
     readiness: Option<Readiness>,
+    /// Sessions' overlays over the workspaces.
+    overlays: Arc<overlay::Overlays>,
+    overlay_limits: OverlayLimits,
 }
 
 /// What opening a workspace's index takes.
@@ -133,17 +136,6 @@ impl std::fmt::Debug for RagService {
     }
 }
 
-/// The strategy, hits and dense-unavailable reason a HYBRID search ended with.
-fn hybrid_outcome<'a>(outcome: Hybrid<'a>, reason: &str) -> (Strategy, Vec<Found<'a>>, String) {
-    match outcome {
-        Hybrid::Fused(found) => (Strategy::Hybrid, found, reason.to_owned()),
-        Hybrid::Bm25Only(found, e) => {
-            tracing::warn!(error = %e, "query embedding failed; answering with bm25");
-            (Strategy::Bm25, found, e.to_string())
-        }
-    }
-}
-
 fn lock_poisoned() -> RagError {
     RagError::Internal("an index lock was poisoned by a panic".into())
 }
@@ -174,6 +166,8 @@ impl RagService {
             let slot = opening.open(&root, embedder.as_deref())?;
             slots.insert(root, Arc::new(slot));
         }
+        let overlays =
+            overlay::Overlays::load(data_dir, &workspaces.roots(), &opening, embedder.as_deref());
         Ok(Self {
             workspaces,
             slots: Arc::new(RwLock::new(slots)),
@@ -185,7 +179,16 @@ impl RagService {
             refreshed: tokio::sync::broadcast::channel(64).0,
             pool: BlockingPool::new(PoolSize::new(0, 5000)),
             readiness: None,
+            overlays: Arc::new(overlays),
+            overlay_limits: OverlayLimits::default(),
         })
+    }
+
+    /// Bounds every session's overlay by `limits` (what overlays hold already stays; a sync
+    /// or put past the limits is refused).
+    pub fn with_overlay_limits(mut self, limits: OverlayLimits) -> Self {
+        self.overlay_limits = limits;
+        self
     }
 
     /// Clones git workspaces under `dir` (default `<data_dir>/repos`).
@@ -336,162 +339,7 @@ impl RagService {
         })
     }
 
-    /// Ranked search: BM25, dense, or both fused with RRF.
-    pub async fn search(&self, query: SearchQuery) -> Result<SearchOutcome, RagError> {
-        let strategy = match (query.strategy, &self.embedder) {
-            (Strategy::Dense, None) => return Err(RagError::DenseUnavailable(NO_MODEL.into())),
-            (Strategy::Default | Strategy::Hybrid, Some(_)) => Strategy::Hybrid,
-            (Strategy::Default | Strategy::Hybrid | Strategy::Bm25, None) => Strategy::Bm25,
-            (s @ (Strategy::Bm25 | Strategy::Dense), Some(_)) => s,
-        };
-        let (_, slot, index_state) = self.ready_slot(&query.workspace_root)?;
-        let embedder = self.embedder.clone();
-        let rrf = self.rrf;
-        let reason = self.dense_reason();
-        self.blocking(move || {
-            // While the first run is still embedding, no item may have a vector yet: HYBRID
-            // answers with BM25 alone and says so; DENSE cannot answer.
-            let no_vectors = slot
-                .index
-                .read()
-                .map_err(|_| lock_poisoned())?
-                .embedded_count()
-                == 0;
-            let (strategy, reason) = match strategy {
-                Strategy::Dense | Strategy::Hybrid if no_vectors && embedder.is_some() => {
-                    let why = match &index_state {
-                        IndexState::Indexing(p) => format!(
-                            "no item has a vector yet: the index run is at {} ({} of {} items embedded)",
-                            phase_name(p.phase),
-                            p.embed_done,
-                            p.embed_total
-                        ),
-                        _ => "no item has a vector (the index has no items, or the embedding model failed on all of them)".to_owned(),
-                    };
-                    if strategy == Strategy::Dense {
-                        return Err(RagError::DenseUnavailable(why));
-                    }
-                    (Strategy::Bm25, why)
-                }
-                other => (other, reason),
-            };
-            let f = &query.filters;
-            let text = query.query.as_str();
-            // A remote endpoint may take seconds: its query vector is fetched before the index
-            // lock is taken, so refreshes (and other searches behind them) never wait on it. A
-            // local model (milliseconds) embeds while BM25 ranks under the lock.
-            let early = match embedder.as_deref() {
-                Some(e) if e.is_remote() && strategy != Strategy::Bm25 => Some(e.embed_query(text)),
-                _ => None,
-            };
-            let index = slot.index.read().map_err(|_| lock_poisoned())?;
-            // A failed query embedding fails DENSE; HYBRID answers with BM25 alone and says why.
-            let (strategy, found, reason) = match (strategy, embedder.as_deref(), early) {
-                (Strategy::Dense, Some(e), early) => {
-                    let v = early
-                        .unwrap_or_else(|| e.embed_query(text))
-                        .map_err(RagError::Embedding)?;
-                    let found = index.search(Query::Dense(&v), f, query.top_k)?;
-                    (strategy, found, reason.clone())
-                }
-                (Strategy::Hybrid, Some(_), Some(early)) => hybrid_outcome(
-                    index.search_hybrid(text, || early, f, query.top_k, rrf)?,
-                    &reason,
-                ),
-                (Strategy::Hybrid, Some(e), None) => hybrid_outcome(
-                    index.search_hybrid(text, || e.embed_query(text), f, query.top_k, rrf)?,
-                    &reason,
-                ),
-                _ => (
-                    Strategy::Bm25,
-                    index.search(Query::Bm25(text), f, query.top_k)?,
-                    reason.clone(),
-                ),
-            };
-            let hits = found
-                .into_iter()
-                .map(|f| SearchHit {
-                    record: f.hit.record.clone(),
-                    text: f.hit.text,
-                    score: f.hit.score,
-                    bm25_rank: f.bm25_rank,
-                    dense_rank: f.dense_rank,
-                })
-                .collect();
-            Ok(SearchOutcome {
-                hits,
-                strategy,
-                dense_used: matches!(strategy, Strategy::Dense | Strategy::Hybrid),
-                dense_unavailable_reason: reason,
-                index_state,
-            })
-        })
-        .await?
-    }
-
-    /// Retrieval plus context assembly.
-    pub async fn context(
-        &self,
-        query: SearchQuery,
-        budget: Budget,
-    ) -> Result<(Assembled, SearchOutcome), RagError> {
-        let (root, _, _) = self.ready_slot(&query.workspace_root)?;
-        let outcome = self.search(query).await?;
-        let candidates: Vec<Candidate> = outcome
-            .hits
-            .iter()
-            .map(|h| Candidate::of(&h.record, h.text.clone(), h.score))
-            .collect();
-        let assembled = self
-            .blocking(move || {
-                context::assemble(&root, candidates, budget, &mut |file, hash| {
-                    let abs = scan::own_file(&root, file)?;
-                    let bytes = path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
-                    (blake3::hash(&bytes).to_hex().as_str() == hash)
-                        .then(|| String::from_utf8(bytes).ok())
-                        .flatten()
-                })
-            })
-            .await?;
-        Ok((assembled, outcome))
-    }
-
-    /// Exact bytes of spans from the files as they are now.
-    pub async fn snippets(
-        &self,
-        workspace_root: &str,
-        spans: Vec<SpanRequest>,
-    ) -> Result<Vec<Snippet>, RagError> {
-        let (root, _) = self.slot(workspace_root)?;
-        let mut checked = Vec::with_capacity(spans.len());
-        for (i, s) in spans.into_iter().enumerate() {
-            let path = check_relative(&format!("spans[{i}].span.path"), &s.path)?;
-            checked.push(SpanRequest { path, ..s });
-        }
-        self.blocking(move || {
-            let mut files: HashMap<String, Option<(Vec<u8>, String)>> = HashMap::new();
-            checked
-                .into_iter()
-                .map(|s| {
-                    // Read by the path policy: a symlink (inside or out), a FIFO or a device is
-                    // missing, never followed or waited on.
-                    let entry = files.entry(s.path.clone()).or_insert_with(|| {
-                        let abs = scan::own_file(&root, &s.path)?;
-                        path_policy::read_regular(&abs, scan::MAX_FILE_BYTES)
-                            .ok()
-                            .map(|b| {
-                                let h = blake3::hash(&b).to_hex().to_string();
-                                (b, h)
-                            })
-                    });
-                    read_span(&s, entry.as_ref())
-                })
-                .collect()
-        })
-        .await
-    }
-
-    /// Closes every index (releasing their locks); later writes fail.
+    /// Closes every index, overlays' too (releasing their locks); later writes fail.
     pub fn close(&self) {
         let slots: Vec<Arc<Slot>> = self
             .slots
@@ -504,25 +352,7 @@ impl RagService {
                 Err(poisoned) => poisoned.into_inner().close(),
             }
         }
-    }
-
-    /// Items by canonical path, name or file, at most `limit`, with the number that matched.
-    pub fn lookup(
-        &self,
-        workspace_root: &str,
-        target: &LookupTarget,
-        kind: Option<Kind>,
-        limit: usize,
-    ) -> Result<(Vec<ItemRecord>, usize), RagError> {
-        let (_, slot, _) = self.ready_slot(workspace_root)?;
-        let index = slot.index.read().map_err(|_| lock_poisoned())?;
-        let found = match target {
-            LookupTarget::CanonPath(p) => index.lookup_canon(p, kind),
-            LookupTarget::Name(n) => index.lookup_name(n, kind),
-            LookupTarget::File(f) => index.lookup_file(f, kind),
-        };
-        let total = found.len();
-        Ok((found.into_iter().take(limit).cloned().collect(), total))
+        self.overlays.close();
     }
 
     /// Re-reads files; only changed ones are re-parsed.
@@ -562,23 +392,5 @@ impl RagService {
             summary: summary.clone(),
         });
         Ok(summary)
-    }
-
-    /// Files indexed and items of one file (for get_file_metadata).
-    pub fn items_of_file(&self, workspace_root: &str, rel: &str) -> Result<u32, RagError> {
-        let (_, slot) = self.slot(workspace_root)?;
-        let index = slot.index.read().map_err(|_| lock_poisoned())?;
-        Ok(index.items_of_file(rel))
-    }
-}
-
-fn phase_name(phase: crate::index::Phase) -> &'static str {
-    use crate::index::Phase;
-    match phase {
-        Phase::Scanning => "scanning",
-        Phase::Parsing => "parsing",
-        Phase::Embedding => "embedding",
-        Phase::Committing => "committing",
-        Phase::Done => "done",
     }
 }

@@ -22,13 +22,22 @@ pub(super) enum RunEvent {
 
 impl RagService {
     /// Indexes a workspace, sending progress to `progress` (dropped when the receiver lags).
+    /// Needs an admin principal (or a trusted caller) that may use the workspace.
     pub async fn index(
         &self,
         workspace_root: &str,
         force: bool,
         progress: mpsc::Sender<Progress>,
     ) -> Result<Summary, RagError> {
+        ploke_runtime::principal::require_admin("IndexWorkspace")?;
         self.index_now(workspace_root, force, progress).await
+    }
+
+    /// IndexWorkspace's checks, in the request's task before its stream starts: an admin
+    /// principal (or a trusted caller) that may use the workspace; the workspace's status.
+    pub fn may_index(&self, workspace_root: &str) -> Result<super::Status, RagError> {
+        ploke_runtime::principal::require_admin("IndexWorkspace")?;
+        self.status(workspace_root)
     }
 
     async fn index_now(

@@ -32,6 +32,9 @@ pub struct SearchQuery {
     pub top_k: usize,
     /// Restrictions.
     pub filters: Filters,
+    /// Answer as this session sees the workspace (its overlay over the base); empty = the
+    /// base alone.
+    pub session_id: String,
 }
 
 /// Where an index run stands.

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use ploke_runtime::principal;
+
 use super::registry::{Entry, GitOrigin, epoch_ms};
 use super::{IndexState, RagService, lock_poisoned};
 use crate::error::RagError;
@@ -32,6 +34,8 @@ pub enum NewWorkspace {
 pub struct WorkspaceInfo {
     /// Its root.
     pub root: PathBuf,
+    /// Its name (the root's last component), as principals' workspace lists may use it.
+    pub name: String,
     /// Configured (true) or added at run time.
     pub configured: bool,
     /// Its git origin, for a clone.
@@ -62,6 +66,7 @@ impl RagService {
     /// Serves one more workspace (see [`NewWorkspace`]); adding a git repository that is
     /// served already fetches it now.
     pub async fn add_workspace(&self, new: NewWorkspace) -> Result<WorkspaceInfo, RagError> {
+        principal::require_admin("AddWorkspace")?;
         let mut registry = self.registry.lock().await;
         let (root, git) = match new {
             NewWorkspace::Path(path) => (self.checked_dir(&path)?, None),
@@ -132,11 +137,14 @@ impl RagService {
         self.info(&root).await
     }
 
-    /// Every served workspace, configured ones first.
+    /// Every served workspace the calling principal may use, configured ones first.
     pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>, RagError> {
+        let caller = principal::current();
         let mut out = Vec::new();
         for root in self.workspaces.roots() {
-            out.push(self.info(&root).await?);
+            if caller.as_ref().is_none_or(|p| p.may_use(&root)) {
+                out.push(self.info(&root).await?);
+            }
         }
         Ok(out)
     }
@@ -148,6 +156,7 @@ impl RagService {
         requested: &str,
         delete_data: bool,
     ) -> Result<WorkspaceInfo, RagError> {
+        principal::require_admin("RemoveWorkspace")?;
         let root = self.workspaces.resolve(requested)?;
         if self.workspaces.is_configured(&root) {
             return Err(RagError::ConfiguredWorkspace(root.display().to_string()));
@@ -164,6 +173,12 @@ impl RagService {
             .map_err(|_| lock_poisoned())?
             .remove(&root);
         let _ = self.changes.send((root.clone(), false));
+        {
+            let service = self.clone();
+            let root = root.clone();
+            self.blocking(move || service.drop_overlays_of(&root))
+                .await?;
+        }
         if let Some(slot) = slot {
             // A run going stops at its next step; searches already holding the slot finish.
             match slot.index.write() {
@@ -252,6 +267,7 @@ impl RagService {
         };
         Ok(WorkspaceInfo {
             root: root.to_owned(),
+            name: principal::workspace_name(root),
             configured: self.workspaces.is_configured(root),
             git: entry.as_ref().and_then(|e| e.git.clone()),
             head,

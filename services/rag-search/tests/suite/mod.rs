@@ -1,4 +1,5 @@
 mod adapter;
 mod binary;
+mod overlay;
 mod retrieval;
 mod watch;

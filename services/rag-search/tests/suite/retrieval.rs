@@ -276,6 +276,7 @@ async fn index_search_context_snippets_lookup_refresh_and_restart() {
         .client
         .get_snippets(GetSnippetsRequest {
             workspace_root: String::new(),
+            session_id: String::new(),
             spans: vec![
                 snip("src/config.rs", 15, 36, &hash),
                 snip("src/config.rs", 15, 36, "0000"),
@@ -302,6 +303,7 @@ async fn index_search_context_snippets_lookup_refresh_and_restart() {
         .client
         .get_snippets(GetSnippetsRequest {
             workspace_root: String::new(),
+            session_id: String::new(),
             spans: vec![snip("../etc/passwd", 0, 1, "")],
         })
         .await

@@ -23,6 +23,7 @@ async fn top(service: &RagService, query: &str) -> Vec<String> {
             strategy: Strategy::Bm25,
             top_k: 5,
             filters: Filters::default(),
+            session_id: String::new(),
         })
         .await
         .unwrap()

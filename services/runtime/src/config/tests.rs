@@ -323,3 +323,29 @@ fn a_storage_url_that_is_not_postgres_is_refused() {
     let err = PlokeConfig::load(ServiceKind::LlmSession, &CommonArgs::default(), &env).unwrap_err();
     assert!(err.to_string().contains("postgres://"), "{err}");
 }
+
+#[test]
+fn overlay_limits_default_and_come_from_rag_search() {
+    let d = PlokeConfig::default().rag_search;
+    assert_eq!(
+        (
+            d.overlay_max_bytes,
+            d.overlay_max_files,
+            d.overlay_idle_secs
+        ),
+        (64 * 1024 * 1024, 20_000, 86_400)
+    );
+    let c = PlokeConfig::from_toml(
+        "[rag_search]\noverlay_max_bytes = 1024\noverlay_max_files = 3\noverlay_idle_secs = 0\n",
+        Path::new("ploke.toml"),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            c.rag_search.overlay_max_bytes,
+            c.rag_search.overlay_max_files,
+            c.rag_search.overlay_idle_secs
+        ),
+        (1024, 3, 0)
+    );
+}

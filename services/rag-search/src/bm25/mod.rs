@@ -119,6 +119,54 @@ pub enum Bm25Error {
     Closed,
 }
 
+/// What a search must respect beyond its filters: files to leave out (shadowed by an overlay)
+/// and the corpus statistics to score with (those of every index searched together, so that
+/// their scores compare).
+#[derive(Default, Clone, Copy)]
+pub struct Scope<'a> {
+    /// Files (relative paths) whose items are never returned.
+    pub hidden: Option<&'a std::collections::HashSet<&'a str>>,
+    /// Statistics to score with instead of this index's own.
+    pub stats: Option<&'a CorpusStats>,
+}
+
+/// BM25 statistics of several indexes as one corpus: document counts, token counts and
+/// document frequencies summed. Scoring two indexes with the same statistics makes their
+/// scores comparable (the same term weighs the same in both, lengths are normalised against
+/// the same average), so that their hits can be merged by score.
+pub struct CorpusStats {
+    searchers: Vec<tantivy::Searcher>,
+}
+
+impl CorpusStats {
+    /// The statistics of these indexes together, as they are now.
+    pub fn of(indexes: &[&Bm25]) -> Self {
+        Self {
+            searchers: indexes.iter().map(|b| b.searcher()).collect(),
+        }
+    }
+}
+
+impl tantivy::query::Bm25StatisticsProvider for CorpusStats {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        self.searchers.iter().try_fold(0u64, |sum, s| {
+            Ok(sum + tantivy::query::Bm25StatisticsProvider::total_num_tokens(s, field)?)
+        })
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        self.searchers.iter().try_fold(0u64, |sum, s| {
+            Ok(sum + tantivy::query::Bm25StatisticsProvider::total_num_docs(s)?)
+        })
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.searchers
+            .iter()
+            .try_fold(0u64, |sum, s| Ok(sum + s.doc_freq(term)?))
+    }
+}
+
 /// One BM25 hit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
@@ -351,6 +399,17 @@ impl Bm25 {
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<Candidate>, Bm25Error> {
+        self.search_scoped(query, filters, limit, &Scope::default())
+    }
+
+    /// [`Bm25::search`] leaving out the files of `scope` and scoring with its statistics.
+    pub fn search_scoped(
+        &self,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+        scope: &Scope<'_>,
+    ) -> Result<Vec<Candidate>, Bm25Error> {
         let f = self.fields;
         let mut seen = HashSet::new();
         let tokens: Vec<String> = code_tokens(query)
@@ -406,9 +465,19 @@ impl Bm25 {
                 .map(|p| Term::from_field_text(f.dirs, p));
             clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
         }
+        if let Some(hidden) = scope.hidden
+            && !hidden.is_empty()
+        {
+            let terms = hidden.iter().map(|p| Term::from_field_text(f.file, p));
+            clauses.push((Occur::MustNot, Box::new(TermSetQuery::new(terms))));
+        }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let collector = TopDocs::with_limit(limit).order_by_score();
+        let top = match scope.stats {
+            Some(stats) => searcher.search_with_statistics_provider(&query, &collector, stats)?,
+            None => searcher.search(&query, &collector)?,
+        };
         // The id column of each segment, opened once for all its hits.
         let ids = searcher
             .segment_readers()
@@ -447,103 +516,27 @@ impl Bm25 {
     pub fn index(&self) -> &Index {
         &self.index
     }
+
+    /// What searches see now (for corpus statistics over several indexes: [`CorpusStats`]).
+    pub fn searcher(&self) -> tantivy::Searcher {
+        self.reader.searcher()
+    }
+
+    /// Drops the writer (its threads and memory) until the next write makes one again: for
+    /// small indexes that are written rarely and must not hold threads meanwhile (overlays).
+    /// Nothing is lost: call it after a commit.
+    pub fn release_writer(&mut self) {
+        if let Some(w) = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            && let Err(e) = w.wait_merging_threads()
+        {
+            tracing::warn!(error = %e, "releasing the bm25 writer");
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn doc<'a>(id: u64, file: &'a str, name: &'a str, body: &'a str, kind: Kind) -> Bm25Doc<'a> {
-        Bm25Doc {
-            id,
-            file,
-            kind,
-            language: "rust",
-            name,
-            canon_path: name,
-            signature: "",
-            doc: "",
-            body,
-        }
-    }
-
-    #[test]
-    fn finds_by_identifier_parts_filters_and_removes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
-        bm.add(&doc(
-            1,
-            "src/config.rs",
-            "load_config",
-            "fn load_config() { read_file() }",
-            Kind::Function,
-        ))
-        .unwrap();
-        bm.add(&doc(
-            2,
-            "src/net/http.rs",
-            "HttpClient",
-            "struct HttpClient { retries: u8 }",
-            Kind::Struct,
-        ))
-        .unwrap();
-        bm.add(&doc(
-            3,
-            "src/net/retry.rs",
-            "backoff",
-            "fn backoff(attempt: u32) -> Duration",
-            Kind::Function,
-        ))
-        .unwrap();
-        bm.commit().unwrap();
-        assert_eq!(bm.num_docs(), 3);
-
-        let ids = |c: Vec<Candidate>| c.iter().map(|h| h.id).collect::<Vec<_>>();
-        let hits = bm.search("config", &Filters::default(), 10).unwrap();
-        assert_eq!(ids(hits), vec![1]);
-        assert_eq!(
-            bm.texts(&[1]).unwrap()[&1],
-            "fn load_config() { read_file() }"
-        );
-        assert_eq!(
-            ids(bm.search("http client", &Filters::default(), 10).unwrap()),
-            vec![2]
-        );
-        let net_only = Filters {
-            path_prefixes: vec![normalize_prefix("./src/net/")],
-            ..Filters::default()
-        };
-        let mut got = ids(bm.search("retries backoff config", &net_only, 10).unwrap());
-        got.sort_unstable();
-        assert_eq!(got, vec![2, 3]);
-        let structs = Filters {
-            kinds: vec![Kind::Struct],
-            ..Filters::default()
-        };
-        assert_eq!(
-            ids(bm.search("retries backoff", &structs, 10).unwrap()),
-            vec![2]
-        );
-
-        bm.remove_file("src/net/http.rs");
-        bm.commit().unwrap();
-        assert!(ids(bm.search("HttpClient", &Filters::default(), 10).unwrap()).is_empty());
-        assert!(ids(bm.search("", &Filters::default(), 10).unwrap()).is_empty());
-        drop(bm);
-        // Persisted: reopening sees the same documents.
-        let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
-        assert_eq!(bm.num_docs(), 2);
-    }
-
-    #[test]
-    fn an_index_of_another_schema_is_started_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut b = Schema::builder();
-        b.add_u64_field("id", INDEXED | STORED);
-        let old = Index::create_in_dir(dir.path(), b.build()).unwrap();
-        drop(old);
-        let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
-        assert_eq!(bm.num_docs(), 0);
-        assert_eq!(bm.index().schema(), schema().0);
-    }
-}
+mod tests;

@@ -1,0 +1,95 @@
+use super::*;
+
+fn doc<'a>(id: u64, file: &'a str, name: &'a str, body: &'a str, kind: Kind) -> Bm25Doc<'a> {
+    Bm25Doc {
+        id,
+        file,
+        kind,
+        language: "rust",
+        name,
+        canon_path: name,
+        signature: "",
+        doc: "",
+        body,
+    }
+}
+
+#[test]
+fn finds_by_identifier_parts_filters_and_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    bm.add(&doc(
+        1,
+        "src/config.rs",
+        "load_config",
+        "fn load_config() { read_file() }",
+        Kind::Function,
+    ))
+    .unwrap();
+    bm.add(&doc(
+        2,
+        "src/net/http.rs",
+        "HttpClient",
+        "struct HttpClient { retries: u8 }",
+        Kind::Struct,
+    ))
+    .unwrap();
+    bm.add(&doc(
+        3,
+        "src/net/retry.rs",
+        "backoff",
+        "fn backoff(attempt: u32) -> Duration",
+        Kind::Function,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    assert_eq!(bm.num_docs(), 3);
+
+    let ids = |c: Vec<Candidate>| c.iter().map(|h| h.id).collect::<Vec<_>>();
+    let hits = bm.search("config", &Filters::default(), 10).unwrap();
+    assert_eq!(ids(hits), vec![1]);
+    assert_eq!(
+        bm.texts(&[1]).unwrap()[&1],
+        "fn load_config() { read_file() }"
+    );
+    assert_eq!(
+        ids(bm.search("http client", &Filters::default(), 10).unwrap()),
+        vec![2]
+    );
+    let net_only = Filters {
+        path_prefixes: vec![normalize_prefix("./src/net/")],
+        ..Filters::default()
+    };
+    let mut got = ids(bm.search("retries backoff config", &net_only, 10).unwrap());
+    got.sort_unstable();
+    assert_eq!(got, vec![2, 3]);
+    let structs = Filters {
+        kinds: vec![Kind::Struct],
+        ..Filters::default()
+    };
+    assert_eq!(
+        ids(bm.search("retries backoff", &structs, 10).unwrap()),
+        vec![2]
+    );
+
+    bm.remove_file("src/net/http.rs");
+    bm.commit().unwrap();
+    assert!(ids(bm.search("HttpClient", &Filters::default(), 10).unwrap()).is_empty());
+    assert!(ids(bm.search("", &Filters::default(), 10).unwrap()).is_empty());
+    drop(bm);
+    // Persisted: reopening sees the same documents.
+    let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(bm.num_docs(), 2);
+}
+
+#[test]
+fn an_index_of_another_schema_is_started_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Schema::builder();
+    b.add_u64_field("id", INDEXED | STORED);
+    let old = Index::create_in_dir(dir.path(), b.build()).unwrap();
+    drop(old);
+    let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(bm.num_docs(), 0);
+    assert_eq!(bm.index().schema(), schema().0);
+}

@@ -1,0 +1,218 @@
+use super::*;
+use crate::bm25::Boosts;
+use crate::index::{Contents, DenseSpec};
+use crate::rank::LengthPrior;
+use crate::vectors::TextHash;
+
+const LIB_RS: &str = "pub mod config;\n\n/// Entry point.\npub fn start() {}\n";
+const CONFIG_RS: &str =
+    "pub struct Config;\n\nimpl Config {\n    pub fn load_settings() -> Self { Config }\n}\n";
+const CHANGED_CONFIG_RS: &str =
+    "pub struct Config;\n\nimpl Config {\n    pub fn read_environment() -> Self { Config }\n}\n";
+
+struct Stack {
+    _dirs: [tempfile::TempDir; 3],
+    base: WorkspaceIndex,
+    overlay: WorkspaceIndex,
+}
+
+/// A base indexed from a workspace, and an overlay index fed contents.
+fn stack(dense: Option<DenseSpec<'_>>, overlay_files: &[(&str, &str)]) -> Stack {
+    let ws = tempfile::tempdir().unwrap();
+    let (base_dir, overlay_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (rel, text) in [("src/lib.rs", LIB_RS), ("src/config.rs", CONFIG_RS)] {
+        let p = ws.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let open = |dir: &tempfile::TempDir| {
+        WorkspaceIndex::open(
+            ws.path(),
+            dir.path(),
+            (Boosts::default(), LengthPrior::default()),
+            dense,
+        )
+        .unwrap()
+    };
+    let mut base = open(&base_dir);
+    base.index_all(false, None, &mut |_| {}).unwrap();
+    let mut overlay = open(&overlay_dir);
+    let contents = Contents::parse(
+        overlay_files
+            .iter()
+            .map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec()))
+            .collect(),
+    );
+    overlay
+        .apply_contents(contents, &[], &HashMap::new())
+        .unwrap();
+    Stack {
+        _dirs: [ws, base_dir, overlay_dir],
+        base,
+        overlay,
+    }
+}
+
+fn names(found: &[LayeredFound<'_>]) -> Vec<(usize, String)> {
+    found
+        .iter()
+        .map(|f| (f.layer, f.found.hit.record.item.canon_path.clone()))
+        .collect()
+}
+
+#[test]
+fn shadowed_files_never_answer_and_overlay_items_do() {
+    let s = stack(
+        None,
+        &[
+            ("src/config.rs", CHANGED_CONFIG_RS),
+            (
+                "src/extra.rs",
+                "/// Brand new.\npub fn brand_new_helper() {}\n",
+            ),
+        ],
+    );
+    let hidden = HashSet::from(["src/config.rs"]);
+    let nothing = HashSet::new();
+    let layers = [
+        Layer {
+            index: &s.base,
+            hidden: &hidden,
+        },
+        Layer {
+            index: &s.overlay,
+            hidden: &nothing,
+        },
+    ];
+    let none = Filters::default();
+    let search = |q: &str| search_layers(&layers, Query::Bm25(q), &none, 10).unwrap();
+    assert!(search("load_settings").is_empty());
+    // The method and the impl around it, both the developer's.
+    assert_eq!(
+        names(&search("read_environment")),
+        vec![
+            (1, "crate::config::Config::read_environment".to_owned()),
+            (1, "crate::config::impl Config".to_owned())
+        ]
+    );
+    let found = search("brand new helper");
+    assert_eq!(
+        names(&found)[0],
+        (1, "crate::extra::brand_new_helper".to_owned())
+    );
+    assert_eq!(
+        found[0].found.hit.text,
+        "/// Brand new.\npub fn brand_new_helper() {}"
+    );
+    assert_eq!(
+        (found[0].found.bm25_rank, found[0].found.dense_rank),
+        (1, 0)
+    );
+    // The base's other files still answer.
+    assert_eq!(
+        names(&search("start")),
+        vec![(0, "crate::start".to_owned())]
+    );
+}
+
+#[test]
+fn the_same_item_scores_the_same_in_either_layer() {
+    // The overlay holds a copy of a base file, not shadowed: both copies come back with the
+    // same score, because both are scored with one set of corpus statistics.
+    let s = stack(None, &[("src/lib.rs", LIB_RS)]);
+    let nothing = HashSet::new();
+    let layers = [
+        Layer {
+            index: &s.base,
+            hidden: &nothing,
+        },
+        Layer {
+            index: &s.overlay,
+            hidden: &nothing,
+        },
+    ];
+    let found = search_layers(
+        &layers,
+        Query::Bm25("entry point start"),
+        &Filters::default(),
+        2,
+    )
+    .unwrap();
+    assert_eq!(
+        names(&found),
+        vec![
+            (1, "crate::start".to_owned()),
+            (0, "crate::start".to_owned())
+        ]
+    );
+    assert_eq!(found[0].found.hit.score, found[1].found.hit.score);
+    assert_eq!((found[0].found.hit.rank, found[1].found.hit.rank), (1, 2));
+    // Scored alone, the overlay (one small file) would weigh the words differently.
+    let alone = s
+        .overlay
+        .search_bm25("entry point start", &Filters::default(), 1)
+        .unwrap();
+    assert_ne!(alone[0].score, found[0].found.hit.score);
+}
+
+#[test]
+fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
+    let dense = Some(DenseSpec {
+        model: "imported",
+        dims: 2,
+    });
+    let mut s = stack(dense, &[]);
+    let id = |index: &WorkspaceIndex, canon: &str| index.lookup_canon(canon, None)[0].id;
+    let start = id(&s.base, "crate::start");
+    let load = id(&s.base, "crate::config::Config::load_settings");
+    s.base.set_vector(start, vec![1.0, 0.0]).unwrap();
+    s.base.set_vector(load, vec![0.0, 1.0]).unwrap();
+    // The developer's version of config.rs: its method's vector points the same way.
+    let contents = Contents::parse(vec![(
+        "src/config.rs".to_owned(),
+        CHANGED_CONFIG_RS.as_bytes().to_vec(),
+    )]);
+    let vectors: HashMap<TextHash, Vec<f32>> = contents
+        .embed_hashes()
+        .into_iter()
+        .map(|h| (h, vec![0.1, 1.0]))
+        .collect();
+    let summary = s.overlay.apply_contents(contents, &[], &vectors).unwrap();
+    assert_eq!((summary.files_indexed, summary.items_total), (1, 3));
+    assert_eq!(s.overlay.embedded_count(), 3);
+    let hidden = HashSet::from(["src/config.rs"]);
+    let nothing = HashSet::new();
+    let layers = [
+        Layer {
+            index: &s.base,
+            hidden: &hidden,
+        },
+        Layer {
+            index: &s.overlay,
+            hidden: &nothing,
+        },
+    ];
+    let none = Filters::default();
+    let found = search_layers(&layers, Query::Dense(&[0.0, 1.0]), &none, 10).unwrap();
+    assert!(
+        found
+            .iter()
+            .all(|f| f.layer == 1 || f.found.hit.record.file != "src/config.rs"),
+        "{:?}",
+        names(&found)
+    );
+    assert_eq!(found[0].layer, 1);
+    assert_eq!(names(&found).last(), Some(&(0, "crate::start".to_owned())));
+    let hybrid = Query::Hybrid {
+        text: "read_environment",
+        vector: &[0.0, 1.0],
+        rrf: Rrf::default(),
+    };
+    let found = search_layers(&layers, hybrid, &none, 1).unwrap();
+    assert_eq!(
+        names(&found),
+        vec![(1, "crate::config::Config::read_environment".to_owned())]
+    );
+    assert_eq!(found[0].found.bm25_rank, 1);
+    assert!(found[0].found.dense_rank >= 1);
+}

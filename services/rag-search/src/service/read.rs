@@ -1,0 +1,301 @@
+//! The reads of rag-search: ranked search, context assembly, snippets, lookups. Each resolves
+//! its workspace (and the session's overlay, when it names one) in the request's task, then
+//! works on the blocking pool. Without an overlay the base answers alone; with one, the base
+//! minus the paths it shadows plus its own items and contents ([`super::overlay`]).
+
+use std::collections::HashMap;
+
+use ploke_runtime::path_policy;
+
+use super::overlay::{self, FileView};
+use super::paths::read_span;
+use super::{
+    IndexState, LookupTarget, NO_MODEL, RagService, SearchHit, SearchOutcome, SearchQuery, Slot,
+    Snippet, SpanRequest, Strategy, check_relative, lock_poisoned,
+};
+use crate::context::{self, Assembled, Budget, Candidate};
+use crate::embed::Embedder;
+use crate::error::RagError;
+use crate::fusion::Rrf;
+use crate::index::{Found, Hybrid, ItemRecord, Query};
+use crate::parse::Kind;
+use crate::scan;
+
+/// The strategy, hits and dense-unavailable reason a HYBRID search ended with.
+fn hybrid_outcome<'a>(outcome: Hybrid<'a>, reason: &str) -> (Strategy, Vec<Found<'a>>, String) {
+    match outcome {
+        Hybrid::Fused(found) => (Strategy::Hybrid, found, reason.to_owned()),
+        Hybrid::Bm25Only(found, e) => {
+            tracing::warn!(error = %e, "query embedding failed; answering with bm25");
+            (Strategy::Bm25, found, e.to_string())
+        }
+    }
+}
+
+fn phase_name(phase: crate::index::Phase) -> &'static str {
+    use crate::index::Phase;
+    match phase {
+        Phase::Scanning => "scanning",
+        Phase::Parsing => "parsing",
+        Phase::Embedding => "embedding",
+        Phase::Committing => "committing",
+        Phase::Done => "done",
+    }
+}
+
+/// The strategy a search can use now and why dense retrieval does not contribute: while the
+/// first run is still embedding, no item may have a vector yet — HYBRID answers with BM25
+/// alone and says so; DENSE cannot answer.
+fn usable(
+    strategy: Strategy,
+    no_vectors: bool,
+    index_state: &IndexState,
+    reason: String,
+) -> Result<(Strategy, String), RagError> {
+    match strategy {
+        Strategy::Dense | Strategy::Hybrid if no_vectors => {
+            let why = match index_state {
+                IndexState::Indexing(p) => format!(
+                    "no item has a vector yet: the index run is at {} ({} of {} items embedded)",
+                    phase_name(p.phase),
+                    p.embed_done,
+                    p.embed_total
+                ),
+                _ => "no item has a vector (the index has no items, or the embedding model failed on all of them)".to_owned(),
+            };
+            if strategy == Strategy::Dense {
+                return Err(RagError::DenseUnavailable(why));
+            }
+            Ok((Strategy::Bm25, why))
+        }
+        other => Ok((other, reason)),
+    }
+}
+
+/// A search of the base alone.
+fn search_base(
+    slot: &Slot,
+    query: &SearchQuery,
+    (strategy, reason): (Strategy, String),
+    embedder: Option<&Embedder>,
+    rrf: Rrf,
+) -> Result<(Strategy, Vec<SearchHit>, String), RagError> {
+    let f = &query.filters;
+    let text = query.query.as_str();
+    // A remote endpoint may take seconds: its query vector is fetched before the index lock
+    // is taken, so refreshes (and other searches behind them) never wait on it. A local model
+    // (milliseconds) embeds while BM25 ranks under the lock.
+    let early = match embedder {
+        Some(e) if e.is_remote() && strategy != Strategy::Bm25 => Some(e.embed_query(text)),
+        _ => None,
+    };
+    let index = slot.index.read().map_err(|_| lock_poisoned())?;
+    // A failed query embedding fails DENSE; HYBRID answers with BM25 alone and says why.
+    let (strategy, found, reason) = match (strategy, embedder, early) {
+        (Strategy::Dense, Some(e), early) => {
+            let v = early
+                .unwrap_or_else(|| e.embed_query(text))
+                .map_err(RagError::Embedding)?;
+            let found = index.search(Query::Dense(&v), f, query.top_k)?;
+            (strategy, found, reason)
+        }
+        (Strategy::Hybrid, Some(_), Some(early)) => hybrid_outcome(
+            index.search_hybrid(text, || early, f, query.top_k, rrf)?,
+            &reason,
+        ),
+        (Strategy::Hybrid, Some(e), None) => hybrid_outcome(
+            index.search_hybrid(text, || e.embed_query(text), f, query.top_k, rrf)?,
+            &reason,
+        ),
+        _ => (
+            Strategy::Bm25,
+            index.search(Query::Bm25(text), f, query.top_k)?,
+            reason,
+        ),
+    };
+    let hits = found
+        .into_iter()
+        .map(|f| SearchHit {
+            record: f.hit.record.clone(),
+            text: f.hit.text,
+            score: f.hit.score,
+            bm25_rank: f.bm25_rank,
+            dense_rank: f.dense_rank,
+        })
+        .collect();
+    Ok((strategy, hits, reason))
+}
+
+impl RagService {
+    /// Ranked search: BM25, dense, or both fused with RRF; through the session's overlay when
+    /// the query names one.
+    pub async fn search(&self, query: SearchQuery) -> Result<SearchOutcome, RagError> {
+        let strategy = match (query.strategy, &self.embedder) {
+            (Strategy::Dense, None) => return Err(RagError::DenseUnavailable(NO_MODEL.into())),
+            (Strategy::Default | Strategy::Hybrid, Some(_)) => Strategy::Hybrid,
+            (Strategy::Default | Strategy::Hybrid | Strategy::Bm25, None) => Strategy::Bm25,
+            (s @ (Strategy::Bm25 | Strategy::Dense), Some(_)) => s,
+        };
+        let (root, slot, index_state) = self.ready_slot(&query.workspace_root)?;
+        let overlay = self.overlay_view(&query.session_id, &root)?;
+        let embedder = self.embedder.clone();
+        let rrf = self.rrf;
+        let reason = self.dense_reason();
+        self.blocking(move || {
+            let mut embedded = slot
+                .index
+                .read()
+                .map_err(|_| lock_poisoned())?
+                .embedded_count();
+            if let Some(o) = &overlay {
+                embedded += o
+                    .inner
+                    .read()
+                    .map_err(|_| lock_poisoned())?
+                    .index
+                    .embedded_count();
+            }
+            let plan = usable(
+                strategy,
+                embedded == 0 && embedder.is_some(),
+                &index_state,
+                reason,
+            )?;
+            let (strategy, hits, reason) = match &overlay {
+                None => search_base(&slot, &query, plan, embedder.as_deref(), rrf)?,
+                Some(o) => overlay::search(&slot, o, &query, plan, embedder.as_deref(), rrf)?,
+            };
+            Ok(SearchOutcome {
+                hits,
+                strategy,
+                dense_used: matches!(strategy, Strategy::Dense | Strategy::Hybrid),
+                dense_unavailable_reason: reason,
+                index_state,
+            })
+        })
+        .await?
+    }
+
+    /// Retrieval plus context assembly. Parts of the overlay's files are read from the
+    /// overlay; every part is rendered with its workspace path.
+    pub async fn context(
+        &self,
+        query: SearchQuery,
+        budget: Budget,
+    ) -> Result<(Assembled, SearchOutcome), RagError> {
+        let (root, _, _) = self.ready_slot(&query.workspace_root)?;
+        let overlay = self.overlay_view(&query.session_id, &root)?;
+        let outcome = self.search(query).await?;
+        let candidates: Vec<Candidate> = outcome
+            .hits
+            .iter()
+            .map(|h| Candidate::of(&h.record, h.text.clone(), h.score))
+            .collect();
+        let assembled = self
+            .blocking(move || {
+                context::assemble(&root, candidates, budget, &mut |file, hash| {
+                    let (bytes, current) = match overlay.as_ref().map(|o| o.file(file)) {
+                        Some(Ok(FileView::Content { bytes, hash })) => (bytes, hash),
+                        Some(Ok(FileView::Hidden) | Err(_)) => return None,
+                        Some(Ok(FileView::Base)) | None => {
+                            let abs = scan::own_file(&root, file)?;
+                            let bytes =
+                                path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
+                            let current = blake3::hash(&bytes).to_hex().to_string();
+                            (bytes, current)
+                        }
+                    };
+                    (current == hash)
+                        .then(|| String::from_utf8(bytes).ok())
+                        .flatten()
+                })
+            })
+            .await?;
+        Ok((assembled, outcome))
+    }
+
+    /// Exact bytes of spans from the files as they are now (as the session sees them, when
+    /// it names one with an overlay: its content for files it changed, missing for files it
+    /// deleted or awaits).
+    pub async fn snippets(
+        &self,
+        workspace_root: &str,
+        session_id: &str,
+        spans: Vec<SpanRequest>,
+    ) -> Result<Vec<Snippet>, RagError> {
+        let (root, _) = self.slot(workspace_root)?;
+        let overlay = self.overlay_view(session_id, &root)?;
+        let mut checked = Vec::with_capacity(spans.len());
+        for (i, s) in spans.into_iter().enumerate() {
+            let path = check_relative(&format!("spans[{i}].span.path"), &s.path)?;
+            checked.push(SpanRequest { path, ..s });
+        }
+        self.blocking(move || {
+            let mut files: HashMap<String, Option<(Vec<u8>, String)>> = HashMap::new();
+            let mut out = Vec::with_capacity(checked.len());
+            for s in checked {
+                if !files.contains_key(&s.path) {
+                    let read = match overlay.as_ref().map(|o| o.file(&s.path)).transpose()? {
+                        Some(FileView::Content { bytes, hash }) => Some((bytes, hash)),
+                        Some(FileView::Hidden) => None,
+                        // Read by the path policy: a symlink (inside or out), a FIFO or a
+                        // device is missing, never followed or waited on.
+                        Some(FileView::Base) | None => scan::own_file(&root, &s.path)
+                            .and_then(|abs| {
+                                path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()
+                            })
+                            .map(|b| {
+                                let h = blake3::hash(&b).to_hex().to_string();
+                                (b, h)
+                            }),
+                    };
+                    files.insert(s.path.clone(), read);
+                }
+                out.push(read_span(&s, files.get(&s.path).and_then(Option::as_ref)));
+            }
+            Ok::<_, RagError>(out)
+        })
+        .await?
+    }
+
+    /// Items by canonical path, name or file, at most `limit`, with the number that matched;
+    /// through the session's overlay when `session_id` names one.
+    pub fn lookup(
+        &self,
+        workspace_root: &str,
+        session_id: &str,
+        target: &LookupTarget,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> Result<(Vec<ItemRecord>, usize), RagError> {
+        let (root, slot, _) = self.ready_slot(workspace_root)?;
+        let overlay = self.overlay_view(session_id, &root)?;
+        let index = slot.index.read().map_err(|_| lock_poisoned())?;
+        if let Some(o) = &overlay {
+            return overlay::lookup(&index, o, target, kind, limit);
+        }
+        let found = match target {
+            LookupTarget::CanonPath(p) => index.lookup_canon(p, kind),
+            LookupTarget::Name(n) => index.lookup_name(n, kind),
+            LookupTarget::File(f) => index.lookup_file(f, kind),
+        };
+        let total = found.len();
+        Ok((found.into_iter().take(limit).cloned().collect(), total))
+    }
+
+    /// Items of one file (for get_file_metadata), as the session sees it.
+    pub fn items_of_file(
+        &self,
+        workspace_root: &str,
+        session_id: &str,
+        rel: &str,
+    ) -> Result<u32, RagError> {
+        let (root, slot) = self.slot(workspace_root)?;
+        let overlay = self.overlay_view(session_id, &root)?;
+        let index = slot.index.read().map_err(|_| lock_poisoned())?;
+        match &overlay {
+            Some(o) => overlay::items_of_file(&index, o, rel),
+            None => Ok(index.items_of_file(rel)),
+        }
+    }
+}
