@@ -167,7 +167,7 @@ async fn main() -> anyhow::Result<()> {
     let mut in_process = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        let r = ploke_tool_executor::tools::files::list_dir(&root, &list);
+        let r = ploke_tool_executor::tools::files::list_dir(&root, &list, None);
         in_process.push(t.elapsed());
         assert!(r.is_ok());
     }

@@ -55,25 +55,50 @@ fn event(session_id: &str, seq: u64, parent: &str) -> SessionEvent {
 
 /// The contract every store keeps.
 async fn contract(store: &dyn SessionStore) {
-    for (id, t) in [("s1", 1), ("s2", 2), ("s3", 3)] {
-        store.create_session(&session(id, t)).await.unwrap();
+    for (id, t, owner) in [("s1", 1, "alice"), ("s2", 2, "bob"), ("s3", 3, "alice")] {
+        store
+            .create_session(&Session {
+                owner: owner.into(),
+                ..session(id, t)
+            })
+            .await
+            .unwrap();
     }
     assert!(store.create_session(&session("s1", 1)).await.is_err());
     assert_eq!(store.get_session("nope").await.unwrap(), None);
-    // Newest first, in pages.
-    let page = store.list_sessions("", 2, None).await.unwrap();
+    assert_eq!(store.get_session("s2").await.unwrap().unwrap().owner, "bob");
+    // Newest first, in pages; of one owner or of all.
+    let page = store.list_sessions("", None, 2, None).await.unwrap();
     let ids: Vec<&str> = page.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(ids, ["s3", "s2"]);
     let cursor = PageCursor {
         created_ms: 2000,
         session_id: "s2".into(),
     };
-    let rest = store.list_sessions("", 2, Some(&cursor)).await.unwrap();
+    let rest = store
+        .list_sessions("", None, 2, Some(&cursor))
+        .await
+        .unwrap();
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].session_id, "s1");
+    let alices: Vec<String> = store
+        .list_sessions("", Some("alice"), 10, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.session_id)
+        .collect();
+    assert_eq!(alices, ["s3", "s1"]);
     assert!(
         store
-            .list_sessions("/other", 10, None)
+            .list_sessions("", Some("carol"), 10, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .list_sessions("/other", None, 10, None)
             .await
             .unwrap()
             .is_empty()

@@ -71,6 +71,7 @@ async fn approved_edits_of_one_file_are_applied_together_and_reindexed() {
             session_id: "session-1".into(),
             states: vec![ProposalState::Pending as i32],
             limit: 0,
+            all_principals: false,
         })
         .await
         .unwrap()
@@ -94,6 +95,7 @@ async fn approved_edits_of_one_file_are_applied_together_and_reindexed() {
             applied_edits: vec![0, 1],
             files_changed: vec!["src/lib.rs".into()],
             message: "applied 2 edit(s)".into(),
+            in_overlay: false,
         }
     );
     let after = h.read("src/lib.rs");

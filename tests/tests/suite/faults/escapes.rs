@@ -82,6 +82,7 @@ async fn refresh_files_and_get_snippets_never_follow_a_symlink_out() {
         .rag()
         .get_snippets(GetSnippetsRequest {
             workspace_root: String::new(),
+            session_id: String::new(),
             spans: ["notes.md", "linkdir/secret.rs"]
                 .map(|path| SnippetRequest {
                     span: Some(CodeSpan {

@@ -110,8 +110,7 @@ async fn tool_turn(
     let last = t.fake.received().pop().unwrap();
     let tool_message = messages(&last)
         .into_iter()
-        .filter(|m| m.0 == "tool")
-        .last()
+        .rfind(|m| m.0 == "tool")
         .unwrap()
         .1;
     (tool_message, decided)
