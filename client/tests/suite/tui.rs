@@ -79,6 +79,9 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
         "120",
         "-y",
         "32",
+        // In the served workspace itself: a gateway serving this very tree (no overlay).
+        "-c",
+        &e.sandbox.workspace_root().display().to_string(),
         &command,
     ]);
     assert!(

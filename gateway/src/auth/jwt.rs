@@ -213,6 +213,11 @@ impl JwtVerifier {
                     self.config.principal_claim
                 ))
             })?;
+        if super::principals::is_reserved(name) {
+            return Err(JwtRefused(format!(
+                "names `{name}`, a principal name the gateway keeps for itself"
+            )));
+        }
         if let Some(entry) = table.by_name(name) {
             return Ok(entry.clone());
         }
@@ -396,6 +401,10 @@ mod tests {
         assert_eq!(
             refused(&sign(&idp, "k1", claims(json!({"email": ""})))),
             "invalid bearer token: the JWT has no usable `email` claim to name the principal"
+        );
+        assert_eq!(
+            refused(&sign(&idp, "k1", claims(json!({"email": "admin"})))),
+            "invalid bearer token: the JWT names `admin`, a principal name the gateway keeps for itself"
         );
         // Signed by another key that claims to be k1.
         let other = self::idp();

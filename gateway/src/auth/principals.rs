@@ -14,6 +14,14 @@ use subtle::ConstantTimeEq as _;
 /// Longest principal name.
 const MAX_NAME: usize = 128;
 
+/// Names the gateway gives principals itself: `default` (plain tokens, and the owner of what
+/// has none), `admin` (plain admin tokens), `local` (an unauthenticated gateway).
+const RESERVED: [&str; 3] = [
+    ploke_runtime::principal::DEFAULT_PRINCIPAL,
+    "admin",
+    super::LOCAL,
+];
+
 /// The principals file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PrincipalsError {
@@ -83,6 +91,11 @@ enum RoleName {
     Admin,
 }
 
+/// Whether `name` is one the gateway gives principals itself (never a file's or a JWT's).
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
 /// The SHA-256 of a token, as the principals file stores it.
 pub fn token_sha256(token: &str) -> [u8; 32] {
     Sha256::digest(token.trim().as_bytes()).into()
@@ -145,6 +158,12 @@ impl Table {
                 reason,
             };
             valid_name(&entry.name).map_err(invalid)?;
+            if is_reserved(&entry.name) {
+                return Err(invalid(format!(
+                    "the names {} are the gateway's own (plain tokens, an unauthenticated gateway)",
+                    RESERVED.join(", ")
+                )));
+            }
             if table.principals.iter().any(|p| p.name == entry.name) {
                 return Err(invalid("another principal has this name".to_owned()));
             }
@@ -203,13 +222,17 @@ impl Table {
 
     /// Adds the one-person setup's tokens (`PLOKE_GATEWAY_TOKENS`, `[gateway] tokens_file`) as
     /// the principal `default` (a user of every workspace) and `PLOKE_GATEWAY_ADMIN_TOKENS` as
-    /// `admin`, unless the file names principals so.
+    /// `admin` (names the principals file may not use).
     pub fn with_plain_tokens(mut self, users: &[Secret], admins: &[Secret]) -> Self {
         for (name, role, tokens) in [
-            ("default", Role::User, users),
+            (
+                ploke_runtime::principal::DEFAULT_PRINCIPAL,
+                Role::User,
+                users,
+            ),
             ("admin", Role::Admin, admins),
         ] {
-            if tokens.is_empty() || self.by_name(name).is_some() {
+            if tokens.is_empty() {
                 continue;
             }
             let index = self.principals.len();
@@ -337,6 +360,10 @@ token = "carol-token-0123456789"
             (
                 "[[principal]]\nname = \"a\"\ntoken = \"short\"\n".to_owned(),
                 "principal 1 (a): token must be at least 16 characters",
+            ),
+            (
+                "[[principal]]\nname = \"default\"\n".to_owned(),
+                "principal 1 (default): the names default, admin, local are the gateway's own (plain tokens, an unauthenticated gateway)",
             ),
             (
                 "[[principal]]\nname = \"a\"\nworkspaces = [\"src/app\"]\n".to_owned(),

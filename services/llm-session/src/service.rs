@@ -249,7 +249,7 @@ impl SessionService {
                 principal::require_admin("ListSessions with all_principals")?;
                 None
             }
-            (Some(p), false) => Some(p.name.clone()),
+            (Some(p), false) => Some(p.listed_owners()),
         };
         let root = if workspace_root.is_empty() {
             String::new()

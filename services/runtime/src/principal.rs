@@ -17,6 +17,11 @@ use prost::Message as _;
 /// The metadata key of the encoded principal (binary metadata: base64 on the wire).
 pub const HEADER: &str = "x-ploke-principal-bin";
 
+/// The principal of a one-person setup's plain tokens (`PLOKE_GATEWAY_TOKENS`). It also owns
+/// what has no owner: sessions and proposals made before principals existed, or by a trusted
+/// caller without one — so such a setup keeps working as it did.
+pub const DEFAULT_PRINCIPAL: &str = "default";
+
 /// What a principal may do beyond using its workspaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Role {
@@ -81,9 +86,20 @@ impl Principal {
     }
 
     /// Whether it owns (or, as an admin, may act on) something owned by `owner`. Things made
-    /// without a principal (empty owner) belong to admins only.
+    /// without a principal (empty owner) belong to admins and to [`DEFAULT_PRINCIPAL`].
     pub fn owns(&self, owner: &str) -> bool {
-        self.is_admin() || (!owner.is_empty() && owner == self.name)
+        self.is_admin()
+            || owner == self.name
+            || (owner.is_empty() && self.name == DEFAULT_PRINCIPAL)
+    }
+
+    /// The owners whose things it lists as its own.
+    pub fn listed_owners(&self) -> Vec<String> {
+        if self.name == DEFAULT_PRINCIPAL {
+            vec![self.name.clone(), String::new()]
+        } else {
+            vec![self.name.clone()]
+        }
     }
 
     /// The principal as the proto message.
@@ -263,8 +279,15 @@ mod tests {
         assert!(a.owns("alice"));
         assert!(!a.owns("bob"));
         assert!(!a.owns(""));
+        assert_eq!(a.listed_owners(), vec!["alice".to_owned()]);
         let admin = Principal::everywhere("root", Role::Admin);
         assert!(admin.owns("bob") && admin.owns(""));
+        let one_person = Principal::everywhere(DEFAULT_PRINCIPAL, Role::User);
+        assert!(one_person.owns("") && !one_person.owns("alice"));
+        assert_eq!(
+            one_person.listed_owners(),
+            vec!["default".to_owned(), String::new()]
+        );
     }
 
     #[test]

@@ -129,7 +129,8 @@ pub async fn serve(
         config.tools,
         edits,
         config.limits.blocking_pool(),
-    );
+    )
+    .with_session_overlays(config.policy.apply_to == edits::ApplyTo::Overlay);
     let _pool_watch = service
         .pool()
         .watch(host.readiness(), ploke_runtime::blocking::WATCH_PERIOD);

@@ -50,6 +50,8 @@ pub struct ToolService {
     edits: Edits,
     pool: BlockingPool,
     overlays: crate::overlay::Overlays,
+    /// Whether a session's files are its overlay over the workspace (a shared deployment).
+    session_overlays: bool,
 }
 
 impl ToolService {
@@ -67,11 +69,19 @@ impl ToolService {
             workspaces,
             registry,
             overlays: crate::overlay::Overlays::new(rag.clone()),
+            session_overlays: false,
             rag,
             limits,
             edits,
             pool,
         }
+    }
+
+    /// Reads every session's files through its overlay (a shared deployment, where approved
+    /// edits land in the overlay too: `[tool_executor] apply_to = "overlay"`).
+    pub fn with_session_overlays(mut self, on: bool) -> Self {
+        self.session_overlays = on;
+        self
     }
 
     /// Asks rag-search about a workspace root not served here yet (added there at run time),
@@ -204,16 +214,27 @@ impl ToolService {
     ) -> Result<ToolResult, ToolFailure> {
         use tool_call::Args;
         let session = request.correlation.session_id.clone();
-        // The tools that read files see the session's overlay (rag-search answers the others
-        // for the session itself).
+        // In a shared deployment the tools that read files see the session's overlay
+        // (rag-search answers the others for the session itself).
         let view = match &request.call {
             Args::ReadFile(_)
             | Args::ListDir(_)
             | Args::SearchCode(_)
             | Args::GetFileMetadata(_)
             | Args::ApplyCodeEdit(_)
-            | Args::CreateFile(_) => self.overlays.view(&root, &session).await?,
-            Args::RequestCodeContext(_) | Args::CodeItemLookup(_) => None,
+            | Args::CreateFile(_)
+                if self.session_overlays =>
+            {
+                self.overlays.view(&root, &session).await?
+            }
+            Args::ReadFile(_)
+            | Args::ListDir(_)
+            | Args::SearchCode(_)
+            | Args::GetFileMetadata(_)
+            | Args::ApplyCodeEdit(_)
+            | Args::CreateFile(_)
+            | Args::RequestCodeContext(_)
+            | Args::CodeItemLookup(_) => None,
         };
         match request.call {
             call @ (tool_call::Args::ApplyCodeEdit(_) | tool_call::Args::CreateFile(_)) => {

@@ -166,12 +166,12 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     async fn create_session(&self, session: &Session) -> Result<(), StoreError>;
     /// One session.
     async fn get_session(&self, id: &str) -> Result<Option<Session>, StoreError>;
-    /// Sessions newest first, of `workspace_root` (empty = all) and of `owner` (`None` = every
-    /// owner's), after the page cursor.
+    /// Sessions newest first, of `workspace_root` (empty = all) and of one of `owners` (`None`
+    /// = every owner's), after the page cursor.
     async fn list_sessions(
         &self,
         workspace_root: &str,
-        owner: Option<&str>,
+        owners: Option<&[String]>,
         limit: u32,
         after: Option<&PageCursor>,
     ) -> Result<Vec<Session>, StoreError>;

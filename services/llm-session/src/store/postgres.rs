@@ -301,7 +301,7 @@ impl SessionStore for PgStore {
     async fn list_sessions(
         &self,
         workspace_root: &str,
-        owner: Option<&str>,
+        owners: Option<&[String]>,
         limit: u32,
         after: Option<&PageCursor>,
     ) -> Result<Vec<Session>, StoreError> {
@@ -311,8 +311,13 @@ impl SessionStore for PgStore {
         if !workspace_root.is_empty() {
             q.push(" AND workspace_root = ").push_bind(workspace_root);
         }
-        if let Some(owner) = owner {
-            q.push(" AND owner = ").push_bind(owner);
+        if let Some(owners) = owners {
+            q.push(" AND owner IN (");
+            let mut each = q.separated(", ");
+            for o in owners {
+                each.push_bind(o.clone());
+            }
+            q.push(")");
         }
         if let Some(c) = after {
             q.push(" AND (created_ms < ")

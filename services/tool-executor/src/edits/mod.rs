@@ -497,7 +497,7 @@ impl Edits {
                 principal::require_admin("ListEdits with all_principals")?;
                 None
             }
-            (Some(p), false) => Some(p.name),
+            (Some(p), false) => Some(p.listed_owners()),
         };
         let mut out = Vec::new();
         for p in self

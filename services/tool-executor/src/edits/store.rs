@@ -294,12 +294,12 @@ impl Store {
         }
     }
 
-    /// Proposals newest first, of `session` (empty = all), of `owner` (`None` = every
+    /// Proposals newest first, of `session` (empty = all), of one of `owners` (`None` = every
     /// owner's) in `states` (empty = all).
     pub async fn list(
         &self,
         session: &str,
-        owner: Option<&str>,
+        owner: Option<&[String]>,
         states: &[ProposalState],
         limit: u32,
     ) -> Result<Vec<EditProposal>, StoreError> {
@@ -332,7 +332,7 @@ impl Store {
 pub(super) fn filter<DB: sqlx::Database>(
     q: &mut QueryBuilder<DB>,
     session: &str,
-    owner: Option<&str>,
+    owner: Option<&[String]>,
     states: &[ProposalState],
     limit: u32,
 ) where
@@ -344,8 +344,13 @@ pub(super) fn filter<DB: sqlx::Database>(
         if !session.is_empty() {
             q.push(" AND session_id = ").push_bind(session.to_owned());
         }
-        if let Some(owner) = owner {
-            q.push(" AND owner = ").push_bind(owner.to_owned());
+        if let Some(owners) = owner {
+            q.push(" AND owner IN (");
+            let mut each = q.separated(", ");
+            for o in owners {
+                each.push_bind(o.clone());
+            }
+            q.push(")");
         }
         if !states.is_empty() {
             q.push(" AND state IN (");

@@ -114,7 +114,7 @@ pub(super) async fn deliveries(db: &PgDatabase, id: &str) -> Result<Option<Vec<u
 pub(super) async fn list(
     db: &PgDatabase,
     session: &str,
-    owner: Option<&str>,
+    owner: Option<&[String]>,
     states: &[ProposalState],
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {

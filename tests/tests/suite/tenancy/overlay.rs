@@ -176,11 +176,12 @@ async fn a_developers_changes_are_theirs_alone_and_approved_edits_land_in_their_
     let (answer, _) = tool_turn(&t, &mut alice, &hers, "request_code_context", find).await;
     assert!(answer.contains("n * 7"), "{answer}");
     let theirs = session(&mut bob).await;
+    // (The answer repeats the search term; the function's body is what must not be there.)
     let (answer, _) = tool_turn(&t, &mut bob, &theirs, "request_code_context", find).await;
-    assert!(!answer.contains("xyzzy_frobnicate"), "{answer}");
+    assert!(!answer.contains("n * 7"), "{answer}");
     let plain = session(&mut alice).await;
     let (answer, _) = tool_turn(&t, &mut alice, &plain, "request_code_context", find).await;
-    assert!(!answer.contains("xyzzy_frobnicate"), "{answer}");
+    assert!(!answer.contains("n * 7"), "{answer}");
 
     // What she deleted or changed never comes back in its served version to her session.
     let (answer, _) = tool_turn(
@@ -202,14 +203,18 @@ async fn a_developers_changes_are_theirs_alone_and_approved_edits_land_in_their_
             r#"{"search_term": "removed_thing legacy_helper"}"#,
         ),
         ("read_file", r#"{"file": "src/old.rs"}"#),
-        ("list_dir", r#"{"path": "src"}"#),
     ] {
         let (answer, _) = tool_turn(&t, &mut alice, &hers, tool, args).await;
         assert!(
-            !answer.contains("removed_thing") && !answer.contains("legacy_helper"),
+            !answer.contains("fn removed_thing") && !answer.contains("fn legacy_helper"),
             "{tool}: {answer}"
         );
     }
+    let (answer, _) = tool_turn(&t, &mut alice, &hers, "list_dir", r#"{"path": "src"}"#).await;
+    assert!(
+        answer.contains("lib.rs") && answer.contains("old.rs") && !answer.contains("gone.rs"),
+        "{answer}"
+    );
     let (answer, _) = tool_turn(
         &t,
         &mut alice,
