@@ -115,7 +115,7 @@ pub(super) fn commit(
     base: Option<&Slot>,
     embedder: Option<&Embedder>,
 ) -> Result<Summary, RagError> {
-    let (to_index, to_remove, same) = {
+    let (to_index, mut to_remove, same) = {
         let inner = overlay.inner.read().map_err(|_| lock_poisoned())?;
         let want_vectors = embedder.is_some() && inner.index.has_vectors();
         let (to_index, to_remove) = plan(&inner.index, &next, want_vectors);
@@ -125,15 +125,20 @@ pub(super) fn commit(
     if same && to_index.is_empty() && to_remove.is_empty() {
         return Ok(Summary::default());
     }
+    let mut next = next;
+    let mut same = same;
     let mut files = Vec::with_capacity(to_index.len());
     for (path, hash) in to_index {
-        let content = overlay.store.blob_content(&hash).ok_or_else(|| {
-            RagError::OverlayStorage(format!(
-                "the content of {path} ({hash}) is missing from the overlay of session {}",
-                overlay.session
-            ))
-        })?;
-        files.push((path, content));
+        match overlay.store.blob_content(&hash) {
+            Some(content) => files.push((path, content)),
+            // Lost or damaged on disk: awaited again, never answered from the base.
+            None => {
+                tracing::warn!(session = %overlay.session, path, "an overlay's content is missing or damaged; it is awaited again");
+                to_remove.push(path.clone());
+                next.insert(path, Entry::Pending { hash });
+                same = false;
+            }
+        }
     }
     let contents = Contents::parse(files);
     let mut summary = Summary::default();
@@ -166,6 +171,17 @@ pub(super) fn commit(
         .collect();
     overlay.store.collect_garbage(&live);
     let applied = applied.map_err(RagError::Index)?;
+    tracing::info!(
+        session = %overlay.session,
+        version,
+        files_indexed = applied.files_indexed,
+        files_removed = applied.files_removed,
+        items = applied.items_total,
+        embedded = summary.items_embedded,
+        reused = summary.embeddings_reused,
+        ms = applied.duration.as_millis() as u64,
+        "overlay updated"
+    );
     Ok(Summary {
         items_embedded: summary.items_embedded,
         embeddings_reused: summary.embeddings_reused,

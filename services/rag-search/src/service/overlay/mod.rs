@@ -189,6 +189,19 @@ impl Overlay {
     }
 }
 
+/// Turns CHANGED entries whose content is not stored into PENDING: asked for again by the
+/// next sync, never answered from the base.
+fn lost_contents_pending(store: &Store, entries: &mut BTreeMap<String, Entry>) {
+    for (path, e) in entries.iter_mut() {
+        if let Entry::Changed { hash, .. } = e
+            && !store.has_blob(hash)
+        {
+            tracing::warn!(dir = %store.dir().display(), path, "an overlay's content is missing; it is awaited again");
+            *e = Entry::Pending { hash: hash.clone() };
+        }
+    }
+}
+
 /// Whether `caller` (the request's principal, taken in its task) may act on what `owner` owns.
 pub(super) fn may_act(caller: Option<&Principal>, owner: &str) -> bool {
     caller.is_none_or(|p| p.owns(owner))
@@ -244,16 +257,13 @@ impl Overlays {
         let index = opening
             .open_overlay(&m.root, &store.index_dir(), embedder)
             .map_err(|e| e.to_string())?;
-        // Contents lost (a damaged disk) are asked for again, never answered from the base.
         let mut entries = m.entries.clone();
-        for e in entries.values_mut() {
-            if let Entry::Changed { hash, .. } = e
-                && !store.has_blob(hash)
-            {
-                *e = Entry::Pending { hash: hash.clone() };
-            }
-        }
-        let touched = store.read_touched();
+        lost_contents_pending(store, &mut entries);
+        // Never saved (a crash before the first save): in use from now.
+        let touched = match store.read_touched() {
+            0 => epoch_ms(SystemTime::now()),
+            t => t,
+        };
         let overlay = Overlay {
             session: m.session.clone(),
             root: m.root.clone(),

@@ -128,10 +128,10 @@ impl Store {
         write_atomically(&self.dir.join(MANIFEST), &bytes)
     }
 
-    /// Stores `content` under its hash (nothing when that content is stored already).
+    /// Stores `content` under its hash (nothing when that content is stored already, intact).
     pub(super) fn put_blob(&self, hash: &str, content: &[u8]) -> Result<(), RagError> {
         let path = self.blob(hash);
-        if path.is_file() {
+        if self.blob_content(hash).is_some() {
             return Ok(());
         }
         let dir = self.blobs();
@@ -146,7 +146,8 @@ impl Store {
         (blake3::hash(&bytes).to_hex().as_str() == hash).then_some(bytes)
     }
 
-    /// Whether content of `hash` is stored.
+    /// Whether content of `hash` is stored (its size not checked: a damaged blob is found
+    /// when read, [`Self::blob_content`]).
     pub(super) fn has_blob(&self, hash: &str) -> bool {
         self.blob(hash).is_file()
     }

@@ -15,7 +15,9 @@ use super::plan::{
     ManifestFile, OverlayPut, bytes_of, check_limits, check_manifest, check_paths, check_puts,
     pending_of, plan_put, plan_sync,
 };
-use super::{Entry, Overlay, OverlayEntry, OverlayInfo, check_session_id, may_act};
+use super::{
+    Entry, Overlay, OverlayEntry, OverlayInfo, check_session_id, lost_contents_pending, may_act,
+};
 use crate::error::RagError;
 use crate::service::{RagService, Slot, lock_poisoned};
 
@@ -165,7 +167,10 @@ impl RagService {
                 let inner = overlay.inner.read().map_err(|_| lock_poisoned())?;
                 (inner.entries.clone(), inner.version)
             };
-            let planned = plan_sync(&current, &base, &manifest);
+            // Content lost from disk is needed again rather than reused.
+            let mut held = current.clone();
+            lost_contents_pending(&overlay.store, &mut held);
+            let planned = plan_sync(&held, &base, &manifest);
             check_limits(&overlay.session, &planned.next, limits)?;
             let version = if created || planned.next != current {
                 version + 1

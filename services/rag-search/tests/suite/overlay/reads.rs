@@ -66,6 +66,15 @@ async fn a_change_is_found_through_its_session_only() {
     let (_ws, _data, mut s) = synced(true).await;
     let (alice, bob) = (user("alice"), user("bob"));
     let new_fn = "crate::config::Settings::frobnicate_widget_cache";
+    // Bob has the same change in his own session: naming it is no way for Alice to see it.
+    s.sync(&bob, "s-bob", &dev_manifest()).await.unwrap();
+    s.put(&bob, "s-bob", &[("src/config.rs", CONFIG_RS_DEV, "")])
+        .await
+        .unwrap();
+    let r = s
+        .search(&bob, "s-bob", "frobnicate widget cache", Strategy::Bm25)
+        .await;
+    assert_eq!(names(&r)[0], new_fn);
 
     for strategy in [Strategy::Bm25, Strategy::Hybrid] {
         let r = s

@@ -458,3 +458,70 @@ async fn an_overlay_survives_a_restart_and_expires_when_idle() {
         0
     );
 }
+
+#[tokio::test]
+async fn damaged_overlays_are_repaired_or_dropped_never_fatal() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    fixture(ws.path());
+    let mut s = start(ws.path(), data.path(), Options::default()).await;
+    s.index().await;
+    let alice = user("alice");
+    s.sync(&alice, "s-alice", &dev_manifest()).await.unwrap();
+    s.put(
+        &alice,
+        "s-alice",
+        &[
+            ("src/config.rs", CONFIG_RS_DEV, ""),
+            ("src/extra.rs", EXTRA_RS, ""),
+        ],
+    )
+    .await
+    .unwrap();
+    s.sync(&user("bob"), "s-bob", &dev_manifest())
+        .await
+        .unwrap();
+    s.stop().await;
+    let dirs: Vec<PathBuf> = std::fs::read_dir(data.path().join("overlays"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 2);
+    let dir_of = |session: &str| {
+        dirs.iter()
+            .find(|d| {
+                std::fs::read_to_string(d.join("overlay.json"))
+                    .unwrap()
+                    .contains(&format!("\"session\":\"{session}\""))
+            })
+            .unwrap()
+            .clone()
+    };
+    // Alice's config.rs content is lost; Bob's manifest is garbage.
+    std::fs::remove_file(dir_of("s-alice").join("blobs").join(hash(CONFIG_RS_DEV))).unwrap();
+    std::fs::write(dir_of("s-bob").join("overlay.json"), b"{garbage").unwrap();
+
+    let mut s = start(ws.path(), data.path(), Options::default()).await;
+    assert_eq!(s.overlay(&user("bob"), "s-bob").await.version, 0);
+    assert!(!dir_of_exists(&dirs, "s-bob"));
+    // The lost file is awaited again, and never answered from the base meanwhile.
+    let r = s
+        .search(&alice, "s-alice", "load_from_file", Strategy::Bm25)
+        .await;
+    assert!(!files(&r).contains(&"src/config.rs".to_owned()));
+    let synced = s.sync(&alice, "s-alice", &dev_manifest()).await.unwrap();
+    assert_eq!(synced.need, vec!["src/config.rs", "src/pending.rs"]);
+    let r = s
+        .search(&alice, "s-alice", "quantum flux capacitor", Strategy::Bm25)
+        .await;
+    assert_eq!(files(&r), vec!["src/extra.rs"]);
+    s.stop().await;
+}
+
+/// Whether one of `dirs` still holds the overlay of `session`.
+fn dir_of_exists(dirs: &[PathBuf], session: &str) -> bool {
+    dirs.iter().any(|d| {
+        std::fs::read_to_string(d.join("overlay.json"))
+            .is_ok_and(|m| m.contains(&format!("\"session\":\"{session}\"")))
+    })
+}
