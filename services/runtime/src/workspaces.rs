@@ -77,7 +77,9 @@ impl RagSearchSource {
 impl WorkspaceSource for RagSearchSource {
     fn list(&self) -> BoxFuture<'_, Result<Vec<PathBuf>, String>> {
         let mut client = self.client.clone();
-        Box::pin(async move {
+        // The service's own view of every served root, whoever's request made it ask:
+        // rag-search lists only a principal's workspaces to that principal.
+        Box::pin(crate::principal::scope(None, async move {
             let listed = client
                 .list_workspaces(ploke_proto::rag::v1::ListWorkspacesRequest {})
                 .await
@@ -88,7 +90,7 @@ impl WorkspaceSource for RagSearchSource {
                 .into_iter()
                 .map(|w| PathBuf::from(w.workspace_root))
                 .collect())
-        })
+        }))
     }
 }
 
