@@ -13,7 +13,7 @@
 //! Not a test.
 //!
 //!   cargo bench -p ploke-e2e --bench tenancy -- [--workspace DIR] [--principals N]
-//!       [--changed N] [--rounds N]
+//!       [--changed N] [--rounds N] [--embed-model DIR]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -87,6 +87,7 @@ async fn main() {
     let principals = number(&args, "--principals", 50);
     let changed = number(&args, "--changed", 10) as usize;
     let rounds = number(&args, "--rounds", 200) as usize;
+    let model = arg(&args, "--embed-model").map(PathBuf::from);
 
     // A copy of the workspace is served (the bench writes nothing into the original).
     let served = tempfile::tempdir().unwrap();
@@ -113,6 +114,7 @@ async fn main() {
         c.rag_search.watch = false;
         c.gateway.principals_file = Some(file);
         c.tool_executor.apply_to = ApplyTo::Overlay;
+        c.rag_search.embed_model = model;
     })
     .await
     .unwrap();
@@ -124,9 +126,14 @@ async fn main() {
         .into_inner();
     while progress.message().await.unwrap().is_some() {}
     println!(
-        "tenancy: {} files served ({}), {principals} principals",
+        "tenancy: {} files served ({}), {principals} principals, {}",
         files.len(),
-        workspace.display()
+        workspace.display(),
+        if arg(&args, "--embed-model").is_some() {
+            "with the embedding model"
+        } else {
+            "BM25 only"
+        }
     );
 
     // 1. Authentication.

@@ -238,11 +238,15 @@ impl JwtVerifier {
                 .unwrap_or_else(|| self.config.default_workspaces.clone()),
             None => self.config.default_workspaces.clone(),
         };
-        Ok(Principal {
+        let principal = Principal {
             name: name.to_owned(),
             role,
             workspaces,
-        })
+        };
+        principal
+            .check_size()
+            .map_err(|why| JwtRefused(format!("names a principal too large: {why}")))?;
+        Ok(principal)
     }
 }
 

@@ -197,15 +197,17 @@ impl Table {
                         .to_owned(),
                 ));
             }
-            let index = table.principals.len();
-            table.principals.push(Principal {
-                name: entry.name,
+            let principal = Principal {
+                name: entry.name.clone(),
                 role: match entry.role {
                     RoleName::User => Role::User,
                     RoleName::Admin => Role::Admin,
                 },
-                workspaces: entry.workspaces,
-            });
+                workspaces: entry.workspaces.clone(),
+            };
+            principal.check_size().map_err(invalid)?;
+            let index = table.principals.len();
+            table.principals.push(principal);
             table.hashes.extend(hashes.into_iter().map(|h| (h, index)));
         }
         Ok(table)
@@ -364,6 +366,13 @@ token = "carol-token-0123456789"
             (
                 "[[principal]]\nname = \"default\"\n".to_owned(),
                 "principal 1 (default): the names default, admin, local are the gateway's own (plain tokens, an unauthenticated gateway)",
+            ),
+            (
+                format!(
+                    "[[principal]]\nname = \"a\"\nworkspaces = [{}]\n",
+                    vec![format!("\"/srv/{}\"", "r".repeat(100)); 50].join(", ")
+                ),
+                "principal 1 (a): its name and workspaces take 5355 bytes; at most 4096 travel with every call (grant \"*\" or fewer, shorter entries)",
             ),
             (
                 "[[principal]]\nname = \"a\"\nworkspaces = [\"src/app\"]\n".to_owned(),

@@ -406,7 +406,7 @@ impl SessionService {
             interrupted: interrupted.clone(),
         };
         let service = self.clone();
-        let span = tracing::info_span!("turn", ploke.session_id = %session_id, ploke.parent_id = %spec.parent_id);
+        let span = tracing::info_span!("turn", ploke.session_id = %session_id, ploke.parent_id = %spec.parent_id, enduser.id = %session.owner);
         // The entry exists before the task can remove it.
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         // The turn acts for the session's owner (whoever sent the message, e.g. an admin):

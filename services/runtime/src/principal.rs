@@ -17,6 +17,9 @@ use prost::Message as _;
 /// The metadata key of the encoded principal (binary metadata: base64 on the wire).
 pub const HEADER: &str = "x-ploke-principal-bin";
 
+/// Largest encoded principal (its metadata header must stay far below HTTP/2's header limits).
+pub const MAX_ENCODED_BYTES: usize = 4096;
+
 /// The principal of a one-person setup's plain tokens (`PLOKE_GATEWAY_TOKENS`). It also owns
 /// what has no owner: sessions and proposals made before principals existed, or by a trusted
 /// caller without one — so such a setup keeps working as it did.
@@ -68,6 +71,17 @@ impl Principal {
             role,
             workspaces: vec!["*".to_owned()],
         }
+    }
+
+    /// Refuses a principal too large to travel in a header (a very long workspaces list).
+    pub fn check_size(&self) -> Result<(), String> {
+        let size = self.to_proto().encoded_len();
+        if size > MAX_ENCODED_BYTES {
+            return Err(format!(
+                "its name and workspaces take {size} bytes; at most {MAX_ENCODED_BYTES} travel with every call (grant \"*\" or fewer, shorter entries)"
+            ));
+        }
+        Ok(())
     }
 
     /// Whether it is an admin.

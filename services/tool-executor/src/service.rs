@@ -131,6 +131,7 @@ impl ToolService {
             ploke.request_id = %c.request_id,
             ploke.parent_id = %c.parent_id,
             ploke.call_id = %c.call_id,
+            enduser.id = %principal::owner_name(),
         );
         let scope =
             correlation::Correlation::from(request.correlation.clone()).or(&correlation::current());

@@ -162,6 +162,7 @@ async fn attempt_once(
         gen_ai.response.finish_reasons = tracing::field::Empty,
         ploke.request_id = %correlation.request_id,
         ploke.parent_id = %correlation.parent_id,
+        enduser.id = %ploke_runtime::principal::owner_name(),
     );
     let recorder = span.clone();
     async {

@@ -116,6 +116,7 @@ impl ToolRunner {
             ploke.request_id = %correlation.request_id,
             ploke.parent_id = %correlation.parent_id,
             ploke.call_id = %call.id,
+            enduser.id = %ploke_runtime::principal::owner_name(),
         );
         async {
             let typed = match self.registry.parse_call(&call.name, &call.arguments) {
