@@ -48,14 +48,18 @@ impl<'a> Subject<'a> {
     }
 }
 
-/// Runs `call` and writes its audit line.
+/// Runs `call` and, when `enabled`, writes its audit line.
 pub async fn audited<T>(
+    enabled: bool,
     method: &'static str,
     subject: Subject<'_>,
     call: impl Future<Output = Result<T, Status>>,
 ) -> Result<T, Status> {
     let started = Instant::now();
     let outcome = call.await;
+    if !enabled {
+        return outcome;
+    }
     let (name, role) = match principal::current() {
         Some(p) => (p.name, p.role.as_str()),
         None => (String::new(), ""),
@@ -124,7 +128,7 @@ mod tests {
         };
         let refused = principal::scope(
             Some(alice),
-            audited("DecideEdit", Subject::proposal("edit-1"), async {
+            audited(true, "DecideEdit", Subject::proposal("edit-1"), async {
                 Err::<(), _>(Status::not_found("proposal edit-1"))
             }),
         )

@@ -42,6 +42,8 @@ pub struct GatewayGrpc {
     timeout: Duration,
     subscriber_buffer: usize,
     subscriber_grace: Duration,
+    /// Whether calls are written to the audit trail (not for `ploke up`'s one local user).
+    audit: bool,
 }
 
 impl GatewayGrpc {
@@ -50,12 +52,14 @@ impl GatewayGrpc {
         timeout: Duration,
         subscriber_buffer: usize,
         subscriber_grace: Duration,
+        audit: bool,
     ) -> Self {
         Self {
             upstreams,
             timeout,
             subscriber_buffer,
             subscriber_grace,
+            audit,
         }
     }
 }
@@ -94,6 +98,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<session::Session>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "CreateSession",
             Subject::workspace(&r.workspace_root.clone()),
             async {
@@ -110,6 +115,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<session::Session>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "GetSession",
             Subject::session(&r.session_id.clone()),
             async { unary!(self, r, sessions, get_session, SESSIONS) },
@@ -123,6 +129,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<session::ListSessionsResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "ListSessions",
             Subject::workspace(&r.workspace_root.clone()),
             async {
@@ -139,6 +146,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<session::SendMessageResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "SendMessage",
             Subject::session(&r.session_id.clone()),
             async { unary!(self, r, sessions, send_message, SESSIONS) },
@@ -154,6 +162,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<Self::StreamEventsStream>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "StreamEvents",
             Subject::session(&r.session_id.clone()),
             async {
@@ -181,6 +190,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<session::CancelTurnResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "CancelTurn",
             Subject::session(&r.session_id.clone()),
             async { unary!(self, r, sessions, cancel_turn, SESSIONS) },
@@ -194,6 +204,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<tools::ListEditsResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "ListEdits",
             Subject::session(&r.session_id.clone()),
             async { unary!(self, r, tools, list_edits, TOOLS) },
@@ -207,6 +218,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<tools::DecideEditResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "DecideEdit",
             Subject::proposal(&r.proposal_id.clone()),
             async { unary!(self, r, tools, decide_edit, TOOLS) },
@@ -220,6 +232,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<tools::GetEditDeliveryResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "GetEditDelivery",
             Subject::proposal(&r.proposal_id.clone()),
             async { unary!(self, r, tools, get_edit_delivery, TOOLS) },
@@ -233,6 +246,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<rag::SyncOverlayResponse>, Status> {
         let mut r = request.into_inner();
         audited(
+            self.audit,
             "SyncOverlay",
             Subject::session(&r.session_id.clone()),
             async {
@@ -250,6 +264,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<rag::PutOverlayFilesResponse>, Status> {
         let mut r = request.into_inner();
         audited(
+            self.audit,
             "PutOverlayFiles",
             Subject::session(&r.session_id.clone()),
             async {
@@ -270,7 +285,7 @@ impl Gateway for GatewayGrpc {
             workspace: &r.workspace_root.clone(),
             ..Subject::default()
         };
-        audited("Search", subject, async {
+        audited(self.audit, "Search", subject, async {
             check_root(&r.workspace_root)?;
             unary!(self, r, rag, search, RAG)
         })
@@ -287,16 +302,21 @@ impl Gateway for GatewayGrpc {
             Some(rag::add_workspace_request::Source::Git(g)) => g.url.clone(),
             None => String::new(),
         };
-        audited("AddWorkspace", Subject::workspace(&named), async {
-            admin_only("AddWorkspace")?;
-            // A clone may take minutes: the deadline is rag-search's own git limit and a margin.
-            let mut client = self.upstreams.rag.clone();
-            client
-                .add_workspace(with_deadline(r, ADD_WORKSPACE_TIMEOUT))
-                .await
-                .map(|r| Response::new(r.into_inner()))
-                .map_err(|s| upstream_status(RAG, s))
-        })
+        audited(
+            self.audit,
+            "AddWorkspace",
+            Subject::workspace(&named),
+            async {
+                admin_only("AddWorkspace")?;
+                // A clone may take minutes: the deadline is rag-search's own git limit and a margin.
+                let mut client = self.upstreams.rag.clone();
+                client
+                    .add_workspace(with_deadline(r, ADD_WORKSPACE_TIMEOUT))
+                    .await
+                    .map(|r| Response::new(r.into_inner()))
+                    .map_err(|s| upstream_status(RAG, s))
+            },
+        )
         .await
     }
 
@@ -305,7 +325,7 @@ impl Gateway for GatewayGrpc {
         request: Request<rag::ListWorkspacesRequest>,
     ) -> Result<Response<rag::ListWorkspacesResponse>, Status> {
         let r = request.into_inner();
-        audited("ListWorkspaces", Subject::default(), async {
+        audited(self.audit, "ListWorkspaces", Subject::default(), async {
             unary!(self, r, rag, list_workspaces, RAG)
         })
         .await
@@ -317,6 +337,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<rag::RemoveWorkspaceResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "RemoveWorkspace",
             Subject::workspace(&r.workspace_root.clone()),
             async {
@@ -334,6 +355,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<rag::IndexStatusResponse>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "IndexStatus",
             Subject::workspace(&r.workspace_root.clone()),
             async {
@@ -352,6 +374,7 @@ impl Gateway for GatewayGrpc {
     ) -> Result<Response<Self::IndexWorkspaceStream>, Status> {
         let r = request.into_inner();
         audited(
+            self.audit,
             "IndexWorkspace",
             Subject::workspace(&r.workspace_root.clone()),
             async {

@@ -139,6 +139,7 @@ pub async fn serve(
         config.forward_timeout,
         config.subscriber_buffer,
         config.subscriber_grace,
+        !config.allow_unauthenticated,
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max);
