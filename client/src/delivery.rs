@@ -3,14 +3,19 @@
 //! the guarantees of tool-executor's own apply (the same code: path policy, each file only over
 //! the content the proposal was made against, an undo record, temp + fsync + rename, all files
 //! or none). A file already holding the delivered content is left alone, so a delivery seen
-//! twice (the deciding client and the TUI following the session) is written once. A file the
-//! developer changed since is not overwritten: the delivered content is kept beside it, under
-//! `.ploke/deliveries/<proposal>/`, and the caller is told.
+//! twice is written once. A file the developer changed since is not overwritten: the delivered
+//! content is kept in the client's state directory, and the caller is told.
+//!
+//! What the server sends is not trusted: the proposal id must be one tool-executor makes, and
+//! every path must resolve inside the checkout by the path policy (no `..`, no absolute path,
+//! no symlink out, never `.git` or `.ploke`) before anything is read or written. Undo records
+//! and saved contents live outside the checkout (a checkout may hold files anyone committed).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ploke_proto::tools::v1::{FileDelivery, GetEditDeliveryRequest};
+use ploke_runtime::path_policy::{self, Access};
 use ploke_tool_executor::edits::{ApplyError, WholeFile};
 
 use crate::gateway::Gateway;
@@ -50,12 +55,66 @@ fn hash(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
-/// Writes the delivery of `proposal_id` into the checkout at `root` (blocking).
-pub fn write(root: &Path, proposal_id: &str, files: &[FileDelivery]) -> anyhow::Result<Delivered> {
-    let state = root.join(".ploke");
+/// The client's own state for the checkout at `root` (undo records, saved deliveries):
+/// `$XDG_STATE_HOME/ploke/<checkout key>`, else `~/.local/state/ploke/<checkout key>`.
+pub fn state_dir(root: &Path) -> anyhow::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .context("neither XDG_STATE_HOME nor HOME is set: nowhere to keep undo records")?,
+        )
+        .join(".local/state"),
+    };
+    let key = &hash(root.as_os_str().as_encoded_bytes())[..16];
+    Ok(base.join("ploke").join(key))
+}
+
+/// Whether `id` is a proposal id tool-executor makes (`edit-` and 20 hex digits).
+fn valid_proposal_id(id: &str) -> bool {
+    id.strip_prefix("edit-")
+        .is_some_and(|h| h.len() == 20 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// `rel` resolved for writing inside `root` under its own name (no symlink on the way), or
+/// why not.
+fn checked(root: &Path, rel: &str) -> anyhow::Result<PathBuf> {
+    if Path::new(rel).is_absolute() {
+        anyhow::bail!("the server sent an absolute path ({rel}); nothing was written");
+    }
+    let resolved = path_policy::resolve(root, rel, Access::Write).map_err(|e| {
+        anyhow::anyhow!("the server sent a path that {e} ({rel}); nothing was written")
+    })?;
+    let asked: Vec<&str> = rel
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if resolved.rel != asked.join("/") || resolved.rel.is_empty() {
+        anyhow::bail!(
+            "the server sent a path that does not name a file of the checkout by itself ({rel}); nothing was written"
+        );
+    }
+    Ok(resolved.abs)
+}
+
+/// Writes the delivery of `proposal_id` into the checkout at `root`, keeping undo records and
+/// saved contents under `state` ([`state_dir`]) (blocking).
+pub fn write(
+    root: &Path,
+    state: &Path,
+    proposal_id: &str,
+    files: &[FileDelivery],
+) -> anyhow::Result<Delivered> {
+    if !valid_proposal_id(proposal_id) {
+        anyhow::bail!(
+            "the server sent a delivery for `{proposal_id}`, which is not a proposal id; nothing was written"
+        );
+    }
     let mut todo = Vec::new();
     for f in files {
-        let local = std::fs::read(root.join(&f.file_path)).ok();
+        let abs = checked(root, &f.file_path)?;
+        let local = path_policy::read_regular(&abs, u64::MAX).ok();
         if local.as_deref().map(hash).as_deref() == Some(f.hash.as_str()) {
             continue;
         }
@@ -72,7 +131,7 @@ pub fn write(root: &Path, proposal_id: &str, files: &[FileDelivery]) -> anyhow::
     }
     let undo = state.join("undo");
     std::fs::create_dir_all(&undo).with_context(|| format!("creating {}", undo.display()))?;
-    let record = undo.join(format!("{proposal_id}.delivery.json"));
+    let record = undo.join(format!("{proposal_id}.json"));
     match ploke_tool_executor::edits::write_whole(root, &todo, &record) {
         Ok(()) => Ok(Delivered::Written(
             todo.into_iter().map(|f| f.rel).collect(),
@@ -80,6 +139,7 @@ pub fn write(root: &Path, proposal_id: &str, files: &[FileDelivery]) -> anyhow::
         Err(e @ ApplyError::Stale { .. }) => {
             let saved = state.join("deliveries").join(proposal_id);
             for f in files {
+                // Checked above: relative, inside, normal components only.
                 let path = saved.join(&f.file_path);
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
@@ -113,21 +173,22 @@ pub async fn fetch_and_write(
     if got.deliveries.is_empty() {
         return Ok(None);
     }
+    let state = state_dir(root)?;
     let (root, id) = (root.to_owned(), proposal_id.to_owned());
-    tokio::task::spawn_blocking(move || write(&root, &id, &got.deliveries).map(Some))
+    tokio::task::spawn_blocking(move || write(&root, &state, &id, &got.deliveries).map(Some))
         .await
         .context("writing the approved files")?
 }
 
-/// Rolls back any delivery a crash interrupted in the checkout at `root`.
-pub fn recover(root: &Path) -> Vec<String> {
-    let undo = root.join(".ploke").join("undo");
-    let Ok(entries) = std::fs::read_dir(&undo) else {
+/// Rolls back any delivery a crash interrupted, from the undo records under `state` (the
+/// client's own directory, never the checkout).
+pub fn recover(state: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(state.join("undo")) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".delivery.json"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
         .filter_map(|e| {
             ploke_tool_executor::edits::recover_write(&e.path())
                 .ok()
@@ -135,4 +196,59 @@ pub fn recover(root: &Path) -> Vec<String> {
                 .map(|_| e.file_name().to_string_lossy().into_owned())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(path: &str, content: &[u8]) -> FileDelivery {
+        FileDelivery {
+            file_path: path.into(),
+            base_hash: String::new(),
+            hash: hash(content),
+            content: content.to_vec(),
+        }
+    }
+
+    #[test]
+    fn what_a_server_sends_is_checked_before_anything_is_read_or_written() {
+        let outside = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+        let id = "edit-0123456789abcdef0123";
+        let victim = outside.path().join("victim");
+        for (proposal, path) in [
+            (id, victim.display().to_string()),
+            (id, "../victim".to_owned()),
+            (id, "link/victim".to_owned()),
+            (id, ".git/hooks/pre-commit".to_owned()),
+            (id, ".ploke/x".to_owned()),
+            ("../../etc", "src/a.rs".to_owned()),
+            ("edit-1", "src/a.rs".to_owned()),
+        ] {
+            let e = write(
+                &root,
+                state.path(),
+                proposal,
+                &[delivery(&path, b"pwned\n")],
+            );
+            assert!(e.is_err(), "{proposal} {path}");
+        }
+        assert!(!victim.exists());
+        assert!(!root.join(".git").exists() && !root.join(".ploke").exists());
+        assert!(!root.join("src").exists());
+        // A sound delivery is written; seen again it is already there.
+        let ok = [delivery("src/a.rs", b"fn a() {}\n")];
+        assert_eq!(
+            write(&root, state.path(), id, &ok).unwrap(),
+            Delivered::Written(vec!["src/a.rs".into()])
+        );
+        assert_eq!(
+            write(&root, state.path(), id, &ok).unwrap(),
+            Delivered::AlreadyThere
+        );
+    }
 }

@@ -5,7 +5,8 @@
 //! base's files missing from the manifest. Run before every message, so the model sees the
 //! developer's tree as it is when they ask.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -49,8 +50,9 @@ impl std::fmt::Display for Synced {
     }
 }
 
-/// Path and blake3 of every file under `root` the index would hold (blocking).
-pub fn manifest(root: &Path) -> Vec<ManifestEntry> {
+/// Path and blake3 of every file under `root` the index would hold, with where each is
+/// (blocking).
+pub fn manifest(root: &Path) -> Vec<(ManifestEntry, PathBuf)> {
     let (files, _) = ploke_rag_search::scan::scan(root);
     files
         .into_iter()
@@ -63,7 +65,7 @@ pub fn manifest(root: &Path) -> Vec<ManifestEntry> {
             .ok()?;
             let hash = blake3::hash(&bytes).to_hex().to_string();
             ploke_rag_search::scan::read_text(bytes)?;
-            Some(ManifestEntry { path: f.rel, hash })
+            Some((ManifestEntry { path: f.rel, hash }, f.abs))
         })
         .collect()
 }
@@ -72,9 +74,15 @@ pub fn manifest(root: &Path) -> Vec<ManifestEntry> {
 pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyhow::Result<Synced> {
     let started = Instant::now();
     let scan_root = root.to_owned();
-    let files = tokio::task::spawn_blocking(move || manifest(&scan_root))
+    let scanned = tokio::task::spawn_blocking(move || manifest(&scan_root))
         .await
         .context("scanning the checkout")?;
+    // Only files of the manifest are ever sent, whatever the server asks for.
+    let sendable: HashMap<String, PathBuf> = scanned
+        .iter()
+        .map(|(e, abs)| (e.path.clone(), abs.clone()))
+        .collect();
+    let files = scanned.into_iter().map(|(e, _)| e).collect();
     let planned = gateway
         .sync_overlay(SyncOverlayRequest {
             session_id: session_id.to_owned(),
@@ -93,9 +101,14 @@ pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyho
     let mut batch: Vec<OverlayFile> = Vec::new();
     let mut batch_bytes = 0usize;
     for path in planned.need {
-        let abs = root.join(&path);
+        let Some(abs) = sendable.get(&path) else {
+            anyhow::bail!(
+                "the server asked for {}, which is not a file this checkout sent; nothing more was sent",
+                ploke_runtime::text::shown(&path)
+            );
+        };
         let content =
-            ploke_runtime::path_policy::read_regular(&abs, ploke_rag_search::scan::MAX_FILE_BYTES)
+            ploke_runtime::path_policy::read_regular(abs, ploke_rag_search::scan::MAX_FILE_BYTES)
                 .with_context(|| format!("reading {path}"))?;
         if !batch.is_empty() && batch_bytes + content.len() > BATCH_BYTES {
             synced.version = put(gateway, session_id, std::mem::take(&mut batch)).await?;

@@ -200,8 +200,9 @@ async fn decide_edit(
         && !decided.deliveries.is_empty()
     {
         let (root, id) = (root.to_owned(), p.proposal_id.clone());
+        let state = ploke_client::delivery::state_dir(&root)?;
         let delivered = tokio::task::spawn_blocking(move || {
-            ploke_client::delivery::write(&root, &id, &decided.deliveries)
+            ploke_client::delivery::write(&root, &state, &id, &decided.deliveries)
         })
         .await??;
         eprintln!("({delivered})");

@@ -30,6 +30,12 @@ pub enum EditsCommand {
         #[arg(long, value_delimiter = ',')]
         edits: Vec<u32>,
     },
+    /// Write an approved proposal's files into this checkout (in a shared deployment edits
+    /// land in the session; the client that approved writes them, this catches up elsewhere).
+    Fetch {
+        /// Proposal id.
+        id: String,
+    },
     /// Deny a proposal, or only the listed edits (the others are applied).
     Deny {
         /// Proposal id.
@@ -108,6 +114,15 @@ pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
         EditsCommand::Deny { id, edits, reason } => {
             decide(&mut conn, id, Decision::Deny, edits, reason).await?
         }
+        EditsCommand::Fetch { id } => {
+            let root = conn.local_root.clone();
+            match ploke_client::delivery::fetch_and_write(&mut conn.gateway, &root, &id).await? {
+                Some(delivered) => println!("{delivered} (in {})", root.display()),
+                None => println!(
+                    "{id} delivers no files (not applied, or applied to the workspace itself)"
+                ),
+            }
+        }
     }
     conn.close().await
 }
@@ -144,8 +159,9 @@ async fn decide(
             .map(|p| p.proposal_id.clone())
             .unwrap_or_default();
         let root = conn.local_root.clone();
+        let state = ploke_client::delivery::state_dir(&root)?;
         let delivered = tokio::task::spawn_blocking(move || {
-            ploke_client::delivery::write(&root, &id, &decided.deliveries)
+            ploke_client::delivery::write(&root, &state, &id, &decided.deliveries)
         })
         .await??;
         println!("{delivered} (in {})", conn.local_root.display());

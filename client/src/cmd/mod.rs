@@ -67,8 +67,12 @@ impl Conn {
         let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
         let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
-            for interrupted in ploke_client::delivery::recover(&workspace) {
-                eprintln!("(rolled back an interrupted write of approved edits: {interrupted})");
+            if let Ok(state) = ploke_client::delivery::state_dir(&workspace) {
+                for interrupted in ploke_client::delivery::recover(&state) {
+                    eprintln!(
+                        "(rolled back an interrupted write of approved edits: {interrupted})"
+                    );
+                }
             }
             return Ok(Self {
                 gateway: connect(url, token).await?,

@@ -139,6 +139,7 @@ pub async fn run(
         ..App::default()
     };
     let (tx, mut rx) = mpsc::channel::<Input>(1024);
+    let mut decided_here = std::collections::HashSet::new();
     let keys = tx.clone();
     std::thread::spawn(move || {
         while let Ok(event) = ct::read() {
@@ -163,21 +164,20 @@ pub async fn run(
                 Input::Event(e) => {
                     use ploke_proto::session::v1::session_event::Event;
                     let ended = matches!(e.event, Some(Event::TurnCompleted(_)));
-                    if let (Some(root), Some(Event::EditDecided(d))) = (&overlay, &e.event)
+                    // Files are written only for decisions made here; one made elsewhere (by
+                    // another client, an admin, the auto-approve policy) is announced.
+                    if let (Some(_), Some(Event::EditDecided(d))) = (&overlay, &e.event)
                         && d.in_overlay
                         && d.state() == ploke_proto::tools::v1::ProposalState::Applied
+                        && !decided_here.contains(&d.proposal_id)
                     {
-                        match ploke_client::delivery::fetch_and_write(
-                            &mut gateway,
-                            root,
-                            &d.proposal_id,
-                        )
-                        .await
-                        {
-                            Ok(Some(delivered)) => system(&mut app, delivered.to_string()),
-                            Ok(None) => {}
-                            Err(err) => system(&mut app, format!("{err:#}")),
-                        }
+                        system(
+                            &mut app,
+                            format!(
+                                "{} was applied to this session elsewhere; `ploke edits fetch {}` writes it into your checkout",
+                                d.proposal_id, d.proposal_id
+                            ),
+                        );
                     }
                     app.apply(&e);
                     if ended {
@@ -225,10 +225,14 @@ pub async fn run(
                             .await;
                     }
                     Action::Approve(id, edits) => {
-                        decide(&mut gateway, &mut app, id, Decision::Approve, edits).await
+                        decided_here.insert(id.clone());
+                        let target = (&mut gateway, overlay.as_deref());
+                        decide(target, &mut app, id, Decision::Approve, edits).await
                     }
                     Action::Deny(id) => {
-                        decide(&mut gateway, &mut app, id, Decision::Deny, Vec::new()).await
+                        decided_here.insert(id.clone());
+                        let target = (&mut gateway, overlay.as_deref());
+                        decide(target, &mut app, id, Decision::Deny, Vec::new()).await
                     }
                 },
             }
@@ -239,8 +243,10 @@ pub async fn run(
     result
 }
 
+/// Decides a proposal; with `overlay` (a shared deployment), an approval's files are
+/// written into that checkout.
 async fn decide(
-    gateway: &mut Gateway,
+    (gateway, overlay): (&mut Gateway, Option<&std::path::Path>),
     app: &mut App,
     id: String,
     decision: Decision,
@@ -248,7 +254,7 @@ async fn decide(
 ) {
     let decided = gateway
         .decide_edit(DecideEditRequest {
-            proposal_id: id,
+            proposal_id: id.clone(),
             decision: decision as i32,
             edit_indices,
             reason: if decision == Decision::Deny {
@@ -258,10 +264,27 @@ async fn decide(
             },
         })
         .await;
-    if let Err(s) = decided {
-        app.entries.push(state::Entry {
-            speaker: Speaker::System,
-            text: s.message().to_owned(),
-        });
+    let decided = match decided {
+        Ok(d) => d.into_inner(),
+        Err(s) => return system(app, s.message().to_owned()),
+    };
+    let Some(root) = overlay.filter(|_| !decided.deliveries.is_empty()) else {
+        return;
+    };
+    let written = match ploke_client::delivery::state_dir(root) {
+        Ok(state) => {
+            let root = root.to_owned();
+            tokio::task::spawn_blocking(move || {
+                ploke_client::delivery::write(&root, &state, &id, &decided.deliveries)
+            })
+            .await
+            .map_err(anyhow::Error::from)
+            .and_then(|r| r)
+        }
+        Err(e) => Err(e),
+    };
+    match written {
+        Ok(delivered) => system(app, delivered.to_string()),
+        Err(e) => system(app, format!("{e:#}")),
     }
 }

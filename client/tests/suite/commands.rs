@@ -304,6 +304,8 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
         Reply::text(&["Done."]),
     ]);
     let url = sandbox.addrs().url(ServiceKind::Gateway);
+    // The client's own state (undo records) goes here, never into the checkout.
+    let state = tempfile::tempdir().unwrap();
     let out = super::run(
         mine.path(),
         vec![
@@ -313,7 +315,10 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
             "--gateway".into(),
             url,
         ],
-        &[("PLOKE_TOKEN", ploke_e2e::TOKEN)],
+        &[
+            ("PLOKE_TOKEN", ploke_e2e::TOKEN),
+            ("XDG_STATE_HOME", &state.path().display().to_string()),
+        ],
     )
     .await;
     let stderr = text(&out.stderr);
@@ -333,5 +338,6 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
         std::fs::read_to_string(sandbox.workspace_root().join("src/lib.rs")).unwrap(),
         super::LIB_RS
     );
+    assert!(!mine.path().join(".ploke").exists());
     sandbox.stop().await.unwrap();
 }

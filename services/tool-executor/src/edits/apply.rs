@@ -308,10 +308,12 @@ pub struct WholeFile {
 pub fn write_whole(root: &Path, files: &[WholeFile], record: &Path) -> Result<(), ApplyError> {
     let mut writes = Vec::with_capacity(files.len());
     for f in files {
+        // A path the policy refuses is not a stale file: it fails, and no caller may take it
+        // for a place to save the content.
         let resolved =
-            resolve(root, "file_path", &f.rel, Access::Write).map_err(|_| ApplyError::Stale {
-                file: f.rel.clone(),
-                why: "does not resolve inside the workspace",
+            resolve(root, "file_path", &f.rel, Access::Write).map_err(|e| ApplyError::Failed {
+                file: ploke_runtime::text::shown(&f.rel).into_owned(),
+                reason: format!("the path {e}"),
             })?;
         writes.push(FileWrite {
             abs: resolved.abs,

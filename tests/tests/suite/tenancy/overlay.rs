@@ -249,9 +249,17 @@ async fn a_developers_changes_are_theirs_alone_and_approved_edits_land_in_their_
         (ProposalState::Applied, true, "alice"),
         "{answer}"
     );
-    let written =
-        ploke_client::delivery::write(mine.path(), &proposal.proposal_id, &decided.deliveries)
-            .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let deliver = || {
+        ploke_client::delivery::write(
+            mine.path(),
+            state.path(),
+            &proposal.proposal_id,
+            &decided.deliveries,
+        )
+        .unwrap()
+    };
+    let written = deliver();
     assert_eq!(written, Delivered::Written(vec!["src/old.rs".into()]));
     assert_eq!(
         std::fs::read_to_string(mine.path().join("src/old.rs")).unwrap(),
@@ -259,9 +267,7 @@ async fn a_developers_changes_are_theirs_alone_and_approved_edits_land_in_their_
     );
     assert_eq!(snapshot(&served), served_before);
     // Seen twice (the deciding client and the TUI following the session): written once.
-    let twice =
-        ploke_client::delivery::write(mine.path(), &proposal.proposal_id, &decided.deliveries)
-            .unwrap();
+    let twice = deliver();
     assert_eq!(twice, Delivered::AlreadyThere);
     // Her session reads the edited version from then on.
     let (answer, _) = tool_turn(
@@ -287,8 +293,10 @@ async fn a_delivery_over_a_file_changed_locally_writes_nothing_and_keeps_the_app
         hash: blake3::hash(b"fn a() { 3 }\n").to_hex().to_string(),
         content: b"fn a() { 3 }\n".to_vec(),
     };
-    let got = ploke_client::delivery::write(dir.path(), "edit-1", &[delivery]).unwrap();
-    let saved = dir.path().join(".ploke/deliveries/edit-1");
+    let state = tempfile::tempdir().unwrap();
+    let id = "edit-0123456789abcdef0123";
+    let got = ploke_client::delivery::write(dir.path(), state.path(), id, &[delivery]).unwrap();
+    let saved = state.path().join("deliveries").join(id);
     assert_eq!(
         got,
         Delivered::Stale {
