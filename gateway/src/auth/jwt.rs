@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::str::FromStr as _;
 
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use ploke_runtime::config::JwtConfig;
 use ploke_runtime::principal::{Principal, Role};
@@ -121,22 +121,47 @@ fn parse_keys(text: &str, path: &Path) -> Result<Vec<Key>, JwksError> {
     };
     let set: JwkSet = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
     let mut keys = Vec::with_capacity(set.keys.len());
+    // Identity providers publish keys of other uses and kinds beside their signing keys: each
+    // key that cannot verify a signature is left out (and said), the rest are used, so a set
+    // whose compromised key was just removed is never kept for an unusable neighbour.
+    let mut skipped = Vec::new();
     for (i, jwk) in set.keys.iter().enumerate() {
         let which = jwk
             .common
             .key_id
             .clone()
             .unwrap_or_else(|| format!("#{}", i + 1));
-        let algorithm = algorithm_of(jwk).map_err(|m| invalid(format!("key {which}: {m}")))?;
-        let key = DecodingKey::from_jwk(jwk).map_err(|e| invalid(format!("key {which}: {e}")))?;
-        keys.push(Key {
-            kid: jwk.common.key_id.clone(),
-            algorithm,
-            key,
+        if jwk.common.public_key_use == Some(PublicKeyUse::Encryption) {
+            skipped.push(format!("key {which}: an encryption key"));
+            continue;
+        }
+        let usable = algorithm_of(jwk).and_then(|algorithm| {
+            DecodingKey::from_jwk(jwk)
+                .map(|key| (algorithm, key))
+                .map_err(|e| e.to_string())
         });
+        match usable {
+            Ok((algorithm, key)) => keys.push(Key {
+                kid: jwk.common.key_id.clone(),
+                algorithm,
+                key,
+            }),
+            Err(why) => skipped.push(format!("key {which}: {why}")),
+        }
     }
     if keys.is_empty() {
-        return Err(invalid("it holds no key".to_owned()));
+        let why = if skipped.is_empty() {
+            "it holds no key".to_owned()
+        } else {
+            format!(
+                "it holds no key that verifies signatures ({})",
+                skipped.join("; ")
+            )
+        };
+        return Err(invalid(why));
+    }
+    for s in &skipped {
+        tracing::warn!(jwks = %path.display(), skipped = %s, "JWKS key left out");
     }
     Ok(keys)
 }
@@ -206,7 +231,7 @@ impl JwtVerifier {
         let name = claims
             .get(&self.config.principal_claim)
             .and_then(Value::as_str)
-            .filter(|n| !n.is_empty() && n.len() <= 128 && !n.chars().any(char::is_control))
+            .filter(|n| super::principals::is_valid_name(n))
             .ok_or_else(|| {
                 JwtRefused(format!(
                     "has no usable `{}` claim to name the principal",
@@ -218,8 +243,16 @@ impl JwtVerifier {
                 "names `{name}`, a principal name the gateway keeps for itself"
             )));
         }
-        if let Some(entry) = table.by_name(name) {
-            return Ok(entry.clone());
+        match table.by_name(name) {
+            // An entry without tokens is the IdP principal's permissions.
+            Some((entry, false)) => return Ok(entry.clone()),
+            // One with tokens is someone who signs in with a token: never the same principal.
+            Some((_, true)) => {
+                return Err(JwtRefused(format!(
+                    "names `{name}`, a principal of the principals file who signs in with a token"
+                )));
+            }
+            None => {}
         }
         let role = match &self.config.role_claim {
             Some(claim)
@@ -356,6 +389,19 @@ mod tests {
             v.verify(&claimed, &empty),
             Ok(Principal::everywhere("dana@example.com", Role::Admin))
         );
+        // A principals file entry with tokens of its own is someone else: refused.
+        let tokened = Table::parse(
+            &format!(
+                "[[principal]]\nname = \"dana@example.com\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\n",
+                hex::encode(super::super::principals::token_sha256("dana-token-0123456789"))
+            ),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            v.verify(&claimed, &tokened).unwrap_err().to_string(),
+            "invalid bearer token: the JWT names `dana@example.com`, a principal of the principals file who signs in with a token"
+        );
         // The principals file's entry of that name wins over the claims.
         let filed = Table::parse(
             "[[principal]]\nname = \"dana@example.com\"\nworkspaces = [\"other\"]\n",
@@ -436,6 +482,24 @@ mod tests {
     }
 
     #[test]
+    fn keys_that_cannot_verify_are_left_out_and_the_rest_used() {
+        let idp = idp();
+        let text = std::fs::read_to_string(&idp.config.jwks_file).unwrap();
+        let mut set: serde_json::Value = serde_json::from_str(&text).unwrap();
+        set["keys"].as_array_mut().unwrap().extend([
+            json!({"kty": "RSA", "use": "enc", "kid": "e1", "alg": "RSA-OAEP", "n": "sXch", "e": "AQAB"}),
+            json!({"kty": "EC", "crv": "P-521", "kid": "p521", "x": "AQ", "y": "AQ"}),
+        ]);
+        std::fs::write(&idp.config.jwks_file, set.to_string()).unwrap();
+        let v = JwtVerifier::load(&idp.config).unwrap();
+        let token = sign(&idp, "k1", claims(json!({})));
+        assert_eq!(
+            v.verify(&token, &Table::default()).unwrap().name,
+            "dana@example.com"
+        );
+    }
+
+    #[test]
     fn symmetric_keys_and_empty_sets_are_refused_at_load() {
         let idp = idp();
         std::fs::write(
@@ -444,7 +508,7 @@ mod tests {
         )
         .unwrap();
         let e = JwtVerifier::load(&idp.config).unwrap_err().to_string();
-        assert!(e.ends_with("key s: symmetric (oct) keys are refused: anyone who can read the file could mint tokens"), "{e}");
+        assert!(e.ends_with("it holds no key that verifies signatures (key s: symmetric (oct) keys are refused: anyone who can read the file could mint tokens)"), "{e}");
         std::fs::write(&idp.config.jwks_file, r#"{"keys": []}"#).unwrap();
         let e = JwtVerifier::load(&idp.config).unwrap_err().to_string();
         assert!(e.ends_with("it holds no key"), "{e}");

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use ploke_runtime::Secret;
 use ploke_runtime::config::JwtConfig;
@@ -53,14 +53,21 @@ pub enum CredentialsError {
     /// The JWKS file.
     #[error(transparent)]
     Jwks(#[from] jwt::JwksError),
+    /// Plain shared tokens beside per-principal credentials.
+    #[error(
+        "PLOKE_GATEWAY_TOKENS / PLOKE_GATEWAY_ADMIN_TOKENS / [gateway] tokens_file are set beside a principals file or [gateway.jwt]: everyone holding a shared token would be the principal `default` or `admin`; give each person an entry of the principals file and remove the shared tokens"
+    )]
+    Mixed,
 }
 
-/// Modification stamp of a file (time, length), to notice changes.
-type Stamp = Option<(SystemTime, u64)>;
+/// What a file held when it was last read (its SHA-256; `None` when unreadable), to notice any
+/// change: an edit within the clock's resolution, a file replaced by rename, a deleted one.
+type Stamp = Option<[u8; 32]>;
 
 fn stamp(path: &std::path::Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
+    use sha2::Digest as _;
+    let bytes = std::fs::read(path).ok()?;
+    Some(sha2::Sha256::digest(&bytes).into())
 }
 
 struct Checked {
@@ -105,6 +112,11 @@ impl Authenticator {
 
     /// Checks callers against `credentials`, read now (an unreadable file stops the start).
     pub fn load(credentials: Credentials) -> Result<Self, CredentialsError> {
+        let per_principal = credentials.principals_file.is_some() || credentials.jwt.is_some();
+        if per_principal && !(credentials.tokens.is_empty() && credentials.admin_tokens.is_empty())
+        {
+            return Err(CredentialsError::Mixed);
+        }
         let table = load_table(&credentials)?;
         let jwt = credentials
             .jwt
@@ -203,6 +215,9 @@ impl Authenticator {
             .or_else(|| value.strip_prefix("bearer "))
             .map(str::trim)
             .ok_or_else(|| Status::unauthenticated("authorization is not a bearer token"))?;
+        if token.is_empty() {
+            return Err(Status::unauthenticated("empty bearer token"));
+        }
         let table = c.table.read().map(|t| Arc::clone(&t)).unwrap_or_default();
         if let Some(p) = table.by_token(token) {
             return Ok(p.clone());
@@ -340,10 +355,26 @@ mod tests {
             "invalid bearer token"
         );
         assert!(!auth.reload().unwrap(), "nothing changed yet");
-        // Bob is added (a longer file: its stamp changes even within the clock's resolution).
+        // Bob is added.
         std::fs::write(&file, entry("alice", a) + &entry("bob", b)).unwrap();
         assert!(auth.reload().unwrap());
         assert_eq!(auth.authenticate(&bearer(b)).unwrap().name, "bob");
+        // Alice's token is swapped in place for another of the same length (same size, and
+        // within the file system clock's resolution): still noticed.
+        let a2 = "alice-token-9876543210";
+        std::fs::write(&file, entry("alice", a2) + &entry("bob", b)).unwrap();
+        assert!(auth.reload().unwrap());
+        assert_eq!(
+            auth.authenticate(&bearer(a)).unwrap_err().message(),
+            "invalid bearer token"
+        );
+        assert_eq!(auth.authenticate(&bearer(a2)).unwrap().name, "alice");
+        // Replaced by rename (an editor's save): noticed too.
+        let tmp = dir.path().join("principals.toml.new");
+        std::fs::write(&tmp, entry("bob", b)).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+        assert!(auth.reload().unwrap());
+        assert!(auth.authenticate(&bearer(a2)).is_err());
         // A typo: the error is reported and both keep working.
         std::fs::write(&file, "[[principal]]\nnmae = \"x\"\n".repeat(3)).unwrap();
         let e = auth.reload().unwrap_err().to_string();
@@ -385,6 +416,23 @@ mod tests {
                 .unwrap(),
             Principal::everywhere(LOCAL, Role::Admin)
         );
+        assert_eq!(
+            auth.authenticate(&bearer("  ")).unwrap_err().message(),
+            "empty bearer token"
+        );
+        let mut empty = http::HeaderMap::new();
+        empty.insert(http::header::AUTHORIZATION, "Bearer ".parse().unwrap());
+        assert_eq!(
+            auth.authenticate(&empty).unwrap_err().message(),
+            "empty bearer token"
+        );
+        // Shared tokens beside per-principal credentials are refused at start.
+        let mixed = Authenticator::load(Credentials {
+            principals_file: Some("/nonexistent/principals.toml".into()),
+            tokens: vec![Secret::new("plain-token-0123456789")],
+            ..Credentials::default()
+        });
+        assert!(matches!(mixed, Err(CredentialsError::Mixed)));
         let none = Authenticator::load(Credentials::default()).unwrap();
         assert_eq!(
             none.authenticate(&bearer("anything-at-all-0123"))

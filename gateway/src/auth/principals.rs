@@ -96,6 +96,11 @@ pub fn is_reserved(name: &str) -> bool {
     RESERVED.contains(&name)
 }
 
+/// Whether `name` is usable as a principal's name (letters, digits and `. _ @ + -`).
+pub fn is_valid_name(name: &str) -> bool {
+    valid_name(name).is_ok()
+}
+
 /// The SHA-256 of a token, as the principals file stores it.
 pub fn token_sha256(token: &str) -> [u8; 32] {
     Sha256::digest(token.trim().as_bytes()).into()
@@ -139,6 +144,12 @@ fn parse_hash(hex_text: &str) -> Result<[u8; 32], String> {
     hex::decode_to_slice(hex_text.trim(), &mut out).map_err(|_| {
         "token_sha256 must be 64 hex digits (`printf %s TOKEN | sha256sum`)".to_owned()
     })?;
+    if out == token_sha256("") {
+        return Err(
+            "token_sha256 is the hash of an empty token (was the variable unset when it was computed?)"
+                .to_owned(),
+        );
+    }
     Ok(out)
 }
 
@@ -269,9 +280,12 @@ impl Table {
         self.principals.get(found)
     }
 
-    /// The entry named `name` (JWT principals take their role and workspaces from it).
-    pub fn by_name(&self, name: &str) -> Option<&Principal> {
-        self.principals.iter().find(|p| p.name == name)
+    /// The entry named `name`, and whether it has tokens of its own (JWT principals take their
+    /// role and workspaces from an entry without any).
+    pub fn by_name(&self, name: &str) -> Option<(&Principal, bool)> {
+        let index = self.principals.iter().position(|p| p.name == name)?;
+        let has_tokens = self.hashes.iter().any(|(_, i)| *i == index);
+        Some((&self.principals[index], has_tokens))
     }
 }
 
@@ -358,6 +372,13 @@ token = "carol-token-0123456789"
             (
                 "[[principal]]\nname = \"a\"\ntoken_sha256 = \"abc\"\n".to_owned(),
                 "principal 1 (a): token_sha256 must be 64 hex digits (`printf %s TOKEN | sha256sum`)",
+            ),
+            (
+                format!(
+                    "[[principal]]\nname = \"a\"\ntoken_sha256 = \"{}\"\n",
+                    hex::encode(token_sha256(""))
+                ),
+                "principal 1 (a): token_sha256 is the hash of an empty token (was the variable unset when it was computed?)",
             ),
             (
                 "[[principal]]\nname = \"a\"\ntoken = \"short\"\n".to_owned(),

@@ -75,6 +75,8 @@ pub async fn team(adjust: impl FnOnce(&mut PlokeConfig)) -> Team {
     std::fs::write(&file, principals_toml()).unwrap();
     let sandbox = Sandbox::start_with_provider(provider, move |c| {
         c.gateway.principals_file = Some(file);
+        // Per-principal credentials only: shared tokens beside them are refused at start.
+        c.gateway.tokens.clear();
         adjust(c);
     })
     .await
