@@ -13,6 +13,7 @@ use tonic::{Request, Response, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
 
 use ploke_runtime::principal;
+use ploke_runtime::text::shown;
 
 use crate::audit::{Subject, audited};
 use crate::forward::{upstream_status, with_deadline};
@@ -79,14 +80,24 @@ macro_rules! unary {
 
 impl GatewayGrpc {
     /// The caller's session (llm-session answers NOT_FOUND for another principal's): the
-    /// check before anything about the session goes to another service.
+    /// check before the developer's files go to rag-search. Only the session's owner sends
+    /// them (an admin may read the session, never fill it with their own tree).
     async fn own_session(&self, session_id: &str) -> Result<session::Session, Status> {
         let request = session::GetSessionRequest {
             session_id: session_id.to_owned(),
         };
         let found: Result<Response<session::Session>, Status> =
             unary!(self, request, sessions, get_session, SESSIONS);
-        Ok(found?.into_inner())
+        let session = found?.into_inner();
+        if let Some(p) = principal::current()
+            && !p.is(&session.owner)
+        {
+            return Err(Status::permission_denied(format!(
+                "only the owner of session {} sends its files",
+                shown(session_id)
+            )));
+        }
+        Ok(session)
     }
 }
 
@@ -396,6 +407,19 @@ impl Gateway for GatewayGrpc {
         &self,
         _request: Request<GetSystemStatusRequest>,
     ) -> Result<Response<SystemStatus>, Status> {
+        audited(self.audit, "GetSystemStatus", Subject::default(), async {
+            Ok(Response::new(self.system_status().await))
+        })
+        .await
+    }
+}
+
+impl GatewayGrpc {
+    /// Health of every upstream. Where the services run and why one fails are the operators'
+    /// business: only admins and a one-person setup's `default` see endpoints and messages.
+    async fn system_status(&self) -> SystemStatus {
+        let internals = principal::current()
+            .is_none_or(|p| p.is_admin() || p.name == principal::DEFAULT_PRINCIPAL);
         let probes = self.upstreams.all.iter().map(|u| async move {
             let started = Instant::now();
             let probe = tokio::time::timeout(
@@ -415,18 +439,22 @@ impl Gateway for GatewayGrpc {
             };
             ServiceStatus {
                 service: u.service.to_owned(),
-                endpoint: u.url.clone(),
+                endpoint: if internals {
+                    u.url.clone()
+                } else {
+                    String::new()
+                },
                 state: state as i32,
-                message,
+                message: if internals { message } else { String::new() },
                 latency_us,
             }
         });
         let services = futures::future::join_all(probes).await;
-        Ok(Response::new(SystemStatus {
+        SystemStatus {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             services,
             correlation: Some(ploke_runtime::correlation::current().into()),
             principal: principal::current().map(|p| p.to_proto()),
-        }))
+        }
     }
 }

@@ -94,6 +94,16 @@ pub enum RagError {
         /// The config key of the limit.
         key: &'static str,
     },
+    /// The principal holds as many overlays as it may; nothing was made.
+    #[error(
+        "{owner} already has {limit} sessions carrying their own changes on this server, the limit ([rag_search] overlay_max_per_principal); they are dropped after [rag_search] overlay_idle_secs without use"
+    )]
+    TooManyOverlays {
+        /// The principal.
+        owner: String,
+        /// The limit.
+        limit: u64,
+    },
     /// A compare-and-set put found another version of the file; nothing was written.
     #[error(
         "{field}: `{}` is at {current} in the overlay of session {session}, not {expected}; nothing was written",

@@ -93,6 +93,7 @@ impl From<&PlokeConfig> for Config {
             overlays: service::OverlayLimits {
                 max_bytes: c.rag_search.overlay_max_bytes,
                 max_files: c.rag_search.overlay_max_files,
+                max_per_principal: c.rag_search.overlay_max_per_principal,
                 idle: (c.rag_search.overlay_idle_secs > 0)
                     .then(|| std::time::Duration::from_secs(c.rag_search.overlay_idle_secs)),
             },

@@ -265,6 +265,8 @@ pub struct RagSearchConfig {
     pub overlay_max_files: u64,
     /// An overlay nobody synced, put or read for this many seconds is dropped; 0 = never.
     pub overlay_idle_secs: u64,
+    /// Most sessions with an overlay one principal may have at once.
+    pub overlay_max_per_principal: u64,
 }
 
 impl Default for RagSearchConfig {
@@ -282,6 +284,7 @@ impl Default for RagSearchConfig {
             overlay_max_bytes: 64 * 1024 * 1024,
             overlay_max_files: 20_000,
             overlay_idle_secs: 86_400,
+            overlay_max_per_principal: 16,
         }
     }
 }

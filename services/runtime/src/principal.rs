@@ -107,6 +107,12 @@ impl Principal {
             || (owner.is_empty() && self.name == DEFAULT_PRINCIPAL)
     }
 
+    /// Whether it is `owner` itself (an admin acting on someone else's thing is not): what has
+    /// no owner is [`DEFAULT_PRINCIPAL`]'s.
+    pub fn is(&self, owner: &str) -> bool {
+        owner == self.name || (owner.is_empty() && self.name == DEFAULT_PRINCIPAL)
+    }
+
     /// The owners whose things it lists as its own.
     pub fn listed_owners(&self) -> Vec<String> {
         if self.name == DEFAULT_PRINCIPAL {

@@ -33,7 +33,7 @@ pub enum ExecutorError {
         /// Edits in the proposal.
         count: u32,
     },
-    /// The calling principal may not do this (list others' proposals).
+    /// The calling principal may not do this (list others' proposals, use the workspace).
     #[error(transparent)]
     Denied(#[from] ploke_runtime::principal::Denied),
     /// The proposal store failed.

@@ -99,6 +99,7 @@ fn to_status(e: RagError) -> Status {
         RagError::Invalid { ref field, reason } => invalid_argument(field, reason),
         e @ RagError::NoOverlay(_) => Status::not_found(e.to_string()),
         e @ RagError::OverlayFull { .. } => Status::resource_exhausted(e.to_string()),
+        e @ RagError::TooManyOverlays { .. } => Status::resource_exhausted(e.to_string()),
         e @ (RagError::OverlayConflict { .. }
         | RagError::OverlayWorkspace { .. }
         | RagError::BaseIncomplete(_)) => Status::failed_precondition(e.to_string()),

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use ploke_proto::rag::v1::OverlayFile;
 use ploke_proto::tools::v1::{EditProposal, FileDelivery, ProposalState};
+use ploke_runtime::principal;
 
 use super::Edits;
 use super::apply::{self, ApplyError};
@@ -118,9 +119,18 @@ impl Edits {
             .map(|c| c.session_id.clone())
             .unwrap_or_default();
         let files = chosen_files(plan, chosen);
-        let written = self
-            .write_overlay(&root, &session, plan, chosen, &files)
-            .await;
+        // The overlay is the session owner's, whoever decided (an admin, the auto-approve
+        // policy): the write is made as the owner, so an overlay it creates is theirs.
+        let owner = (!p.owner.is_empty()).then(|| principal::Principal {
+            name: p.owner.clone(),
+            role: principal::Role::User,
+            workspaces: vec![p.workspace_root.clone()],
+        });
+        let written = principal::scope(
+            owner,
+            self.write_overlay(&root, &session, plan, chosen, &files),
+        )
+        .await;
         let denied: Vec<u32> = plan
             .all_indices()
             .into_iter()

@@ -583,7 +583,12 @@ impl Edits {
     /// proposal is answered exactly like one that does not exist.
     async fn own_proposal(&self, id: &str) -> Result<(EditProposal, Plan), ExecutorError> {
         match self.store.get(id).await? {
-            Some((p, plan)) if principal::may_act_on(&p.owner) => Ok((p, plan)),
+            Some((p, plan)) if principal::may_act_on(&p.owner) => {
+                // Its owner still needs the workspace (a principal taken off it may not
+                // approve what was staged there before).
+                principal::check_workspace(Path::new(&p.workspace_root))?;
+                Ok((p, plan))
+            }
             Some(_) | None => Err(ExecutorError::NoSuchProposal(id.to_owned())),
         }
     }

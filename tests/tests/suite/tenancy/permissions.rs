@@ -115,5 +115,23 @@ async fn workspace_permissions_and_administration_are_enforced_per_principal() {
         (who.name.as_str(), who.workspaces),
         ("alice", vec!["*".to_owned()])
     );
+    // Where the services run is not a user's business; an admin sees it.
+    let status = alice
+        .get_system_status(GetSystemStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(status.services.iter().all(|s| s.endpoint.is_empty()));
+    let status = root
+        .get_system_status(GetSystemStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        status
+            .services
+            .iter()
+            .all(|s| s.endpoint.starts_with("http://127.0.0.1:"))
+    );
     t.sandbox.stop().await.unwrap();
 }

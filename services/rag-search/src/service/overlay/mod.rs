@@ -60,6 +60,8 @@ pub struct OverlayLimits {
     pub max_files: u64,
     /// Dropped after this long unused; `None` = never.
     pub idle: Option<Duration>,
+    /// Most overlays one principal holds at once (each up to `max_bytes`).
+    pub max_per_principal: u64,
 }
 
 impl Default for OverlayLimits {
@@ -68,6 +70,7 @@ impl Default for OverlayLimits {
             max_bytes: 64 * 1024 * 1024,
             max_files: 20_000,
             idle: Some(Duration::from_secs(86_400)),
+            max_per_principal: 16,
         }
     }
 }
@@ -292,19 +295,27 @@ impl Overlays {
         self.map.lock().ok()?.get(session).cloned()
     }
 
-    /// The session's overlay, made (empty, version 0, owned by `owner`) when it has none.
-    /// The bool says whether it was made now.
+    /// The session's overlay, made (empty, version 0, owned by `owner`) when it has none,
+    /// unless `owner` already holds `max_per_principal` overlays. The bool says whether it
+    /// was made now.
     pub(super) fn get_or_create(
         &self,
         session: &str,
         root: &Path,
-        owner: &str,
+        (owner, max_per_principal): (&str, u64),
         opening: &Opening,
         embedder: Option<&Embedder>,
     ) -> Result<(Arc<Overlay>, bool), RagError> {
         let mut map = self.map.lock().map_err(|_| lock_poisoned())?;
         if let Some(o) = map.get(session) {
             return Ok((o.clone(), false));
+        }
+        let held = map.values().filter(|o| o.owner == owner).count() as u64;
+        if !owner.is_empty() && held >= max_per_principal {
+            return Err(RagError::TooManyOverlays {
+                owner: owner.to_owned(),
+                limit: max_per_principal,
+            });
         }
         let store = Store::new(self.dir.join(store::session_key(session)));
         // Whatever a dropped overlay of the same key left behind goes first.

@@ -153,6 +153,7 @@ fn limits_count_entries_and_content_bytes() {
         max_bytes,
         max_files,
         idle: None,
+        max_per_principal: 16,
     };
     assert!(check_limits("s", &next, limits(5, 3)).is_ok());
     assert_eq!(

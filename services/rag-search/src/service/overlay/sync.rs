@@ -110,11 +110,12 @@ impl RagService {
         let overlays = self.overlays.clone();
         let opening = self.opening.clone();
         let embedder = self.embedder.clone();
+        let per_principal = self.overlay_limits.max_per_principal;
         self.blocking(move || {
             let (overlay, created) = overlays.get_or_create(
                 &w.session,
                 &w.root,
-                &w.owner,
+                (&w.owner, per_principal),
                 &opening,
                 embedder.as_deref(),
             )?;

@@ -457,6 +457,40 @@ async fn an_overlay_survives_a_restart_and_expires_when_idle() {
             .count(),
         0
     );
+
+    // One principal holds at most `max_per_principal` overlays; others are not affected.
+    let service = RagService::open(
+        Workspaces::new(&[ws.path().to_owned()]),
+        data.path(),
+        None,
+        Retrieval::default(),
+    )
+    .unwrap()
+    .with_overlay_limits(OverlayLimits {
+        max_per_principal: 1,
+        ..OverlayLimits::default()
+    });
+    let manifest = || {
+        vec![ploke_rag_search::service::ManifestFile {
+            path: "src/extra.rs".into(),
+            hash: hash(EXTRA_RS),
+        }]
+    };
+    let as_ = |who: &str, session: &'static str| {
+        let service = service.clone();
+        let files = manifest();
+        ploke_runtime::principal::scope(Some(user(who)), async move {
+            service.sync_overlay(session, "", files).await.map(|_| ())
+        })
+    };
+    as_("alice", "s-a1").await.unwrap();
+    let refused = as_("alice", "s-a2").await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "alice already has 1 sessions carrying their own changes on this server, the limit ([rag_search] overlay_max_per_principal); they are dropped after [rag_search] overlay_idle_secs without use"
+    );
+    as_("bob", "s-b1").await.unwrap();
+    service.close();
 }
 
 #[tokio::test]
