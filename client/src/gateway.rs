@@ -7,7 +7,7 @@ use ploke_proto::gateway::v1::gateway_client::GatewayClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 /// Adds `authorization: Bearer TOKEN` when there is a token.
 #[derive(Debug, Clone)]
@@ -28,15 +28,36 @@ impl Interceptor for Auth {
 /// A gateway client.
 pub type Gateway = GatewayClient<InterceptedService<Channel, Auth>>;
 
-/// Connects to the gateway at `url`, sending `token`.
+/// Connects to the gateway at `url`, sending `token`: TLS (the system's roots) for
+/// `https://`; a token sent in the clear to anything but loopback is warned about.
 pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway> {
-    let channel = Endpoint::from_shared(url.to_owned())
+    let mut endpoint = Endpoint::from_shared(url.to_owned())
         .with_context(|| format!("gateway URL `{url}`"))?
-        .connect_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(5));
+    let uri = endpoint.uri().clone();
+    if uri.scheme_str() == Some("https") {
+        endpoint = endpoint
+            .tls_config(ClientTlsConfig::new().with_native_roots())
+            .with_context(|| format!("TLS for {url}"))?;
+    } else if token.is_some() && !is_loopback(uri.host().unwrap_or_default()) {
+        eprintln!(
+            "warning: your token and code go to {url} unencrypted; use https:// (TLS at the gateway's balancer or ingress)"
+        );
+    }
+    let channel = endpoint
         .connect()
         .await
         .with_context(|| format!("connecting to the gateway at {url}"))?;
     Ok(GatewayClient::with_interceptor(channel, auth(token)?))
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The interceptor that sends `token`.
