@@ -125,6 +125,7 @@ mod tests {
             name: "alice".into(),
             role: Role::User,
             workspaces: vec!["*".into()],
+            read_only: false,
         };
         let refused = principal::scope(
             Some(alice),

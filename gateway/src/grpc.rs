@@ -377,6 +377,77 @@ impl Gateway for GatewayGrpc {
         .await
     }
 
+    async fn list_tools(
+        &self,
+        request: Request<tools::ListToolsRequest>,
+    ) -> Result<Response<tools::ListToolsResponse>, Status> {
+        let r = request.into_inner();
+        audited(self.audit, "ListTools", Subject::default(), async {
+            let listed: Result<Response<tools::ListToolsResponse>, Status> =
+                unary!(self, r, tools, list_tools, TOOLS);
+            let mut listed = listed?.into_inner();
+            crate::tools::visible(&mut listed.tools);
+            Ok(Response::new(listed))
+        })
+        .await
+    }
+
+    type ExecuteToolStream = Boxed<tools::ExecuteToolEvent>;
+
+    async fn execute_tool(
+        &self,
+        request: Request<tools::ExecuteToolRequest>,
+    ) -> Result<Response<Self::ExecuteToolStream>, Status> {
+        let mut r = request.into_inner();
+        let session = r
+            .correlation
+            .as_ref()
+            .map(|c| c.session_id.clone())
+            .unwrap_or_default();
+        let subject = Subject {
+            session_id: &session,
+            workspace: &r.workspace_root.clone(),
+            ..Subject::default()
+        };
+        audited(self.audit, "ExecuteTool", subject, async {
+            check_root(&r.workspace_root)?;
+            if crate::tools::admit(&mut r)? {
+                // A session of the caller's (llm-session answers NOT_FOUND otherwise).
+                let get = session::GetSessionRequest {
+                    session_id: session.clone(),
+                };
+                let found: Result<Response<session::Session>, Status> =
+                    unary!(self, get, sessions, get_session, SESSIONS);
+                found?;
+            }
+            let mut client = self.upstreams.tools.clone();
+            let stream = client
+                .execute_tool(r)
+                .await
+                .map_err(|s| upstream_status(TOOLS, s))?
+                .into_inner();
+            Ok(Response::new(Box::pin(stream) as Self::ExecuteToolStream))
+        })
+        .await
+    }
+
+    async fn list_files(
+        &self,
+        request: Request<rag::ListFilesRequest>,
+    ) -> Result<Response<rag::ListFilesResponse>, Status> {
+        let r = request.into_inner();
+        audited(
+            self.audit,
+            "ListFiles",
+            Subject::workspace(&r.workspace_root.clone()),
+            async {
+                check_root(&r.workspace_root)?;
+                unary!(self, r, rag, list_files, RAG)
+            },
+        )
+        .await
+    }
+
     type IndexWorkspaceStream = Boxed<rag::IndexProgress>;
 
     async fn index_workspace(

@@ -7,6 +7,7 @@ pub mod auth;
 mod forward;
 mod grpc;
 mod relay;
+pub mod tools;
 mod upstreams;
 
 use std::path::PathBuf;

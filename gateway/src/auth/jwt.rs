@@ -275,6 +275,7 @@ impl JwtVerifier {
             name: name.to_owned(),
             role,
             workspaces,
+            read_only: false,
         };
         principal
             .check_size()
@@ -378,6 +379,7 @@ mod tests {
                 name: "dana@example.com".into(),
                 role: Role::User,
                 workspaces: vec!["app".into()],
+                read_only: false,
             })
         );
         let claimed = sign(
@@ -414,6 +416,7 @@ mod tests {
                 name: "dana@example.com".into(),
                 role: Role::User,
                 workspaces: vec!["other".into()],
+                read_only: false,
             })
         );
     }

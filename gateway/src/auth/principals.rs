@@ -81,6 +81,9 @@ struct Entry {
     role: RoleName,
     #[serde(default)]
     workspaces: Vec<String>,
+    /// Only tools without side effects (no edit proposals).
+    #[serde(default)]
+    read_only: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
@@ -215,6 +218,7 @@ impl Table {
                     RoleName::Admin => Role::Admin,
                 },
                 workspaces: entry.workspaces.clone(),
+                read_only: entry.read_only,
             };
             principal.check_size().map_err(invalid)?;
             let index = table.principals.len();
@@ -318,6 +322,7 @@ workspaces = ["*"]
 [[principal]]
 name = "carol@example.com"
 token = "carol-token-0123456789"
+read_only = true
 "#,
             hex::encode(token_sha256(ALICE)),
             hex::encode(token_sha256("bob-new-token-0123456")),
@@ -330,6 +335,7 @@ token = "carol-token-0123456789"
                 name: "alice".into(),
                 role: Role::User,
                 workspaces: vec!["app".into()],
+                read_only: false,
             })
         );
         assert_eq!(

@@ -66,6 +66,7 @@ async fn unreachable_upstreams_are_reported() {
             name: "local".into(),
             role: ploke_proto::common::v1::Role::Admin as i32,
             workspaces: vec!["*".into()],
+            read_only: false,
         })
     );
     let s = client

@@ -17,6 +17,9 @@ pub enum RegistryError {
     /// An `*Args` message lacks the `(ploke.tools.v1.tool)` option.
     #[error("`{0}` has no (ploke.tools.v1.tool) option")]
     NoToolSpec(String),
+    /// A tool has no message field of the same name in `ToolResult`.
+    #[error("tool `{0}` has no result field in ToolResult")]
+    NoResult(String),
 }
 
 /// What is wrong with a model's tool arguments.

@@ -19,9 +19,10 @@ use prost_reflect::{
 
 pub use error::{ArgError, ArgErrorKind, RegistryError};
 
-use crate::tools::v1::{SideEffect, ToolCall, ToolDefinition, tool_call};
+use crate::tools::v1::{SideEffect, ToolCall, ToolDefinition, ToolResult, tool_call};
 
 const TOOL_CALL: &str = "ploke.tools.v1.ToolCall";
+const TOOL_RESULT: &str = "ploke.tools.v1.ToolResult";
 const RULES_EXT: &str = "ploke.tools.v1.rules";
 const TOOL_EXT: &str = "ploke.tools.v1.tool";
 
@@ -61,6 +62,7 @@ impl Tool {
 pub struct ToolRegistry {
     pool: DescriptorPool,
     tool_call: MessageDescriptor,
+    tool_result: MessageDescriptor,
     rules: ExtensionDescriptor,
     tools: Vec<Tool>,
 }
@@ -80,6 +82,9 @@ impl ToolRegistry {
         let tool_call = pool
             .get_message_by_name(TOOL_CALL)
             .ok_or(RegistryError::Missing(TOOL_CALL))?;
+        let tool_result = pool
+            .get_message_by_name(TOOL_RESULT)
+            .ok_or(RegistryError::Missing(TOOL_RESULT))?;
         let rules = pool
             .get_extension_by_name(RULES_EXT)
             .ok_or(RegistryError::Missing(RULES_EXT))?;
@@ -89,6 +94,7 @@ impl ToolRegistry {
         let mut registry = ToolRegistry {
             pool,
             tool_call: tool_call.clone(),
+            tool_result: tool_result.clone(),
             rules,
             tools: Vec::new(),
         };
@@ -115,12 +121,22 @@ impl ToolRegistry {
                 None => (0, 0),
             };
             let schema = registry.schema_for(&args);
+            // The result of tool `x` is the `x` field of the `ToolResult` oneof.
+            let result = match tool_result
+                .get_field_by_name(field.name())
+                .map(|f| f.kind())
+            {
+                Some(prost_reflect::Kind::Message(m)) => m,
+                Some(_) | None => return Err(RegistryError::NoResult(field.name().to_owned())),
+            };
+            let result_schema = schema::message_schema(&registry, &result);
             let definition = ToolDefinition {
                 name: field.name().to_owned(),
                 description: schema::comment_of(args.parent_file(), args.path()),
                 parameters_json_schema: schema.to_string(),
                 side_effect,
                 default_timeout_ms: timeout,
+                result_json_schema: result_schema.to_string(),
             };
             tools.push(Tool {
                 definition,
@@ -193,6 +209,18 @@ impl ToolRegistry {
             .as_message()
             .ok_or_else(|| ArgError::internal(format!("`{name}` arguments are not a message")))?;
         validate::check_message(self, args, "")
+    }
+
+    /// A typed result as JSON in the shape of the tool's `result_json_schema` (proto field
+    /// names, enums by their short names, unset fields left out), with the tool's name. `None`
+    /// when the result holds no tool's.
+    pub fn result_json(&self, result: &ToolResult) -> Option<(&str, serde_json::Value)> {
+        let bytes = prost::Message::encode_to_vec(result);
+        let dynamic = DynamicMessage::decode(self.tool_result.clone(), bytes.as_slice()).ok()?;
+        let (field, value) = dynamic.fields().next()?;
+        let message = value.as_message()?;
+        let name = self.get(field.name())?.name();
+        Some((name, render::to_json(self, message)))
     }
 
     /// The JSON arguments text of a typed call, in the shape `parse_call` accepts, with the tool's

@@ -415,6 +415,7 @@ impl SessionService {
             name: session.owner.clone(),
             role: principal::Role::User,
             workspaces: vec![session.workspace_root.clone()],
+            read_only: false,
         });
         let task = tokio::spawn(tracing::Instrument::instrument(
             ploke_runtime::correlation::scope(

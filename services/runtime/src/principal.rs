@@ -46,7 +46,7 @@ impl Role {
 }
 
 /// An authenticated caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Principal {
     /// Its name (`alice`, `alice@example.com`).
     pub name: String,
@@ -54,6 +54,8 @@ pub struct Principal {
     pub role: Role,
     /// Workspaces it may use: roots, names (a root's last component) or `*`.
     pub workspaces: Vec<String>,
+    /// May run only tools without side effects.
+    pub read_only: bool,
 }
 
 /// A workspace's name: the last component of its root.
@@ -70,6 +72,7 @@ impl Principal {
             name: name.into(),
             role,
             workspaces: vec!["*".to_owned()],
+            read_only: false,
         }
     }
 
@@ -131,6 +134,7 @@ impl Principal {
                 Role::Admin => ploke_proto::common::v1::Role::Admin,
             } as i32,
             workspaces: self.workspaces.clone(),
+            read_only: self.read_only,
         }
     }
 
@@ -146,6 +150,7 @@ impl Principal {
             name: p.name,
             role,
             workspaces: p.workspaces,
+            read_only: p.read_only,
         }
     }
 
@@ -276,6 +281,7 @@ mod tests {
             name: "alice".into(),
             role: Role::User,
             workspaces: workspaces.iter().map(|w| (*w).to_owned()).collect(),
+            read_only: false,
         }
     }
 
@@ -325,6 +331,7 @@ mod tests {
             name: String::new(),
             role: Role::Admin,
             workspaces: vec![],
+            read_only: false,
         }
         .write_headers(&mut nameless);
         assert_eq!(Principal::from_headers(&nameless), Err(BadPrincipal));

@@ -43,6 +43,9 @@ pub const DEFAULT_CONTEXT_TOP_K: u32 = 30;
 pub const MAX_QUERY_CHARS: usize = 4096;
 /// Most spans one GetSnippets may ask for.
 pub const MAX_SNIPPETS: usize = 256;
+/// Most files one ListFiles answers, and how many when it names no limit.
+pub const MAX_FILES: u32 = 5000;
+const DEFAULT_FILES: u32 = 1000;
 /// Most paths one RefreshFiles may name.
 pub const MAX_REFRESH_PATHS: usize = 10_000;
 
@@ -506,5 +509,46 @@ impl RagSearch for RagSearchGrpc {
             .await
             .map_err(to_status)?;
         Ok(Response::new(pb::DropOverlayResponse { dropped }))
+    }
+
+    async fn list_files(
+        &self,
+        request: Request<pb::ListFilesRequest>,
+    ) -> Result<Response<pb::ListFilesResponse>, Status> {
+        let r = request.into_inner();
+        let limit = match r.limit {
+            0 => DEFAULT_FILES,
+            1..=MAX_FILES => r.limit,
+            n => {
+                return Err(invalid_argument(
+                    "limit",
+                    format!("must be between 1 and {MAX_FILES} (0 = {DEFAULT_FILES}), got {n}"),
+                ));
+            }
+        };
+        if r.page_token.len() > ploke_runtime::path_policy::MAX_PATH_BYTES {
+            return Err(invalid_argument(
+                "page_token",
+                "is not a token this service issued",
+            ));
+        }
+        let page = self
+            .service
+            .list_files(&r.workspace_root, &r.page_token, limit as usize)
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListFilesResponse {
+            files: page
+                .files
+                .into_iter()
+                .map(|(path, language, file_hash, items)| pb::IndexedFile {
+                    path,
+                    language,
+                    file_hash,
+                    items,
+                })
+                .collect(),
+            next_page_token: page.next.unwrap_or_default(),
+            total: page.total,
+        }))
     }
 }

@@ -392,6 +392,29 @@ impl WorkspaceIndex {
         self.vectors.is_some()
     }
 
+    /// Up to `limit` indexed files after the path `after` (empty = from the first), in path
+    /// order: (path, language, content hash, items).
+    pub fn files_after(&self, after: &str, limit: usize) -> Vec<(String, String, String, u32)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = if after.is_empty() {
+            Unbounded
+        } else {
+            Excluded(after.to_owned())
+        };
+        self.files
+            .range((from, Unbounded))
+            .take(limit)
+            .map(|(path, f)| {
+                (
+                    path.clone(),
+                    f.language.clone(),
+                    f.hash.clone(),
+                    u32::try_from(f.item_ids.len()).unwrap_or(u32::MAX),
+                )
+            })
+            .collect()
+    }
+
     /// Items indexed for one file.
     pub fn items_of_file(&self, rel: &str) -> u32 {
         self.files

@@ -22,6 +22,7 @@ use crate::rank::LengthPrior;
 mod overlay;
 mod paths;
 mod read;
+pub use read::FilePage;
 mod registry;
 mod runs;
 mod types;

@@ -299,3 +299,36 @@ impl RagService {
         }
     }
 }
+
+/// A page of a workspace's indexed files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePage {
+    /// (path, language, content hash, items), path order.
+    pub files: Vec<(String, String, String, u32)>,
+    /// The last path of the page when more follow.
+    pub next: Option<String>,
+    /// Files in the index.
+    pub total: u64,
+}
+
+impl RagService {
+    /// Up to `limit` indexed files of the workspace after the path `after`.
+    pub fn list_files(
+        &self,
+        workspace_root: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<FilePage, RagError> {
+        let (_, slot, _) = self.ready_slot(workspace_root)?;
+        let index = slot.index.read().map_err(|_| lock_poisoned())?;
+        let mut files = index.files_after(after, limit + 1);
+        let more = files.len() > limit;
+        files.truncate(limit);
+        let next = more.then(|| files.last().map(|f| f.0.clone())).flatten();
+        Ok(FilePage {
+            files,
+            next,
+            total: index.file_count(),
+        })
+    }
+}

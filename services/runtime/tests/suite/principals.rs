@@ -26,6 +26,7 @@ fn alice() -> Principal {
         name: "alice".into(),
         role: Role::User,
         workspaces: vec!["app".into(), "/srv/other".into()],
+        read_only: false,
     }
 }
 

@@ -125,6 +125,7 @@ impl Edits {
             name: p.owner.clone(),
             role: principal::Role::User,
             workspaces: vec![p.workspace_root.clone()],
+            read_only: false,
         });
         let written = principal::scope(
             owner,

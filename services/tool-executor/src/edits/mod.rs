@@ -125,9 +125,14 @@ fn is_final(state: ProposalState) -> bool {
     )
 }
 
-/// The id of the proposal of call `call_id` in request `request_id`.
-pub fn proposal_id(request_id: &str, call_id: &str) -> String {
+/// The id of the proposal of call `call_id` in request `request_id` made for `owner`: a retried
+/// call finds its proposal again; the same ids sent by another principal name another proposal.
+pub fn proposal_id(owner: &str, request_id: &str, call_id: &str) -> String {
     let mut h = blake3::Hasher::new();
+    if !owner.is_empty() {
+        h.update(owner.as_bytes());
+        h.update(&[0]);
+    }
     h.update(request_id.as_bytes());
     h.update(&[0]);
     h.update(call_id.as_bytes());
@@ -240,8 +245,14 @@ impl Edits {
     /// auto-approve) and returns the outcome. Anything short of written files is a failure the
     /// model can read (denied, stale, expired).
     pub async fn stage_and_wait(&self, call: EditCall) -> Result<EditOutcome, ToolFailure> {
-        let id = proposal_id(&call.correlation.request_id, &call.correlation.call_id);
+        let id = proposal_id(
+            &principal::owner_name(),
+            &call.correlation.request_id,
+            &call.correlation.call_id,
+        );
         let existing = self.store.get(&id).await.map_err(store_failure)?;
+        // The id covers the owner; this only guards an ownerless caller naming an owner's ids.
+        let existing = existing.filter(|(p, _)| principal::may_act_on(&p.owner));
         let proposal = match existing {
             Some((p, _)) if is_final(p.state()) => return outcome(&p),
             Some((p, _)) => p,

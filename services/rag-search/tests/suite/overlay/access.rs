@@ -94,6 +94,7 @@ async fn workspaces_are_listed_per_principal_and_administered_by_admins() {
         name: "alice".into(),
         role: Role::User,
         workspaces: workspaces.iter().map(|w| (*w).to_owned()).collect(),
+        read_only: false,
     };
 
     let list = |who: &Principal| as_(who, ListWorkspacesRequest {});
