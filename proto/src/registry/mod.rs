@@ -273,4 +273,6 @@ impl<T: prost::Message> TranscodeWith for T {
 #[cfg(test)]
 mod fuzz;
 #[cfg(test)]
+mod result_tests;
+#[cfg(test)]
 mod tests;
