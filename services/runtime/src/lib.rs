@@ -27,6 +27,7 @@ pub mod storage_health;
 pub mod telemetry;
 pub mod testing;
 pub mod text;
+pub mod trace_context;
 mod trace_layer;
 pub mod workspaces;
 
