@@ -88,7 +88,10 @@ mod tests {
             assert!(inject(&span, &mut headers));
             let sent = headers[TRACEPARENT].to_str().unwrap();
             // Same trace, a new parent (this span), still sampled.
-            assert!(sent.starts_with("00-0af7651916cd43dd8448eb211c80319c-"), "{sent}");
+            assert!(
+                sent.starts_with("00-0af7651916cd43dd8448eb211c80319c-"),
+                "{sent}"
+            );
             assert!(!sent.contains("00f067aa0ba902b7"), "{sent}");
             assert_eq!(headers[TRACESTATE], "vendor=1");
             // Garbage is not a parent: the span starts its own trace.
@@ -96,7 +99,12 @@ mod tests {
             set_remote_parent(&other, "not a traceparent", None);
             let mut headers = http::HeaderMap::new();
             assert!(inject(&other, &mut headers));
-            assert!(!headers[TRACEPARENT].to_str().unwrap().contains("0af7651916cd"));
+            assert!(
+                !headers[TRACEPARENT]
+                    .to_str()
+                    .unwrap()
+                    .contains("0af7651916cd")
+            );
         });
         // Without an OpenTelemetry layer nothing is written.
         let span = tracing::info_span!("plain");
