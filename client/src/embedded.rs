@@ -74,6 +74,8 @@ pub struct Embedded {
     /// Where the process serves its metrics (`[telemetry] metrics_listen`; one endpoint for
     /// all four services), if it does.
     pub metrics: Option<SocketAddr>,
+    /// Where the gateway serves MCP (`[gateway] mcp_listen`, path `/mcp`), if it does.
+    pub mcp: Option<SocketAddr>,
     shutdown: Shutdown,
     tasks: Vec<ServiceTask>,
 }
@@ -129,6 +131,22 @@ impl Embedded {
         let tools_l = bind(ServiceKind::ToolExecutor, config.tool_executor.listen).await?;
         let session_l = bind(ServiceKind::LlmSession, config.llm_session.listen).await?;
         let gateway_l = bind(ServiceKind::Gateway, config.gateway.listen).await?;
+        let mcp_l = match config.gateway.mcp_listen {
+            Some(addr) => {
+                Some(
+                    TcpListener::bind(addr)
+                        .await
+                        .map_err(|source| EmbeddedError::Bind {
+                            service: "the MCP endpoint",
+                            addr,
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let mcp = mcp_l.as_ref().and_then(|l| l.local_addr().ok());
+        config.gateway.mcp_listen = mcp;
         let local = |l: &TcpListener, kind: ServiceKind| {
             l.local_addr().map_err(|source| EmbeddedError::Bind {
                 service: kind.binary(),
@@ -164,7 +182,8 @@ impl Embedded {
         let rag = ploke_rag_search::serve((&config).into(), rag_l, shutdown.wait());
         let tools = ploke_tool_executor::serve((&config).into(), tools_l, shutdown.wait());
         let session = ploke_llm_session::serve((&config).into(), session_l, shutdown.wait());
-        let gateway = ploke_gateway::serve((&config).into(), gateway_l, shutdown.wait());
+        let gateway =
+            ploke_gateway::serve_with((&config).into(), gateway_l, mcp_l, shutdown.wait());
         let tasks = vec![
             spawn_service(ServiceKind::RagSearch, &shutdown, rag),
             spawn_service(ServiceKind::ToolExecutor, &shutdown, tools),
@@ -175,6 +194,7 @@ impl Embedded {
             addrs,
             config,
             metrics,
+            mcp,
             shutdown,
             tasks,
         })

@@ -5,4 +5,5 @@
 pub mod delivery;
 pub mod embedded;
 pub mod gateway;
+pub mod mcp;
 pub mod overlay;

@@ -106,6 +106,19 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Serve ploke's tools to an MCP client over stdio (the client runs this; docs/MCP.md).
+    Mcp {
+        /// With --gateway: the served workspace the tools use (its name or root); default: the
+        /// gateway's default workspace.
+        #[arg(long, value_name = "NAME")]
+        server_workspace: Option<String>,
+        /// Largest tool result sent to the client, in tokens [default: [gateway]
+        /// mcp_max_result_tokens, 25000].
+        #[arg(long, value_name = "N")]
+        max_result_tokens: Option<u32>,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Show the health of a gateway and the services behind it.
     Status {
         /// Gateway URL [env: PLOKE_GATEWAY].
@@ -153,6 +166,11 @@ async fn main_async() -> anyhow::Result<()> {
             let command = command.unwrap_or(cmd::workspaces::WorkspacesCommand::List);
             cmd::workspaces::run(&target, command).await
         }
+        Command::Mcp {
+            server_workspace,
+            max_result_tokens,
+            target,
+        } => cmd::mcp::mcp(&target, server_workspace, max_result_tokens).await,
         Command::Status { gateway } => {
             let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
             let mut client = cmd::connect(&gateway, token).await?;

@@ -6,11 +6,14 @@ mod audit;
 pub mod auth;
 mod forward;
 mod grpc;
+pub mod mcp;
 mod relay;
 pub mod tools;
 mod upstreams;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ploke_proto::gateway::v1::gateway_server::GatewayServer;
@@ -55,6 +58,12 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// The internal token sent to the backends.
     pub internal: InternalConfig,
+    /// Where MCP clients connect (`[gateway] mcp_listen`); `None` = no MCP endpoint.
+    pub mcp_listen: Option<SocketAddr>,
+    /// Largest MCP result, in tokens.
+    pub mcp_max_result_tokens: u32,
+    /// Host names the MCP endpoint answers to without authentication.
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -73,6 +82,9 @@ impl From<&PlokeConfig> for Config {
             subscriber_grace: Duration::from_millis(c.gateway.subscriber_grace_ms),
             limits: c.limits,
             internal: c.internal.clone(),
+            mcp_listen: c.gateway.mcp_listen,
+            mcp_max_result_tokens: c.gateway.mcp_max_result_tokens,
+            mcp_allowed_hosts: c.gateway.mcp_allowed_hosts.clone(),
         }
     }
 }
@@ -97,6 +109,14 @@ pub enum StartError {
     /// The principals or JWKS file could not be used.
     #[error(transparent)]
     Credentials(#[from] auth::CredentialsError),
+    /// The MCP listener could not be bound.
+    #[error("binding the MCP endpoint on {addr}: {source}")]
+    McpBind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -119,10 +139,29 @@ fn tokens(config: &Config) -> Result<Vec<Secret>, StartError> {
     Ok(tokens)
 }
 
-/// Serves the gateway on `listener` until `shutdown` resolves.
+/// Serves the gateway on `listener` until `shutdown` resolves, and MCP on
+/// `config.mcp_listen` when set.
 pub async fn serve(
     config: Config,
     listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), StartError> {
+    let mcp = match config.mcp_listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|source| StartError::McpBind { addr, source })?,
+        ),
+        None => None,
+    };
+    serve_with(config, listener, mcp, shutdown).await
+}
+
+/// Serves the gateway on `listener`, and MCP on `mcp` when given, until `shutdown` resolves.
+pub async fn serve_with(
+    config: Config,
+    listener: TcpListener,
+    mcp: Option<TcpListener>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), StartError> {
     let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
@@ -135,15 +174,16 @@ pub async fn serve(
     }
     let upstreams = Upstreams::connect(&config.upstreams, &internal)?;
     let max = config.limits.max_message_bytes;
-    let server = GatewayServer::new(grpc::GatewayGrpc::new(
+    let grpc = grpc::GatewayGrpc::new(
         upstreams,
         config.forward_timeout,
         config.subscriber_buffer,
         config.subscriber_grace,
         !config.allow_unauthenticated,
-    ))
-    .max_decoding_message_size(max)
-    .max_encoding_message_size(max);
+    );
+    let server = GatewayServer::new(grpc.clone())
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
     let authenticator = if config.allow_unauthenticated {
         tracing::warn!(
             "gateway serves without authentication: every caller is the admin principal `local`"
@@ -158,12 +198,42 @@ pub async fn serve(
         })?
     };
     let watch = authenticator.watch(config.credentials_poll);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mcp_task = mcp.map(|listener| {
+        let endpoint = mcp::http::Endpoint {
+            options: mcp::Options {
+                max_result_tokens: config.mcp_max_result_tokens,
+                workspace: None,
+                authenticated: !config.allow_unauthenticated,
+            },
+            allowed_hosts: config.mcp_allowed_hosts.clone(),
+            max_body_bytes: max,
+        };
+        let backend: Arc<dyn mcp::Backend> = Arc::new(mcp::InProcess::new(grpc.clone()));
+        tokio::spawn(mcp::http::serve(
+            listener,
+            backend,
+            authenticator.clone(),
+            endpoint,
+            stop.clone(),
+        ))
+    });
     let routes = tonic::service::Routes::new(tower_layer::Layer::layer(
         &auth::AuthLayer::new(authenticator),
         server,
     ));
     host.readiness().set_serving().await;
-    let served = host.serve(routes, listener, shutdown).await;
+    let stopping = stop.clone();
+    let served = host
+        .serve(routes, listener, async move {
+            shutdown.await;
+            stopping.cancel();
+        })
+        .await;
+    stop.cancel();
+    if let Some(task) = mcp_task {
+        let _ = task.await;
+    }
     if let Some(w) = watch {
         w.abort();
     }

@@ -41,3 +41,4 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 pub mod registry;
 pub mod snippet;
 pub mod status;
+pub mod tool_text;

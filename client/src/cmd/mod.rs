@@ -5,6 +5,7 @@
 pub mod ask;
 pub mod chat;
 pub mod edits;
+pub mod mcp;
 pub mod providers;
 pub mod query;
 pub mod up;
@@ -64,6 +65,12 @@ pub struct Conn {
 impl Conn {
     /// Opens the target; in-process services index the workspace first.
     pub async fn open(target: &Target) -> anyhow::Result<Self> {
+        Self::open_indexing(target, true).await
+    }
+
+    /// Opens the target; in-process services index the workspace first when `wait_for_index`,
+    /// else in the background (answering from what is indexed so far).
+    pub async fn open_indexing(target: &Target, wait_for_index: bool) -> anyhow::Result<Self> {
         let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
         let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
@@ -107,14 +114,18 @@ impl Conn {
                 std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             );
         }
+        // MCP is served by `ploke up` or `ploke mcp`, never by a command's own services.
+        cfg.gateway.mcp_listen = None;
         let embedded = Embedded::start(cfg).await?;
         let mut gateway = connect(&embedded.addrs.url(ServiceKind::Gateway), None).await?;
-        up::index(&mut gateway, false, false).await?;
+        if wait_for_index {
+            up::index(&mut gateway, false, false).await?;
+        }
         Ok(Self {
             gateway,
             embedded: Some(embedded),
             provider,
-            indexed: true,
+            indexed: wait_for_index,
             local_root: workspace,
             overlays: false,
         })

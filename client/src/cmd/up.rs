@@ -13,6 +13,11 @@ use ploke_runtime::{PlokeConfig, ServiceKind};
 
 use super::{Gateway, providers};
 
+/// Where `ploke up` serves MCP unless `[gateway] mcp_listen` says otherwise.
+pub const DEFAULT_MCP_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 50055),
+);
+
 /// The configuration of the embedded deployment for `workspace`: state under
 /// `WORKSPACE/.ploke`, loopback only, no token, the cached model if there is one, and a
 /// provider from `ploke.toml` or the environment.
@@ -83,7 +88,15 @@ pub async fn up(
     no_tui: bool,
 ) -> anyhow::Result<()> {
     let workspace = workspace(workspace_dir)?;
-    let (cfg, provider) = embedded_config(&workspace, config).await?;
+    let (mut cfg, provider) = embedded_config(&workspace, config).await?;
+    if cfg.gateway.mcp_listen.is_none() {
+        cfg.gateway.mcp_listen = Some(DEFAULT_MCP_LISTEN);
+    }
+    if let Some(addr) = cfg.gateway.mcp_listen
+        && !addr.ip().is_loopback()
+    {
+        bail!("`ploke up` serves MCP on loopback only; [gateway] mcp_listen is {addr}");
+    }
     let _telemetry = ploke_runtime::telemetry::init("ploke", &cfg.telemetry)?;
     let embedded = Embedded::start(cfg).await?;
     let url = embedded.addrs.url(ServiceKind::Gateway);
@@ -93,6 +106,11 @@ pub async fn up(
     print_status(&url, &status);
     if let Some(addr) = embedded.metrics {
         println!("  metrics: http://{addr}/metrics");
+    }
+    if let Some(addr) = embedded.mcp {
+        println!(
+            "  MCP: http://{addr}/mcp  (claude mcp add --transport http ploke http://{addr}/mcp; docs/MCP.md)"
+        );
     }
     match provider {
         Some(p) => println!("  model provider: {p}"),

@@ -36,6 +36,9 @@ async fn unreachable_upstreams_are_reported() {
         subscriber_grace: Duration::from_secs(1),
         limits: LimitsConfig::default(),
         internal: InternalConfig::default(),
+        mcp_listen: None,
+        mcp_max_result_tokens: 25_000,
+        mcp_allowed_hosts: Vec::new(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

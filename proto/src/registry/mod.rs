@@ -223,6 +223,20 @@ impl ToolRegistry {
         Some((name, render::to_json(self, message)))
     }
 
+    /// Any ploke message (`full_name` in this registry's pool) as JSON in the shape of results:
+    /// proto field names, enums by their short names, unset fields left out. `None` when the
+    /// name is not a message of the pool.
+    pub fn message_json(
+        &self,
+        full_name: &str,
+        message: &impl prost::Message,
+    ) -> Option<serde_json::Value> {
+        let descriptor = self.pool.get_message_by_name(full_name)?;
+        let bytes = message.encode_to_vec();
+        let dynamic = DynamicMessage::decode(descriptor, bytes.as_slice()).ok()?;
+        Some(render::to_json(self, &dynamic))
+    }
+
     /// The JSON arguments text of a typed call, in the shape `parse_call` accepts, with the tool's
     /// name. `None` when the call holds no tool.
     pub fn render_call(&self, call: &ToolCall) -> Option<(&str, String)> {

@@ -442,6 +442,16 @@ pub struct GatewayConfig {
     pub subscriber_buffer: usize,
     /// Milliseconds a full subscriber buffer may take to drain (a burst is not a slow reader).
     pub subscriber_grace_ms: u64,
+    /// Where MCP clients reach the tools over Streamable HTTP at `/mcp` (`PLOKE_MCP_LISTEN`);
+    /// unset = no MCP endpoint (docs/MCP.md).
+    pub mcp_listen: Option<SocketAddr>,
+    /// Largest tool result sent to an MCP client, in tokens (about 4 characters each); larger
+    /// ones are cut and say so. 25,000 is Claude Code's default cap.
+    pub mcp_max_result_tokens: u32,
+    /// `Host` names the MCP endpoint answers to when it serves without authentication (DNS
+    /// rebinding guard; loopback names by default). With credentials any host is accepted:
+    /// a request needs a token anyway.
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -456,7 +466,27 @@ impl Default for GatewayConfig {
             jwt: None,
             subscriber_buffer: 1024,
             subscriber_grace_ms: 1000,
+            mcp_listen: None,
+            mcp_max_result_tokens: 25_000,
+            mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
         }
+    }
+}
+
+impl GatewayConfig {
+    /// The smallest `mcp_max_result_tokens`: below it not even one file's head fits.
+    pub const MIN_MCP_RESULT_TOKENS: u32 = 1_000;
+
+    /// Settings that cannot work.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mcp_max_result_tokens < Self::MIN_MCP_RESULT_TOKENS {
+            return Err(format!(
+                "[gateway] mcp_max_result_tokens = {} is below {}: an MCP client could not get a useful result",
+                self.mcp_max_result_tokens,
+                Self::MIN_MCP_RESULT_TOKENS
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -5,7 +5,6 @@
 //! Every turn ends with `turn_completed` or `turn_failed`.
 
 pub mod history;
-mod render;
 mod request;
 pub mod tools;
 

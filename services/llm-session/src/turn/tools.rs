@@ -20,11 +20,11 @@ use ploke_proto::tools::v1::{
 use ploke_runtime::client::TracedChannel;
 use tracing::Instrument;
 
-use super::render;
 use crate::events::EventLog;
 use crate::provider::AssembledCall;
 use crate::provider::wire::{FunctionSpec, ToolSpec};
 use crate::store::StoreError;
+use ploke_proto::tool_text as render;
 
 /// tool-executor as the loop uses it.
 #[derive(Debug, Clone)]

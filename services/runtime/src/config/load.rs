@@ -58,6 +58,7 @@ pub const KNOWN_ENV: &[&str] = &[
     "PLOKE_TOKEN",
     "PLOKE_STORAGE_URL",
     "PLOKE_METRICS_LISTEN",
+    "PLOKE_MCP_LISTEN",
 ];
 
 impl PlokeConfig {
@@ -102,6 +103,7 @@ impl PlokeConfig {
         config.apply_env(service, env)?;
         config.apply_flags(service, args);
         config.storage.validate().map_err(ConfigError::Invalid)?;
+        config.gateway.validate().map_err(ConfigError::Invalid)?;
         Ok(config)
     }
 
@@ -214,6 +216,16 @@ impl PlokeConfig {
                     )
                 })?)
             };
+        }
+        if let Some(v) = env("PLOKE_MCP_LISTEN") {
+            self.gateway.mcp_listen =
+                if v.is_empty() {
+                    None
+                } else {
+                    Some(v.parse().map_err(|e| {
+                        bad("PLOKE_MCP_LISTEN", format!("`{v}` is not HOST:PORT: {e}"))
+                    })?)
+                };
         }
         if let Some(v) = env("PLOKE_LOG") {
             self.telemetry.log_filter = v;

@@ -349,3 +349,37 @@ fn overlay_limits_default_and_come_from_rag_search() {
         (1024, 3, 0)
     );
 }
+
+#[test]
+fn the_mcp_endpoint_is_off_by_default_and_set_by_file_or_env() {
+    let d = PlokeConfig::default().gateway;
+    assert_eq!((d.mcp_listen, d.mcp_max_result_tokens), (None, 25_000));
+    let text = "[gateway]\nmcp_listen = \"0.0.0.0:50055\"\nmcp_max_result_tokens = 8000\n";
+    let c = PlokeConfig::from_toml(text, Path::new("ploke.toml")).unwrap();
+    assert_eq!(
+        (c.gateway.mcp_listen, c.gateway.mcp_max_result_tokens),
+        (Some("0.0.0.0:50055".parse().unwrap()), 8000)
+    );
+    let env = |k: &str| (k == "PLOKE_MCP_LISTEN").then(|| "127.0.0.1:7000".to_owned());
+    let c = PlokeConfig::load(ServiceKind::Gateway, &CommonArgs::default(), &env).unwrap();
+    assert_eq!(
+        c.gateway.mcp_listen,
+        Some("127.0.0.1:7000".parse().unwrap())
+    );
+    let env = |k: &str| (k == "PLOKE_MCP_LISTEN").then(|| "everywhere".to_owned());
+    let e = PlokeConfig::load(ServiceKind::Gateway, &CommonArgs::default(), &env).unwrap_err();
+    assert!(e.to_string().contains("PLOKE_MCP_LISTEN"), "{e}");
+}
+
+#[test]
+fn a_tiny_mcp_result_cap_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ploke.toml");
+    std::fs::write(&path, "[gateway]\nmcp_max_result_tokens = 10\n").unwrap();
+    let args = CommonArgs {
+        config: Some(path),
+        ..CommonArgs::default()
+    };
+    let e = PlokeConfig::load(ServiceKind::Gateway, &args, &|_| None).unwrap_err();
+    assert!(e.to_string().contains("mcp_max_result_tokens = 10"), "{e}");
+}

@@ -1,10 +1,11 @@
-//! What the model reads back from a tool: each typed result rendered as compact text (code
-//! stays code, not JSON-escaped), and typed errors with their code, field and hint.
+//! What a model reads back from a tool, the same for a session's model and an MCP client: each
+//! typed result rendered as compact text (code stays code, not JSON-escaped), and typed errors
+//! with their code, field and hint.
 
 use std::fmt::Write as _;
 
-use ploke_proto::common::v1::ItemKind;
-use ploke_proto::tools::v1::{EntryKind, ToolError, ToolResult, tool_result};
+use crate::common::v1::ItemKind;
+use crate::tools::v1::{EntryKind, ToolError, ToolResult, tool_result};
 
 /// The tool message text of a result.
 pub fn result(r: &ToolResult) -> String {
@@ -170,7 +171,7 @@ pub fn error(e: &ToolError) -> String {
 
 #[cfg(test)]
 mod tests {
-    use ploke_proto::tools::v1::*;
+    use crate::tools::v1::*;
 
     #[test]
     fn errors_name_code_field_and_hint() {

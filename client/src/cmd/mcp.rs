@@ -1,0 +1,54 @@
+//! `ploke mcp`: ploke's tools for an MCP client over stdio (the client starts this command).
+//! It reaches the services like every other command — a gateway named with `--gateway` and
+//! `PLOKE_TOKEN`, a `ploke up` of this workspace, or the services started in this process,
+//! which index in the background (tools answer from the index as it is built). stdout carries
+//! only the protocol; logs go to stderr.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ploke_gateway::mcp::{McpServer, Options};
+use ploke_runtime::{PlokeConfig, ServiceKind};
+use rmcp::ServiceExt as _;
+
+use super::{Conn, Target};
+
+/// `ploke mcp`.
+pub async fn mcp(
+    target: &Target,
+    server_workspace: Option<String>,
+    max_result_tokens: Option<u32>,
+) -> anyhow::Result<()> {
+    let defaults = PlokeConfig::load_from_process(
+        ServiceKind::Gateway,
+        &ploke_runtime::cli::CommonArgs {
+            config: target.config.clone(),
+            ..Default::default()
+        },
+    )?;
+    let _telemetry = ploke_runtime::telemetry::init("ploke-mcp", &defaults.telemetry)?;
+    let max_result_tokens = max_result_tokens.unwrap_or(defaults.gateway.mcp_max_result_tokens);
+    if max_result_tokens < ploke_runtime::config::GatewayConfig::MIN_MCP_RESULT_TOKENS {
+        anyhow::bail!(
+            "--max-result-tokens {max_result_tokens} is below {}",
+            ploke_runtime::config::GatewayConfig::MIN_MCP_RESULT_TOKENS
+        );
+    }
+    let conn = Conn::open_indexing(target, false).await?;
+    let backend = ploke_client::mcp::Remote::new(conn.gateway.clone());
+    let options = Options {
+        max_result_tokens,
+        workspace: server_workspace,
+        authenticated: false,
+    };
+    let server = McpServer::new(Arc::new(backend), Arc::new(options));
+    tracing::info!("ploke mcp serving on stdio");
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting MCP on stdio")?;
+    let quit = running.waiting().await;
+    conn.close().await?;
+    quit.context("serving MCP on stdio")?;
+    Ok(())
+}
