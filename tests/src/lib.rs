@@ -167,6 +167,7 @@ impl Sandbox {
             config.set_listen(kind, any);
         }
         config.gateway.tokens = vec![Secret::new(TOKEN)];
+        config.gateway.mcp_listen = Some(any);
         adjust(&mut config);
         let (embedded, channels) = launch(config.clone()).await?;
         Ok(Self {
@@ -224,6 +225,11 @@ impl Sandbox {
     /// Where the process serves its metrics (`[telemetry] metrics_listen`), if it does.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.embedded.metrics
+    }
+
+    /// The URL of the gateway's MCP endpoint (`http://ADDR/mcp`), when it serves one.
+    pub fn mcp_url(&self) -> Option<String> {
+        self.embedded.mcp.map(|a| format!("http://{a}/mcp"))
     }
 
     /// The workspace root.

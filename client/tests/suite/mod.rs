@@ -2,6 +2,7 @@
 //! fake OpenAI server.
 
 mod commands;
+mod mcp;
 mod tui;
 mod up;
 

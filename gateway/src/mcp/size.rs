@@ -26,9 +26,14 @@ pub fn cut_note(max_tokens: u32) -> String {
     )
 }
 
-/// Fits `text` and `structured` together into `max_tokens`. When `structured` has a top-level
-/// `truncated` flag and anything was cut, the flag is set.
-pub fn fit(text: String, structured: Option<Value>, max_tokens: u32) -> Fitted {
+/// Fits `text` and `structured` together into `max_tokens`. When the structure was cut and
+/// its schema has a top-level `truncated` flag (`truncated_flag`), the flag is set.
+pub fn fit(
+    text: String,
+    structured: Option<Value>,
+    max_tokens: u32,
+    truncated_flag: bool,
+) -> Fitted {
     let max = max_tokens as usize * CHARS_PER_TOKEN;
     let s_len = structured.as_ref().map_or(0, json_len);
     let t_len = text.len();
@@ -50,11 +55,7 @@ pub fn fit(text: String, structured: Option<Value>, max_tokens: u32) -> Fitted {
     let structured = structured.map(|mut v| {
         if json_len(&v) > struct_budget {
             shrink(&mut v, struct_budget);
-            if let Some(Value::Bool(t)) = v.get_mut("truncated") {
-                *t = true;
-            } else if let Some(o) = v.as_object_mut()
-                && o.contains_key("parts")
-            {
+            if truncated_flag && let Some(o) = v.as_object_mut() {
                 o.insert("truncated".to_owned(), Value::Bool(true));
             }
         }
@@ -178,7 +179,12 @@ mod tests {
 
     #[test]
     fn a_result_under_the_cap_is_left_alone() {
-        let f = fit("short".into(), Some(json!({"content": "short"})), 1000);
+        let f = fit(
+            "short".into(),
+            Some(json!({"content": "short"})),
+            1000,
+            true,
+        );
         assert_eq!(
             f,
             Fitted {
@@ -197,9 +203,8 @@ mod tests {
             "file_path": "src/lib.rs",
             "content": content.clone(),
             "total_lines": 2000,
-            "truncated": false,
         });
-        let f = fit(content.clone(), Some(structured), 2_000);
+        let f = fit(content.clone(), Some(structured), 2_000, true);
         assert!(f.cut);
         let max = 2_000 * CHARS_PER_TOKEN;
         let s = f.structured.unwrap();
@@ -224,9 +229,10 @@ mod tests {
             .map(|i| json!({"name": format!("file{i}.rs"), "kind": "file", "size_bytes": i}))
             .collect();
         let structured = json!({"path": "", "entries": entries});
-        let f = fit("listing".into(), Some(structured), 1_000);
+        let f = fit("listing".into(), Some(structured), 1_000, false);
         let s = f.structured.unwrap();
         assert!(serde_json::to_string(&s).unwrap().len() <= 1_000 * CHARS_PER_TOKEN);
+        assert_eq!(s.get("truncated"), None);
         let kept = s["entries"].as_array().unwrap();
         assert!(kept.len() > 50 && kept.len() < 5_000, "{}", kept.len());
         assert_eq!(kept[0]["name"], "file0.rs");
@@ -239,7 +245,7 @@ mod tests {
     #[test]
     fn text_alone_is_cut_to_the_whole_cap() {
         let text = "é".repeat(10_000);
-        let f = fit(text, None, 1_000);
+        let f = fit(text, None, 1_000, false);
         assert!(f.cut && f.text.len() <= 1_000 * CHARS_PER_TOKEN);
         assert!(f.text.ends_with(&cut_note(1_000)));
     }

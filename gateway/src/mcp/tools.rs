@@ -58,14 +58,22 @@ pub fn tool(d: &ToolDefinition) -> Tool {
     t
 }
 
+/// Whether the tool's result says itself when it was cut (a top-level `truncated`).
+fn has_truncated_flag(tool: &ploke_proto::registry::Tool) -> bool {
+    serde_json::from_str::<Value>(&tool.definition().result_json_schema)
+        .ok()
+        .is_some_and(|s| s["properties"].get("truncated").is_some())
+}
+
 /// A tool's typed result for an MCP client, fitted into `max_tokens`.
 pub fn result(r: &ToolResult, max_tokens: u32) -> CallToolResult {
     let text = tool_text::result(r);
-    let structured = ToolRegistry::global()
-        .ok()
-        .and_then(|reg| reg.result_json(r))
-        .map(|(_, v)| v);
-    let fitted = size::fit(text, structured, max_tokens);
+    let registry = ToolRegistry::global().ok();
+    let (structured, flag) = match registry.and_then(|reg| Some((reg, reg.result_json(r)?))) {
+        Some((reg, (name, v))) => (Some(v), reg.get(name).is_some_and(has_truncated_flag)),
+        None => (None, false),
+    };
+    let fitted = size::fit(text, structured, max_tokens, flag);
     let mut out = CallToolResult::success(vec![ContentBlock::text(fitted.text)]);
     out.structured_content = fitted.structured;
     out

@@ -3,6 +3,7 @@ mod clear_codes;
 mod faults;
 mod indexing;
 mod internal_auth;
+mod mcp;
 mod remote_embeddings;
 mod replicas;
 mod session;

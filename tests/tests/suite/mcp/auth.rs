@@ -1,0 +1,87 @@
+//! The MCP endpoint takes the gateway's bearer tokens: none or a wrong one is a 401 that names
+//! the scheme, and a read-only principal sees and runs only tools without side effects.
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+
+use super::{Era, RITA, TestClient, args, connect, deployment};
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
+
+#[tokio::test]
+async fn requests_without_a_valid_token_get_401_with_the_bearer_scheme() {
+    let d = deployment(|_| {}).await;
+    let http = reqwest::Client::new();
+    for token in [None, Some("wrong-token"), Some("")] {
+        let mut request = http
+            .post(d.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE);
+        if let Some(t) = token {
+            request = request.header("authorization", format!("Bearer {t}"));
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{token:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer realm=\"ploke\""
+        );
+        let body = response.text().await.unwrap();
+        assert!(body.contains("Authorization: Bearer"), "{body}");
+    }
+    // Anything but /mcp is not there.
+    let other = http
+        .post(d.url().replace("/mcp", "/other"))
+        .body(INITIALIZE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    d.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_read_only_token_sees_and_runs_read_only_tools_only() {
+    let d = deployment(|_| {}).await;
+    let rita = connect(&d.url(), RITA, TestClient::new(Era::Modern, None).0).await;
+    let names: Vec<String> = rita
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "request_code_context",
+            "get_file_metadata",
+            "read_file",
+            "list_dir",
+            "search_code",
+            "code_item_lookup"
+        ]
+    );
+    let refused = rita
+        .call_tool(
+            CallToolRequestParams::new("create_file").with_arguments(args(
+                json!({"file_path": "new.rs", "content": "fn x() {}\n"}),
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert_eq!(
+        refused.structured_content,
+        Some(json!({
+            "code": "PERMISSION_DENIED",
+            "field": "",
+            "message": "create_file changes files; rita may run read-only tools only",
+            "retry_hint": "this token may not do that; ask the team's ploke operator",
+        }))
+    );
+    assert!(!d.sandbox.workspace_root().join("new.rs").exists());
+    rita.cancel().await.unwrap();
+    d.sandbox.stop().await.unwrap();
+}
