@@ -170,7 +170,7 @@ pub enum Answer {
     Approve,
     /// Refuse them, with the words for the model.
     Deny(String),
-    /// No answer (dismissed): the proposal stays pending for `ploke edits`.
+    /// No answer: the proposal stays pending for `ploke edits`.
     Undecided,
 }
 
@@ -196,7 +196,10 @@ impl Answer {
                 }
             }
             ElicitationAction::Decline => Answer::Deny(format!("declined in {client}")),
-            // Dismissed, or an action newer than this server: no decision.
+            // Dismissed: the model learns that and the call ends, rather than hanging until
+            // the proposal expires.
+            ElicitationAction::Cancel => Answer::Deny(format!("dismissed in {client}")),
+            // An action newer than this server: no decision; `ploke edits` still can.
             _ => Answer::Undecided,
         }
     }
@@ -265,7 +268,7 @@ mod tests {
             ),
             (
                 ElicitResult::new(ElicitationAction::Cancel),
-                Answer::Undecided,
+                Answer::Deny("dismissed in Claude Code".into()),
             ),
         ];
         for (result, answer) in cases {

@@ -1,11 +1,13 @@
 //! The gateway's MCP endpoint: Streamable HTTP at `/mcp` on `[gateway] mcp_listen`, behind the
 //! same bearer tokens as the gRPC API (401 with `WWW-Authenticate: Bearer` without one). Each
-//! request runs as its principal; legacy (pre-2026-07-28) clients get a session, newer ones are
-//! served statelessly, so any replica answers them.
+//! request runs as its principal; legacy (pre-2026-07-28) clients get a session, bound to the
+//! principal that opened it, newer ones are served statelessly, so any replica answers them.
+//! A browser page's request (an `Origin` that is not the endpoint's own) is refused.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -26,6 +28,48 @@ pub const PATH: &str = "/mcp";
 /// How long open connections may take to finish after shutdown begins.
 const DRAIN: Duration = Duration::from_secs(5);
 
+/// How long a legacy session lives without requests: longer than an edit may wait for its
+/// decision (tool-executor's approval timeout), so a waiting call keeps its session.
+const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// The session header of Streamable HTTP.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Which principal opened each legacy session: a session is answered only for its principal
+/// (another token with a leaked session id finds none).
+#[derive(Debug, Default)]
+struct Owners(Mutex<HashMap<String, (String, Instant)>>);
+
+impl Owners {
+    /// Whether `principal` may use `session` (unknown sessions are left to the session manager).
+    fn check(&self, session: &str, principal: &str) -> bool {
+        let Ok(mut map) = self.0.lock() else {
+            return false;
+        };
+        match map.get_mut(session) {
+            Some((owner, seen)) if owner == principal => {
+                *seen = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    fn opened(&self, session: &str, principal: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.retain(|_, (_, seen)| seen.elapsed() < SESSION_IDLE);
+            map.insert(session.to_owned(), (principal.to_owned(), Instant::now()));
+        }
+    }
+
+    fn closed(&self, session: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(session);
+        }
+    }
+}
+
 type Body = BoxBody<Bytes, Infallible>;
 
 /// Where and how the endpoint serves.
@@ -39,26 +83,50 @@ pub struct Endpoint {
     pub max_body_bytes: usize,
 }
 
-fn plain(status: http::StatusCode, text: &str) -> http::Response<Body> {
-    let mut r = http::Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
+/// A JSON-RPC error answered at the HTTP layer (no request id is known there).
+fn refusal(status: http::StatusCode, code: i32, message: &str) -> http::Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    let mut r = http::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *r.status_mut() = status;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        http::HeaderValue::from_static("application/json"),
     );
     r
 }
 
 fn unauthorized(reason: &str) -> http::Response<Body> {
-    let mut r = plain(
+    let mut r = refusal(
         http::StatusCode::UNAUTHORIZED,
-        &format!("{reason}: send `Authorization: Bearer <token>` (docs/MCP.md)\n"),
+        -32001,
+        &format!("{reason}: send `Authorization: Bearer <token>` (docs/MCP.md)"),
     );
     r.headers_mut().insert(
         http::header::WWW_AUTHENTICATE,
         http::HeaderValue::from_static("Bearer realm=\"ploke\""),
     );
     r
+}
+
+/// Whether a request's `Origin` (when it has one) is the endpoint itself: a page elsewhere
+/// must not drive it with a browser's ambient access.
+fn same_origin(headers: &http::HeaderMap) -> bool {
+    let Some(origin) = headers.get(http::header::ORIGIN) else {
+        return true;
+    };
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .is_some_and(|(_, authority)| !host.is_empty() && authority.eq_ignore_ascii_case(host))
 }
 
 /// Serves MCP on `listener` until `shutdown` is cancelled.
@@ -83,11 +151,14 @@ pub async fn serve(
             .enforce_origin_validation()
     };
     let options = Arc::new(endpoint.options);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let mcp = StreamableHttpService::new(
         move || Ok(McpServer::new(Arc::clone(&backend), Arc::clone(&options))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     );
+    let owners = Arc::new(Owners::default());
     let addr = listener
         .local_addr()
         .map(|a| a.to_string())
@@ -106,10 +177,13 @@ pub async fn serve(
             },
         };
         let (mcp, auth, stop) = (mcp.clone(), auth.clone(), shutdown.clone());
+        let owners = Arc::clone(&owners);
         connections.spawn(async move {
             let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                let (mut mcp, auth) = (mcp.clone(), auth.clone());
-                async move { Ok::<_, Infallible>(handle(&mut mcp, &auth, req, peer).await) }
+                let (mut mcp, auth, owners) = (mcp.clone(), auth.clone(), Arc::clone(&owners));
+                async move {
+                    Ok::<_, Infallible>(handle(&mut mcp, &auth, &owners, req, peer).await)
+                }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
@@ -138,23 +212,26 @@ pub async fn serve(
 async fn handle(
     mcp: &mut StreamableHttpService<McpServer, LocalSessionManager>,
     auth: &Authenticator,
+    owners: &Owners,
     mut req: http::Request<Incoming>,
     peer: std::net::SocketAddr,
 ) -> http::Response<Body> {
     if req.uri().path() != PATH {
-        return plain(
+        return refusal(
             http::StatusCode::NOT_FOUND,
-            "not found: the MCP endpoint is /mcp\n",
+            -32601,
+            "not found: the MCP endpoint is /mcp",
         );
     }
-    match auth.authenticate(req.headers()) {
-        Ok(p) => {
-            req.extensions_mut().insert(p);
-            match mcp.call(req).await {
-                Ok(r) => r,
-                Err(never) => match never {},
-            }
-        }
+    if !same_origin(req.headers()) {
+        return refusal(
+            http::StatusCode::FORBIDDEN,
+            -32600,
+            "requests from another origin (a web page) are refused",
+        );
+    }
+    let principal = match auth.authenticate(req.headers()) {
+        Ok(p) => p,
         Err(status) => {
             tracing::info!(
                 target: crate::audit::TARGET,
@@ -164,7 +241,69 @@ async fn handle(
                 reason = status.message(),
                 "gateway call refused"
             );
-            unauthorized(status.message())
+            return unauthorized(status.message());
         }
+    };
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(s) = &session
+        && !owners.check(s, &principal.name)
+    {
+        return refusal(http::StatusCode::NOT_FOUND, -32001, "session not found");
+    }
+    let closing = req.method() == http::Method::DELETE;
+    let name = principal.name.clone();
+    req.extensions_mut().insert(principal);
+    let response = match mcp.call(req).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    match (&session, response.headers().get(SESSION_HEADER)) {
+        (Some(s), _) if closing => owners.closed(s),
+        (None, Some(opened)) => {
+            if let Ok(opened) = opened.to_str() {
+                owners.opened(opened, &name);
+            }
+        }
+        _ => {}
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_answers_only_the_principal_that_opened_it() {
+        let owners = Owners::default();
+        assert!(
+            owners.check("s1", "alice"),
+            "unknown sessions are the manager's to refuse"
+        );
+        owners.opened("s1", "alice");
+        assert!(owners.check("s1", "alice"));
+        assert!(!owners.check("s1", "bob"));
+        owners.closed("s1");
+        assert!(owners.check("s1", "bob"));
+    }
+
+    #[test]
+    fn only_the_endpoints_own_origin_is_accepted() {
+        let headers = |origin: Option<&str>| {
+            let mut h = http::HeaderMap::new();
+            h.insert(http::header::HOST, "gw.example.com:50055".parse().unwrap());
+            if let Some(o) = origin {
+                h.insert(http::header::ORIGIN, o.parse().unwrap());
+            }
+            h
+        };
+        assert!(same_origin(&headers(None)));
+        assert!(same_origin(&headers(Some("https://gw.example.com:50055"))));
+        assert!(!same_origin(&headers(Some("https://evil.example"))));
+        assert!(!same_origin(&headers(Some("null"))));
     }
 }

@@ -4,7 +4,7 @@
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
-use super::{Era, RITA, TestClient, args, connect, deployment};
+use super::{ALICE, Era, RITA, TestClient, args, connect, deployment};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
 
@@ -83,5 +83,45 @@ async fn a_read_only_token_sees_and_runs_read_only_tools_only() {
     );
     assert!(!d.sandbox.workspace_root().join("new.rs").exists());
     rita.cancel().await.unwrap();
+    d.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_session_is_only_its_principals_and_web_pages_are_refused() {
+    let d = deployment(|_| {}).await;
+    let http = reqwest::Client::new();
+    let post = |token: &str, body: &'static str| {
+        http.post(d.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {token}"))
+            .body(body)
+    };
+    let opened = post(ALICE, INITIALIZE).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+    let with = |token: &str| {
+        post(token, LIST)
+            .header("mcp-session-id", session.as_str())
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let theirs = with(RITA).send().await.unwrap();
+    assert_eq!(theirs.status(), 404);
+    assert_eq!(
+        theirs.json::<serde_json::Value>().await.unwrap(),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": "session not found"}})
+    );
+    assert_eq!(with(ALICE).send().await.unwrap().status(), 200);
+    // A page elsewhere cannot use a browser to reach the endpoint.
+    let page = post(ALICE, INITIALIZE)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 403);
     d.sandbox.stop().await.unwrap();
 }
