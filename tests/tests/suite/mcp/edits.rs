@@ -173,3 +173,47 @@ async fn cancelling_the_call_withdraws_the_pending_edit() {
     mcp.cancel().await.unwrap();
     d.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn in_a_shared_deployment_an_approved_edit_is_delivered_not_written_on_the_server() {
+    let d = deployment(|c| {
+        c.tool_executor.apply_to = ploke_runtime::config::ApplyTo::Overlay;
+    })
+    .await;
+    let answer =
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": "approve"}));
+    let mcp = connect(
+        &d.url(),
+        ALICE,
+        TestClient::new(Era::Modern, Some(answer)).0,
+    )
+    .await;
+    let r = mcp.call_tool(edit()).await.unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let s = r.structured_content.unwrap();
+    assert_eq!(
+        (&s["state"], &s["in_overlay"]),
+        (&json!("applied"), &json!(true))
+    );
+    // The served tree is the team's: untouched. The developer fetches the files
+    // (`ploke edits fetch ID` writes them into their checkout).
+    assert_eq!(lib_rs(&d), ploke_e2e::LIB_RS);
+    let delivery = d
+        .sandbox
+        .gateway_with_token(Some(ALICE))
+        .get_edit_delivery(ploke_proto::tools::v1::GetEditDeliveryRequest {
+            proposal_id: s["proposal_id"].as_str().unwrap().to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(delivery.deliveries.len(), 1);
+    assert_eq!(delivery.deliveries[0].file_path, "src/lib.rs");
+    assert!(
+        String::from_utf8(delivery.deliveries[0].content.clone())
+            .unwrap()
+            .contains("a.wrapping_add(b)")
+    );
+    mcp.cancel().await.unwrap();
+    d.sandbox.stop().await.unwrap();
+}
