@@ -171,3 +171,40 @@ async fn a_result_over_the_clients_cap_is_cut_and_says_so() {
     client.cancel().await.unwrap();
     d.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_long_tool_reports_its_progress() {
+    let d = deployment(|_| {}).await;
+    for i in 0..600 {
+        let dir = d.sandbox.workspace_root().join(format!("gen/d{}", i / 100));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("line {i}\n")).unwrap();
+    }
+    let (client, mut progress) = super::TestClient::new(Era::Modern, None);
+    let client = super::connect(&d.url(), super::ALICE, client).await;
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("search_code")
+                .with_arguments(args(json!({"pattern": "no such text anywhere"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let p = tokio::time::timeout(std::time::Duration::from_secs(10), progress.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push((p.progress, p.message.unwrap_or_default()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (250.0, "searched 250 files".to_owned()),
+            (500.0, "searched 500 files".to_owned())
+        ]
+    );
+    client.cancel().await.unwrap();
+    d.sandbox.stop().await.unwrap();
+}
