@@ -1,6 +1,6 @@
 //! The audit trail: one structured log line per gateway call (target `ploke::audit`) with the
-//! principal, its role, the method, the session, proposal and workspace it named, the outcome
-//! and the time taken. Refused credentials are logged by the auth layer with the peer.
+//! principal, its role, the method, the session, proposal, workspace and tool it named, the
+//! outcome and the time taken (MCP calls are audited as the gateway calls they make). Refused credentials are logged by the auth layer with the peer.
 
 use std::future::Future;
 use std::time::Instant;
@@ -20,6 +20,8 @@ pub struct Subject<'a> {
     pub proposal_id: &'a str,
     /// Workspace root as requested (empty = the default).
     pub workspace: &'a str,
+    /// Tool run (ExecuteTool).
+    pub tool: &'a str,
 }
 
 impl<'a> Subject<'a> {
@@ -76,6 +78,7 @@ pub async fn audited<T>(
         session_id = %ploke_runtime::text::shown(subject.session_id),
         proposal_id = %ploke_runtime::text::shown(subject.proposal_id),
         workspace = %ploke_runtime::text::shown(subject.workspace),
+        tool = subject.tool,
         code = ?code,
         ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "gateway call"
@@ -147,6 +150,7 @@ mod tests {
                 field("method"),
                 field("proposal_id"),
                 field("session_id"),
+                field("tool"),
                 field("code"),
             ],
             [
@@ -156,6 +160,7 @@ mod tests {
                 "user",
                 "DecideEdit",
                 "edit-1",
+                "",
                 "",
                 "NotFound"
             ]

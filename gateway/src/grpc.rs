@@ -404,9 +404,15 @@ impl Gateway for GatewayGrpc {
             .as_ref()
             .map(|c| c.session_id.clone())
             .unwrap_or_default();
+        let tool = r
+            .call
+            .as_ref()
+            .and_then(ploke_proto::registry::tool_name)
+            .unwrap_or_default();
         let subject = Subject {
             session_id: &session,
             workspace: &r.workspace_root.clone(),
+            tool,
             ..Subject::default()
         };
         audited(self.audit, "ExecuteTool", subject, async {

@@ -24,6 +24,7 @@ use ploke_runtime::internal::{InternalTokens, TokenError};
 use ploke_runtime::server::{ServeError, ServiceHost};
 use tokio::net::TcpListener;
 
+pub use audit::TARGET as AUDIT_TARGET;
 pub use upstreams::Upstreams;
 
 /// The gRPC service name.

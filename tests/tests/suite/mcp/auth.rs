@@ -125,3 +125,64 @@ async fn a_session_is_only_its_principals_and_web_pages_are_refused() {
     assert_eq!(page.status(), 403);
     d.sandbox.stop().await.unwrap();
 }
+
+#[derive(Clone, Default)]
+struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_call_is_in_the_gateways_audit_trail() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let lines = Lines::default();
+    let writer = lines.clone();
+    // As in session/spans.rs: a second dispatcher keeps callsite interest honest.
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .flatten_event(true)
+                .with_writer(move || writer.clone())
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target(ploke_gateway::AUDIT_TARGET, tracing::Level::INFO),
+                ),
+        ),
+    );
+    tracing::callsite::rebuild_interest_cache();
+    let d = deployment(|_| {}).await;
+    let client = connect(&d.url(), ALICE, TestClient::new(Era::Modern, None).0).await;
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("read_file")
+                .with_arguments(args(json!({"file": "src/lib.rs"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false));
+    client.cancel().await.unwrap();
+    d.sandbox.stop().await.unwrap();
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let calls: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["method"] == "ExecuteTool")
+        .collect();
+    assert_eq!(calls.len(), 1, "{text}");
+    let c = &calls[0];
+    assert_eq!(
+        (&c["principal"], &c["tool"], &c["code"]),
+        (&json!("alice"), &json!("read_file"), &json!("Ok"))
+    );
+    assert!(c["session_id"].as_str().unwrap().starts_with("mcp-"), "{c}");
+}
