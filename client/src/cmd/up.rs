@@ -97,7 +97,12 @@ pub async fn up(
     {
         bail!("`ploke up` serves MCP on loopback only; [gateway] mcp_listen is {addr}");
     }
-    let _telemetry = ploke_runtime::telemetry::init("ploke", &cfg.telemetry)?;
+    // With the TUI on this terminal, the services' logs go to a file instead of over it.
+    let tui =
+        !no_tui && !check && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    let log_file = tui.then(|| cfg.data_dir.join("ploke.log"));
+    let _telemetry =
+        ploke_runtime::telemetry::init_to("ploke", &cfg.telemetry, log_file.as_deref())?;
     let embedded = Embedded::start(cfg).await?;
     let url = embedded.addrs.url(ServiceKind::Gateway);
     println!("ploke up: workspace {}", workspace.display());
@@ -121,7 +126,10 @@ pub async fn up(
         embedded.stop().await?;
         return Ok(());
     }
-    if !no_tui && std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+    if let Some(f) = &log_file {
+        println!("  logs: {}", f.display());
+    }
+    if tui {
         match super::chat::open_session(&mut gateway, None, None, None).await {
             Ok(s) => {
                 let model = format!("{}/{}", s.provider, s.model);

@@ -123,3 +123,88 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
     }
     e.sandbox.stop().await.unwrap();
 }
+
+/// `ploke up` with its TUI on the terminal: the services' logs (and MCP clients' calls to its
+/// endpoint) go to `.ploke/ploke.log`, never over the screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_in_tmux_keeps_the_services_logs_off_the_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(dir.path()).unwrap().join("ws");
+    std::fs::create_dir_all(workspace.join("src")).unwrap();
+    std::fs::write(workspace.join("src/lib.rs"), super::LIB_RS).unwrap();
+    let config = dir.path().join("ploke.toml");
+    std::fs::write(
+        &config,
+        "[telemetry]\nlog_filter = \"debug\"\n\
+         [rag_search]\nlisten = \"127.0.0.1:0\"\n[tool_executor]\nlisten = \"127.0.0.1:0\"\n\
+         [llm_session]\nlisten = \"127.0.0.1:0\"\n\
+         [gateway]\nlisten = \"127.0.0.1:0\"\nmcp_listen = \"127.0.0.1:0\"\n\
+         [providers.fake]\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\n",
+    )
+    .unwrap();
+    let name = format!("ploke-up-test-{}", std::process::id());
+    let command = format!(
+        "env -u RUST_LOG XDG_CACHE_HOME={} {} up --workspace {} --config {}",
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_ploke"),
+        workspace.display(),
+        config.display()
+    );
+    let started = Tmux::run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "140",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(started.status.success());
+    let tmux = Tmux(name);
+    tmux.wait_for("tool calls").await;
+    let log = workspace.join(".ploke/ploke.log");
+    // Work for the services while the TUI is up: an MCP client's call and a changed file.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mcp = text
+        .lines()
+        .find_map(|l| l.split("addr=\"").nth(1)?.split('"').next())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no mcp endpoint in the log:\n{text}"));
+    let answer = reqwest::Client::new()
+        .post(format!("http://{mcp}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    std::fs::write(
+        workspace.join("src/more.rs"),
+        "pub fn more() -> u8 {\n    1\n}\n",
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("files_indexed=1")
+    {
+        assert!(Instant::now() < deadline, "the watcher never re-indexed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let screen = tmux.screen();
+    for noise in ["INFO", "DEBUG", "WARN", "workspace indexed", "mcp"] {
+        assert!(
+            !screen.contains(noise),
+            "`{noise}` on the screen:\n{screen}"
+        );
+    }
+    tmux.keys(&["C-c"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Tmux::run(&["has-session", "-t", &tmux.0]).status.success() {
+        assert!(Instant::now() < deadline, "ploke up did not exit on Ctrl-C");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -22,6 +22,7 @@ listen = "127.0.0.1:0"
 listen = "127.0.0.1:0"
 [gateway]
 listen = "127.0.0.1:0"
+mcp_listen = "127.0.0.1:0"
 [providers.fake]
 base_url = "http://127.0.0.1:9/v1"
 "#;

@@ -26,6 +26,14 @@ pub enum TelemetryError {
     /// The OTLP exporter could not be built.
     #[error("otlp exporter: {0}")]
     Exporter(String),
+    /// The log file could not be opened.
+    #[error("log file {path}: {message}")]
+    LogFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        message: String,
+    },
     /// A global subscriber was already installed.
     #[error("installing the subscriber: {0}")]
     Install(String),
@@ -103,6 +111,37 @@ pub fn init(
     service_name: &str,
     config: &TelemetryConfig,
 ) -> Result<TelemetryGuard, TelemetryError> {
+    init_to(service_name, config, None)
+}
+
+/// [`init`], logging into `log_file` (appended to, no colours) instead of stderr when given:
+/// a process that draws on its terminal (the TUI) must not have logs written over it.
+pub fn init_to(
+    service_name: &str,
+    config: &TelemetryConfig,
+    log_file: Option<&std::path::Path>,
+) -> Result<TelemetryGuard, TelemetryError> {
+    let file = log_file
+        .map(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map(std::sync::Arc::new)
+                .map_err(|e| TelemetryError::LogFile {
+                    path: path.to_owned(),
+                    message: e.to_string(),
+                })
+        })
+        .transpose()?;
+    let writer =
+        tracing_subscriber::fmt::writer::BoxMakeWriter::new(move || -> Box<dyn std::io::Write> {
+            match &file {
+                Some(f) => Box::new(std::sync::Arc::clone(f)),
+                None => Box::new(std::io::stderr()),
+            }
+        });
+    let ansi = log_file.is_none();
     let filter_text = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log_filter.clone());
     let filter = EnvFilter::try_new(&filter_text).map_err(|e| TelemetryError::Filter {
         filter: filter_text.clone(),
@@ -110,12 +149,13 @@ pub fn init(
     })?;
     let fmt = match config.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
+            .with_writer(writer)
+            .with_ansi(ansi)
             .with_target(false)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
-            .with_writer(std::io::stderr)
+            .with_writer(writer)
             .with_current_span(true)
             .boxed(),
     };
