@@ -88,29 +88,14 @@ pub async fn audited<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use ploke_runtime::principal::{Principal, Role};
     use tracing_subscriber::layer::SubscriberExt as _;
 
     use super::*;
 
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[tokio::test]
     async fn every_call_is_one_line_with_who_what_which_and_how_it_ended() {
-        let lines = Lines::default();
+        let lines = ploke_runtime::testing::Captured::default();
         let writer = lines.clone();
         // A second live dispatcher: callsites are then asked of every dispatcher, this one
         // included, whichever thread registers them first.
@@ -138,7 +123,7 @@ mod tests {
         )
         .await;
         assert_eq!(refused.unwrap_err().code(), tonic::Code::NotFound);
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let text = lines.text();
         let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         let field = |k: &str| line[k].as_str().unwrap_or_default().to_owned();
         assert_eq!(

@@ -22,25 +22,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ploke_e2e::Sandbox;
+use ploke_e2e::bench::{arg, ms, number};
 use ploke_e2e::fake_provider::{FakeProvider, Reply};
 use ploke_e2e::postgres::Postgres;
 use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
 use ploke_proto::session::v1::*;
 use ploke_runtime::config::{PlokeConfig, Secret};
-
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .map(|i| args[i + 1].clone())
-}
-
-fn number(args: &[String], name: &str, default: u64) -> u64 {
-    arg(args, name).map_or(default, |v| v.parse().unwrap())
-}
-
-fn ms(sorted: &[Duration], q: usize) -> f64 {
-    sorted[(sorted.len() * q / 100).min(sorted.len() - 1)].as_secs_f64() * 1000.0
-}
 
 #[tokio::main]
 async fn main() {

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ploke_e2e::Sandbox;
+use ploke_e2e::bench::{arg, number, pct};
 use ploke_proto::rag::v1::IndexWorkspaceRequest;
 use ploke_proto::tools::v1::{
     ExecuteToolRequest, ReadFileArgs, RequestCodeContextArgs, ToolCall, tool_call,
@@ -29,22 +30,6 @@ use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient};
-
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .map(|i| args[i + 1].clone())
-}
-
-fn number(args: &[String], name: &str, default: u64) -> u64 {
-    arg(args, name).map_or(default, |v| v.parse().unwrap())
-}
-
-fn pct(mut took: Vec<Duration>) -> (f64, f64) {
-    took.sort();
-    let at = |q: usize| took[(took.len() * q / 100).min(took.len() - 1)].as_secs_f64() * 1000.0;
-    (at(50), at(99))
-}
 
 /// Resident memory of this process, MiB.
 fn rss_mib() -> f64 {

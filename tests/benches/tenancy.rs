@@ -17,31 +17,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ploke_e2e::Sandbox;
+use ploke_e2e::bench::{arg, number, pct};
 use ploke_proto::gateway::v1::GetSystemStatusRequest;
 use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
 use ploke_proto::session::v1::CreateSessionRequest;
 use ploke_proto::tools::v1::{ReadFileArgs, RequestCodeContextArgs, tool_call};
 use ploke_runtime::ServiceKind;
 use ploke_runtime::config::ApplyTo;
-
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .map(|i| args[i + 1].clone())
-}
-
-fn number(args: &[String], name: &str, default: u64) -> u64 {
-    arg(args, name).map_or(default, |v| v.parse().unwrap())
-}
-
-fn pct(mut took: Vec<Duration>) -> (f64, f64) {
-    took.sort();
-    let at = |q: usize| took[(took.len() * q / 100).min(took.len() - 1)].as_secs_f64() * 1000.0;
-    (at(50), at(99))
-}
 
 fn hash(token: &str) -> String {
     ploke_gateway::auth::principals::token_sha256(token)

@@ -3,6 +3,7 @@
 //! deployment's random internal token, and connected clients for the gateway (authenticated)
 //! and every service (sending the internal token).
 
+pub mod bench;
 pub mod fake_embeddings;
 pub mod fake_provider;
 pub mod postgres;

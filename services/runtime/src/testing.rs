@@ -1,6 +1,7 @@
-//! Helpers for test suites that run a real service binary: start it on `127.0.0.1:0` with JSON
-//! logs, learn the bound address from its `serving` log line (and its metrics endpoint from
-//! `serving metrics`), stop it with SIGTERM; and scrape a metrics endpoint over real HTTP.
+//! Helpers for test suites: run a real service binary (start it on `127.0.0.1:0` with JSON
+//! logs, learn the bound address from its `serving` log line and its metrics endpoint from
+//! `serving metrics`, stop it with SIGTERM), scrape a metrics endpoint over real HTTP, and
+//! capture the log lines a subscriber writes.
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
@@ -324,5 +325,33 @@ mod tests {
         let line = r#"{"timestamp":"t","level":"INFO","fields":{"message":"serving","service":"x","addr":"127.0.0.1:4321"}}"#;
         assert_eq!(serving_addr(line), Some("127.0.0.1:4321".parse().unwrap()));
         assert_eq!(serving_addr(r#"{"fields":{"message":"other"}}"#), None);
+    }
+}
+
+/// A log writer that keeps what is written, for tests that read the lines a subscriber
+/// writes (`fmt::layer().with_writer(move || captured.clone())`).
+#[derive(Debug, Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut b) = self.0.lock() {
+            b.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -126,24 +126,11 @@ async fn a_session_is_only_its_principals_and_web_pages_are_refused() {
     d.sandbox.stop().await.unwrap();
 }
 
-#[derive(Clone, Default)]
-struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn an_mcp_call_is_in_the_gateways_audit_trail() {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
-    let lines = Lines::default();
+    let lines = ploke_runtime::testing::Captured::default();
     let writer = lines.clone();
     // As in session/spans.rs: a second dispatcher keeps callsite interest honest.
     let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
@@ -172,7 +159,7 @@ async fn an_mcp_call_is_in_the_gateways_audit_trail() {
     assert_eq!(r.is_error, Some(false));
     client.cancel().await.unwrap();
     d.sandbox.stop().await.unwrap();
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let text = lines.text();
     let calls: Vec<serde_json::Value> = text
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())

@@ -1,0 +1,29 @@
+//! What the benches of this crate share: their `--name value` flags and percentiles.
+
+use std::time::Duration;
+
+/// The value after `--name`, if given.
+pub fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// The number after `--name`, else `default`; a value that is not a number stops the bench.
+pub fn number(args: &[String], name: &str, default: u64) -> u64 {
+    arg(args, name).map_or(default, |v| {
+        v.parse()
+            .unwrap_or_else(|e| panic!("{name} {v}: not a number ({e})"))
+    })
+}
+
+/// The `q`th percentile of `sorted`, in milliseconds.
+pub fn ms(sorted: &[Duration], q: usize) -> f64 {
+    sorted[(sorted.len() * q / 100).min(sorted.len().saturating_sub(1))].as_secs_f64() * 1000.0
+}
+
+/// p50 and p99 of `took`, in milliseconds.
+pub fn pct(mut took: Vec<Duration>) -> (f64, f64) {
+    took.sort();
+    (ms(&took, 50), ms(&took, 99))
+}
