@@ -4,6 +4,7 @@
 
 mod cmd;
 mod describe;
+mod highlight;
 mod tui;
 
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// ploke: chat with an LLM about your repository, with exact code context.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(name = "ploke", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -42,11 +43,14 @@ enum Command {
         #[arg(long)]
         no_tui: bool,
     },
-    /// Chat in the terminal UI (a new session, or --session ID to resume one).
+    /// Chat in the terminal UI (a new session, --session ID or --continue to resume one).
     Chat {
-        /// Resume this session.
-        #[arg(long, value_name = "ID")]
+        /// Resume this session (its id, or the start of it shown in the status bar).
+        #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
         session: Option<String>,
+        /// Resume the workspace's most recent session.
+        #[arg(long = "continue", short = 'c')]
+        continue_last: bool,
         /// Provider name (new sessions).
         #[arg(long)]
         provider: Option<String>,
@@ -121,14 +125,25 @@ enum Command {
     },
     /// Show the health of a gateway and the services behind it.
     Status {
-        /// Gateway URL [env: PLOKE_GATEWAY].
-        #[arg(long, value_name = "URL", env = "PLOKE_GATEWAY", default_value = cmd::DEFAULT_GATEWAY)]
+        /// Gateway URL.
+        #[arg(long, value_name = "URL", env = "PLOKE_GATEWAY", hide_env_values = true, default_value = cmd::DEFAULT_GATEWAY)]
         gateway: String,
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    ploke_runtime::binary::block_on(main_async())?
+/// Runs the command; a failure is printed as one `error: …` line with its causes (never a
+/// backtrace, whatever `RUST_BACKTRACE` says: these are the user's errors, not ours).
+fn main() -> std::process::ExitCode {
+    let outcome = ploke_runtime::binary::block_on(main_async())
+        .map_err(anyhow::Error::from)
+        .and_then(|r| r);
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 async fn main_async() -> anyhow::Result<()> {
@@ -142,10 +157,19 @@ async fn main_async() -> anyhow::Result<()> {
         Command::Ask { args, target } => cmd::ask::ask(&target, args).await,
         Command::Chat {
             session,
+            continue_last,
             provider,
             model,
             target,
-        } => cmd::chat::chat(&target, session, provider, model).await,
+        } => {
+            let which = cmd::chat::Which {
+                session,
+                last: continue_last,
+                provider,
+                model,
+            };
+            cmd::chat::chat(&target, which).await
+        }
         Command::Search {
             query,
             strategy,
@@ -185,5 +209,46 @@ async fn main_async() -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::Cli;
+
+    #[test]
+    fn the_version_is_ploke_and_the_crate_version() {
+        assert_eq!(
+            Cli::command().render_version().to_string(),
+            format!("ploke {}\n", env!("CARGO_PKG_VERSION"))
+        );
+    }
+
+    /// Every command's `--help`, as a user reads it (80 columns): a flag said twice, an
+    /// environment value shown, a changed default all show up here.
+    #[test]
+    fn help_texts() {
+        let mut root = Cli::command().term_width(80);
+        root.build();
+        let mut all = format!("$ ploke --help\n{}", root.render_long_help());
+        for sub in root.get_subcommands_mut() {
+            let name = sub.get_name().to_owned();
+            all.push_str(&format!(
+                "\n$ ploke {name} --help\n{}",
+                sub.render_long_help()
+            ));
+            for nested in sub.get_subcommands_mut() {
+                let nested_name = nested.get_name().to_owned();
+                if nested_name != "help" {
+                    all.push_str(&format!(
+                        "\n$ ploke {name} {nested_name} --help\n{}",
+                        nested.render_long_help()
+                    ));
+                }
+            }
+        }
+        insta::assert_snapshot!(all);
     }
 }

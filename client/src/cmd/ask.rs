@@ -32,15 +32,19 @@ const RESUMES: u32 = 5;
 
 /// Runs one turn.
 pub async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
-    let mut conn = Conn::open(target).await?;
+    let mut conn = Conn::open_indexing(target, false).await?;
     let result = turn(&mut conn, &args).await;
     conn.close().await?;
     result
 }
 
 async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
-    if conn.indexed && conn.provider.is_none() && args.provider.is_none() {
-        bail!("no model provider is reachable: {}", providers::NONE_HINT);
+    // The provider first: nobody should wait for an index to learn there is no model.
+    if conn.in_process() {
+        if conn.provider.is_none() && args.provider.is_none() {
+            bail!("no model provider is reachable: {}", providers::NONE_HINT);
+        }
+        super::up::index(&mut conn.gateway, false, false).await?;
     }
     let session = conn
         .gateway
@@ -161,7 +165,8 @@ async fn decide_edit(
     overlay: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     eprintln!();
-    edits::print_proposal(&mut std::io::stderr(), p, true);
+    let colour = crate::highlight::colour(&std::io::stderr());
+    edits::print_proposal(&mut std::io::stderr(), p, true, colour);
     let (decision, reason) = if approve {
         (Decision::Approve, String::new())
     } else if std::io::stdin().is_terminal() {

@@ -53,8 +53,8 @@ fn state_name(s: ProposalState) -> String {
     crate::describe::lower(s.as_str_name(), "PROPOSAL_STATE_")
 }
 
-/// Writes a proposal: id, state, edits, and the diffs when asked.
-pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool) {
+/// Writes a proposal: id, state, edits, and the diffs when asked (coloured when `colour`).
+pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool, colour: bool) {
     let _ = writeln!(
         out,
         "{}  {}  {}  {} edit(s)",
@@ -71,7 +71,11 @@ pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool
     }
     if diff {
         for f in &p.files {
-            let _ = write!(out, "{}", f.unified_diff);
+            let _ = write!(
+                out,
+                "{}",
+                crate::highlight::diff_ansi(&f.file_path, &f.unified_diff, colour)
+            );
         }
     }
 }
@@ -105,7 +109,12 @@ pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
                 println!("no {}proposals", if all { "" } else { "pending " });
             }
             for p in &listed.proposals {
-                print_proposal(&mut std::io::stdout(), p, diff);
+                print_proposal(
+                    &mut std::io::stdout(),
+                    p,
+                    diff,
+                    crate::highlight::colour(&std::io::stdout()),
+                );
             }
         }
         EditsCommand::Approve { id, edits } => {
@@ -146,7 +155,7 @@ async fn decide(
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?
         .into_inner();
     if let Some(p) = &decided.proposal {
-        print_proposal(&mut std::io::stdout(), p, false);
+        print_proposal(&mut std::io::stdout(), p, false, false);
         if matches!(p.state(), ProposalState::Stale | ProposalState::Failed) {
             anyhow::bail!("nothing was written");
         }

@@ -29,9 +29,15 @@ pub const DEFAULT_GATEWAY: &str = "http://127.0.0.1:50051";
 /// Where a command's services are.
 #[derive(Debug, clap::Args)]
 pub struct Target {
-    /// Gateway URL [env: PLOKE_GATEWAY]; without it, a `ploke up` of this workspace on the
-    /// default port, else the services started in this process.
-    #[arg(long, value_name = "URL", env = "PLOKE_GATEWAY", global = true)]
+    /// Gateway URL; without it, a `ploke up` of this workspace, else the services started in
+    /// this process.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "PLOKE_GATEWAY",
+        hide_env_values = true,
+        global = true
+    )]
     pub gateway: Option<String>,
     /// The workspace (default: the current directory).
     #[arg(long, value_name = "DIR", global = true)]
@@ -138,6 +144,11 @@ impl Conn {
             .then(|| self.local_root.clone())
     }
 
+    /// Whether the services run in this process (started for this command).
+    pub fn in_process(&self) -> bool {
+        self.embedded.is_some()
+    }
+
     /// Stops services this process started.
     pub async fn close(self) -> anyhow::Result<()> {
         if let Some(e) = self.embedded {
@@ -145,6 +156,41 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// Awaits `stopping` (services draining); says `stopping…` when that takes long enough for a
+/// user to wonder.
+pub async fn stop_visibly<T>(stopping: impl std::future::Future<Output = T>) -> T {
+    tokio::pin!(stopping);
+    tokio::select! {
+        done = &mut stopping => done,
+        () = tokio::time::sleep(Duration::from_millis(300)) => {
+            eprintln!("stopping…");
+            stopping.await
+        }
+    }
+}
+
+/// Logging for a command that draws a TUI: into `WORKSPACE/.ploke/logs` (rotated daily),
+/// never onto the terminal; warnings and errors also come back as notices for the TUI.
+pub fn tui_logging(
+    workspace: &std::path::Path,
+    telemetry: &ploke_runtime::config::TelemetryConfig,
+) -> anyhow::Result<(
+    ploke_runtime::telemetry::TelemetryGuard,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+    PathBuf,
+)> {
+    let dir = workspace.join(".ploke").join("logs");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink = ploke_runtime::telemetry::LogSink {
+        dir: dir.clone(),
+        notices: Some(tx),
+    };
+    let guard = ploke_runtime::telemetry::init_to("ploke", telemetry, Some(sink))?;
+    Ok((guard, rx, dir))
 }
 
 /// A `ploke up` on the default port serving `workspace`, if there is one.

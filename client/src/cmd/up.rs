@@ -97,12 +97,16 @@ pub async fn up(
     {
         bail!("`ploke up` serves MCP on loopback only; [gateway] mcp_listen is {addr}");
     }
-    // With the TUI on this terminal, the services' logs go to a file instead of over it.
+    // With the TUI on this terminal, the services' logs go to files instead of over it.
     let tui =
         !no_tui && !check && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-    let log_file = tui.then(|| cfg.data_dir.join("ploke.log"));
-    let _telemetry =
-        ploke_runtime::telemetry::init_to("ploke", &cfg.telemetry, log_file.as_deref())?;
+    let (_telemetry, notices, log_dir) = if tui {
+        let (guard, notices, dir) = super::tui_logging(&workspace, &cfg.telemetry)?;
+        (guard, Some(notices), Some(dir))
+    } else {
+        let guard = ploke_runtime::telemetry::init_to("ploke", &cfg.telemetry, None)?;
+        (guard, None, None)
+    };
     let embedded = Embedded::start(cfg).await?;
     let url = embedded.addrs.url(ServiceKind::Gateway);
     println!("ploke up: workspace {}", workspace.display());
@@ -121,24 +125,35 @@ pub async fn up(
         Some(p) => println!("  model provider: {p}"),
         None => println!("  model provider: none ({})", providers::NONE_HINT),
     }
+    if let Some(dir) = &log_dir {
+        println!("  logs: {}", dir.display());
+    }
+    if tui {
+        // The TUI opens at once: the services index in the background and the tools answer
+        // from what is indexed so far; the status bar shows the progress.
+        let which = super::chat::Which::default();
+        let session = match super::chat::open_session(&mut gateway, which).await {
+            Ok(s) => Some(s),
+            Err(e) if e.downcast_ref::<super::chat::NoProvider>().is_some() => None,
+            Err(e) => {
+                super::stop_visibly(embedded.stop()).await?;
+                return Err(e);
+            }
+        };
+        let options = crate::tui::Options {
+            session,
+            overlay: None,
+            notices,
+            no_provider: super::chat::no_provider_text(),
+        };
+        let ran = crate::tui::run(gateway.clone(), options).await;
+        super::stop_visibly(embedded.stop()).await?;
+        return ran;
+    }
     index(&mut gateway, false, false).await?;
     if check {
         embedded.stop().await?;
         return Ok(());
-    }
-    if let Some(f) = &log_file {
-        println!("  logs: {}", f.display());
-    }
-    if tui {
-        match super::chat::open_session(&mut gateway, None, None, None).await {
-            Ok(s) => {
-                let model = format!("{}/{}", s.provider, s.model);
-                let ran = crate::tui::run(gateway.clone(), s.session_id, model, None).await;
-                embedded.stop().await?;
-                return ran;
-            }
-            Err(e) => println!("\nno chat: {e}"),
-        }
     }
     println!(
         "\nthe services run until Ctrl-C; in another terminal: `ploke ask \"…\"`, `ploke search \"…\"`, \

@@ -1,142 +1,160 @@
 //! The terminal UI (ratatui): state, drawing and the loop that joins keys, the session's event
-//! stream (resumed from the last seq after any break) and the gateway calls keys ask for.
+//! stream (resumed from the last seq after any break), the index's progress, the proposals
+//! waiting anywhere in the workspace, the services' warnings, and the gateway calls keys ask
+//! for.
 
+pub mod editor;
+pub mod keys;
+pub mod markdown;
 pub mod state;
+pub mod tasks;
 #[cfg(test)]
 mod tests;
 pub mod view;
 
-use std::time::Duration;
+use std::io::Write as _;
+use std::path::PathBuf;
 
-use ploke_proto::rag::v1::{IndexState, IndexStatusRequest};
 use ploke_proto::session::v1::{
-    CancelTurnRequest, SendMessageRequest, SessionEvent, StreamEventsRequest,
+    CancelTurnRequest, CreateSessionRequest, SendMessageRequest, Session, SessionEvent,
 };
-use ploke_proto::tools::v1::{DecideEditRequest, Decision};
+use ploke_proto::tools::v1::{DecideEditRequest, Decision, EditProposal};
 use ratatui::crossterm::event::{self as ct, KeyCode, KeyEventKind, KeyModifiers};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::cmd::Gateway;
-use state::{Action, App, Key, Speaker};
+use keys::Key;
+use state::{Action, App, Indexing};
 
-enum Input {
+/// What the loop reacts to.
+pub(crate) enum Input {
     Key(Key),
     Redraw,
+    Tick,
     Event(Box<SessionEvent>),
     Connection(String),
+    /// The proposals waiting for a decision, as last listed.
+    Pending(Vec<EditProposal>),
+    /// The index: its state text, and progress while a run is under way.
+    Index(String, Option<Indexing>),
+    /// A warning of the services in this process.
+    Notice(String),
+}
+
+/// How the TUI starts.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// The session to show; `None` when no model provider is configured (search, edits and
+    /// sessions still work; sending says how to add one).
+    pub session: Option<Session>,
+    /// A shared deployment: this checkout's changes are sent before every message and
+    /// approved edits are written into it.
+    pub overlay: Option<PathBuf>,
+    /// Warnings of the services in this process (their logs go to a file).
+    pub notices: Option<mpsc::UnboundedReceiver<String>>,
+    /// What to say when a message cannot be sent for want of a provider.
+    pub no_provider: String,
 }
 
 fn key_of(event: ct::Event) -> Option<Input> {
     match event {
-        ct::Event::Key(k) if k.kind == KeyEventKind::Press => {
+        ct::Event::Key(k) if k.kind != KeyEventKind::Release => {
+            let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+            let alt = k.modifiers.contains(KeyModifiers::ALT);
             let key = match k.code {
-                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
-                KeyCode::Char(c) => Key::Char(c),
+                KeyCode::Char('c') if ctrl => Key::CtrlC,
+                KeyCode::Char('j') if ctrl => Key::Newline,
+                KeyCode::Enter if alt || k.modifiers.contains(KeyModifiers::SHIFT) => Key::Newline,
+                KeyCode::Char(c) if !ctrl && !alt => Key::Char(c),
                 KeyCode::Enter => Key::Enter,
-                KeyCode::Backspace => Key::Backspace,
+                KeyCode::Backspace if !ctrl && !alt => Key::Backspace,
                 KeyCode::Esc => Key::Esc,
-                KeyCode::Up => Key::Up,
-                KeyCode::Down => Key::Down,
+                KeyCode::Up if !ctrl && !alt => Key::Up,
+                KeyCode::Down if !ctrl && !alt => Key::Down,
                 KeyCode::PageUp => Key::PageUp,
                 KeyCode::PageDown => Key::PageDown,
                 KeyCode::Tab => Key::Tab,
-                _ => return None,
+                _ => Key::Edit(ratatui_textarea::Input::from(k)),
             };
             Some(Input::Key(key))
         }
+        ct::Event::Paste(text) => Some(Input::Key(Key::Paste(text))),
         ct::Event::Resize(..) => Some(Input::Redraw),
         _ => None,
     }
 }
 
-/// Follows the session's events from `after_seq`, reconnecting from the last seq seen.
-async fn follow(
-    mut gateway: Gateway,
-    session_id: String,
-    mut after_seq: u64,
-    tx: mpsc::Sender<Input>,
-) {
-    loop {
-        let opened = gateway
-            .stream_events(StreamEventsRequest {
-                session_id: session_id.clone(),
-                after_seq,
-                no_follow: false,
-            })
-            .await;
-        match opened {
-            Ok(stream) => {
-                if tx.send(Input::Connection(String::new())).await.is_err() {
-                    return;
-                }
-                let mut stream = stream.into_inner();
-                loop {
-                    match stream.message().await {
-                        Ok(Some(e)) => {
-                            after_seq = e.seq;
-                            if tx.send(Input::Event(Box::new(e))).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(s) => {
-                            let _ = tx
-                                .send(Input::Connection(format!("reconnecting ({})", s.message())))
-                                .await;
-                            break;
-                        }
-                    }
-                }
-            }
-            Err(s) => {
-                if tx
-                    .send(Input::Connection(format!("reconnecting ({})", s.message())))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+/// The terminal, with bracketed paste (a pasted text arrives whole, not as keys) while the
+/// TUI runs; restored on drop, whatever happened.
+struct Screen(ratatui::DefaultTerminal);
+
+impl Screen {
+    fn open() -> Self {
+        let terminal = ratatui::init();
+        let _ = ratatui::crossterm::execute!(
+            std::io::stdout(),
+            ratatui::crossterm::event::EnableBracketedPaste
+        );
+        Self(terminal)
     }
 }
 
-async fn index_text(gateway: &mut Gateway) -> String {
-    match gateway.index_status(IndexStatusRequest::default()).await {
-        Ok(s) => {
-            let s = s.into_inner();
-            let state = IndexState::try_from(s.state)
-                .map(|st| crate::describe::lower(st.as_str_name(), "INDEX_STATE_"))
-                .unwrap_or_default();
-            let dense = if s.dense_available { "hybrid" } else { "bm25" };
-            format!("{state}, {} items, {dense}", s.items)
-        }
-        Err(e) => format!("unknown ({})", e.message()),
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let _ = ratatui::crossterm::execute!(
+            std::io::stdout(),
+            ratatui::crossterm::event::DisableBracketedPaste
+        );
+        ratatui::restore();
+        let _ = std::io::stdout().flush();
     }
 }
 
-fn system(app: &mut App, text: String) {
-    app.entries.push(state::Entry {
-        speaker: Speaker::System,
-        text,
-    });
+/// The tasks that feed one session's events; replaced when another session is shown.
+struct Follow(Option<JoinHandle<()>>);
+
+impl Follow {
+    fn start(&mut self, gateway: &Gateway, session: &str, tx: &mpsc::Sender<Input>) {
+        self.stop();
+        self.0 = Some(tokio::spawn(tasks::follow(
+            gateway.clone(),
+            session.to_owned(),
+            0,
+            tx.clone(),
+        )));
+    }
+
+    fn stop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
 }
 
-/// Runs the TUI on the terminal for `session_id` until the user quits. With `overlay` (a
-/// shared deployment), that checkout's changes are sent before every message and approved
-/// edits are written into it.
-pub async fn run(
-    mut gateway: Gateway,
-    session_id: String,
-    model: String,
-    overlay: Option<std::path::PathBuf>,
-) -> anyhow::Result<()> {
-    let mut app = App {
-        session_id: session_id.clone(),
-        model,
-        index: index_text(&mut gateway).await,
-        ..App::default()
+impl Drop for Follow {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs the TUI on the terminal until the user quits. Every task it started is stopped
+/// before it returns (an open event stream would hold a stopping server for its drain).
+pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
+    let Options {
+        session,
+        overlay,
+        notices,
+        no_provider,
+    } = options;
+    let mut app = App::default();
+    let mut session = session;
+    if let Some(s) = &session {
+        show(&mut app, s);
+    }
+    app.workspace_root = match &session {
+        Some(s) => s.workspace_root.clone(),
+        None => tasks::default_workspace(&mut gateway).await,
     };
     let (tx, mut rx) = mpsc::channel::<Input>(1024);
     let mut decided_here = std::collections::HashSet::new();
@@ -150,79 +168,60 @@ pub async fn run(
             }
         }
     });
-    tokio::spawn(follow(gateway.clone(), session_id.clone(), 0, tx));
-    let mut terminal = ratatui::init();
+    let mut follow = Follow(None);
+    if let Some(s) = &session {
+        follow.start(&gateway, &s.session_id, &tx);
+    }
+    let background = tasks::Background::start(&gateway, &tx, notices);
+    let mut screen = Screen::open();
     let result = async {
         loop {
-            terminal.draw(|f| view::draw(f, &app))?;
+            let mut max_scroll = 0;
+            screen.0.draw(|f| max_scroll = view::draw(f, &app))?;
+            app.max_scroll = max_scroll;
+            app.scroll = app.scroll.min(max_scroll);
             let Some(input) = rx.recv().await else {
                 return Ok(());
             };
             match input {
                 Input::Redraw => {}
+                Input::Tick => app.tick = app.tick.wrapping_add(1),
                 Input::Connection(c) => app.connection = c,
+                Input::Notice(n) => app.notice = Some(n),
+                Input::Index(text, progress) => {
+                    app.index = text;
+                    app.indexing = progress;
+                }
+                Input::Pending(list) => {
+                    let current = session.as_ref().map(|s| s.session_id.as_str());
+                    app.pending(list, current, &decided_here);
+                }
                 Input::Event(e) => {
-                    use ploke_proto::session::v1::session_event::Event;
-                    let ended = matches!(e.event, Some(Event::TurnCompleted(_)));
-                    // Files are written only for decisions made here; one made elsewhere (by
-                    // another client, an admin, the auto-approve policy) is announced.
-                    if let (Some(_), Some(Event::EditDecided(d))) = (&overlay, &e.event)
-                        && d.in_overlay
-                        && d.state() == ploke_proto::tools::v1::ProposalState::Applied
-                        && !decided_here.contains(&d.proposal_id)
+                    if session
+                        .as_ref()
+                        .is_none_or(|s| s.session_id != e.session_id)
                     {
-                        system(
-                            &mut app,
-                            format!(
-                                "{} was applied to this session elsewhere; `ploke edits fetch {}` writes it into your checkout",
-                                d.proposal_id, d.proposal_id
-                            ),
-                        );
+                        continue;
                     }
+                    announce_elsewhere(&mut app, &e, overlay.is_some(), &decided_here);
                     app.apply(&e);
-                    if ended {
-                        app.index = index_text(&mut gateway).await;
-                    }
                 }
                 Input::Key(k) => match app.key(k) {
                     Action::None => {}
                     Action::Quit => return Ok::<(), anyhow::Error>(()),
-                    Action::Send(text) => {
-                        if let Some(root) = &overlay {
-                            match ploke_client::overlay::sync(&mut gateway, &session_id, root).await
-                            {
-                                Ok(s) if s.uploaded > 0 || s.version <= 1 => {
-                                    system(&mut app, s.to_string());
-                                }
-                                Ok(_) => {}
-                                Err(err) => {
-                                    // Not sent: the model would read an outdated tree.
-                                    system(&mut app, format!("not sent: {err:#}"));
-                                    continue;
-                                }
-                            }
-                        }
-                        let sent = gateway
-                            .send_message(SendMessageRequest {
-                                session_id: session_id.clone(),
-                                content: text,
-                                client_request_id: uuid::Uuid::now_v7().to_string(),
-                            })
-                            .await;
-                        if let Err(s) = sent {
-                            app.entries.push(state::Entry {
-                                speaker: Speaker::System,
-                                text: s.message().to_owned(),
-                            });
-                        }
-                    }
+                    Action::Send(text) => match &session {
+                        Some(s) => send(&mut gateway, &mut app, s, overlay.as_deref(), text).await,
+                        None => app.system(&no_provider),
+                    },
                     Action::Cancel => {
-                        let _ = gateway
-                            .cancel_turn(CancelTurnRequest {
-                                session_id: session_id.clone(),
-                                reason: "cancelled from the TUI".into(),
-                            })
-                            .await;
+                        if let Some(s) = &session {
+                            let _ = gateway
+                                .cancel_turn(CancelTurnRequest {
+                                    session_id: s.session_id.clone(),
+                                    reason: "cancelled from the TUI".into(),
+                                })
+                                .await;
+                        }
                     }
                     Action::Approve(id, edits) => {
                         decided_here.insert(id.clone());
@@ -234,13 +233,118 @@ pub async fn run(
                         let target = (&mut gateway, overlay.as_deref());
                         decide(target, &mut app, id, Decision::Deny, Vec::new()).await
                     }
+                    Action::NewSession(model) => {
+                        let (provider, model) = match (model, &session) {
+                            (Some((p, m)), _) => (p, m),
+                            (None, Some(s)) => (s.provider.clone(), s.model.clone()),
+                            (None, None) => (String::new(), String::new()),
+                        };
+                        let created = gateway
+                            .create_session(CreateSessionRequest {
+                                provider,
+                                model,
+                                ..Default::default()
+                            })
+                            .await;
+                        match created {
+                            Ok(s) => {
+                                let s = s.into_inner();
+                                follow.start(&gateway, &s.session_id, &tx);
+                                show(&mut app, &s);
+                                session = Some(s);
+                            }
+                            Err(s) => app.system(&format!("no new session: {}", s.message())),
+                        }
+                    }
+                    Action::Resume(id) => {
+                        match crate::cmd::chat::find_session(&mut gateway, &id).await {
+                            Ok(s) => {
+                                follow.start(&gateway, &s.session_id, &tx);
+                                show(&mut app, &s);
+                                session = Some(s);
+                            }
+                            Err(e) => app.system(&format!("{e:#}")),
+                        }
+                    }
+                    Action::ListSessions => {
+                        let current = session.as_ref().map(|s| s.session_id.clone());
+                        match tasks::sessions(&mut gateway, &app.workspace_root, current).await {
+                            Ok(picker) => app.picker = Some(picker),
+                            Err(e) => app.system(&format!("{e:#}")),
+                        }
+                    }
+                    Action::ListEdits => {
+                        let text = tasks::pending_text(&mut gateway, &app.workspace_root).await;
+                        app.system(&text);
+                    }
                 },
             }
         }
     }
     .await;
-    ratatui::restore();
+    drop(screen);
+    follow.stop();
+    background.stop();
     result
+}
+
+/// Shows `session` from its beginning (its events replay into the emptied conversation).
+fn show(app: &mut App, session: &Session) {
+    app.reset_conversation();
+    app.session_id = session.session_id.clone();
+    app.model = format!("{}/{}", session.provider, session.model);
+    app.notice = None;
+}
+
+/// A decision made elsewhere (another client, an admin, the auto-approve policy) on an edit
+/// applied to the session's overlay: files are written only for decisions made here.
+fn announce_elsewhere(
+    app: &mut App,
+    e: &SessionEvent,
+    overlay: bool,
+    decided_here: &std::collections::HashSet<String>,
+) {
+    use ploke_proto::session::v1::session_event::Event;
+    if let (true, Some(Event::EditDecided(d))) = (overlay, &e.event)
+        && d.in_overlay
+        && d.state() == ploke_proto::tools::v1::ProposalState::Applied
+        && !decided_here.contains(&d.proposal_id)
+    {
+        app.system(&format!(
+            "{} was applied to this session elsewhere; `ploke edits fetch {}` writes it into your checkout",
+            d.proposal_id, d.proposal_id
+        ));
+    }
+}
+
+/// Sends a message (the checkout's changes first, in a shared deployment).
+async fn send(
+    gateway: &mut Gateway,
+    app: &mut App,
+    session: &Session,
+    overlay: Option<&std::path::Path>,
+    text: String,
+) {
+    if let Some(root) = overlay {
+        match ploke_client::overlay::sync(gateway, &session.session_id, root).await {
+            Ok(s) if s.uploaded > 0 || s.version <= 1 => app.system(&s.to_string()),
+            Ok(_) => {}
+            Err(err) => {
+                // Not sent: the model would read an outdated tree.
+                return app.system(&format!("not sent: {err:#}"));
+            }
+        }
+    }
+    let sent = gateway
+        .send_message(SendMessageRequest {
+            session_id: session.session_id.clone(),
+            content: text,
+            client_request_id: uuid::Uuid::now_v7().to_string(),
+        })
+        .await;
+    if let Err(s) = sent {
+        app.system(s.message());
+    }
 }
 
 /// Decides a proposal; with `overlay` (a shared deployment), an approval's files are
@@ -266,7 +370,7 @@ async fn decide(
         .await;
     let decided = match decided {
         Ok(d) => d.into_inner(),
-        Err(s) => return system(app, s.message().to_owned()),
+        Err(s) => return app.system(s.message()),
     };
     let Some(root) = overlay.filter(|_| !decided.deliveries.is_empty()) else {
         return;
@@ -284,7 +388,7 @@ async fn decide(
         Err(e) => Err(e),
     };
     match written {
-        Ok(delivered) => system(app, delivered.to_string()),
-        Err(e) => system(app, format!("{e:#}")),
+        Ok(delivered) => app.system(&delivered.to_string()),
+        Err(e) => app.system(&format!("{e:#}")),
     }
 }

@@ -1,6 +1,7 @@
 //! What the TUI shows, as plain data: the conversation, the tool calls, the edit proposals
-//! waiting for a decision, the status line and the input line with its history. Session
-//! events fold into it with [`App::apply`]; keys turn into [`Action`]s with [`App::key`].
+//! waiting for a decision, the session picker, the status line (index progress, notices) and
+//! the input editor with its history. Session events fold into it with [`App::apply`]; keys
+//! turn into [`Action`]s with [`App::key`] (keys.rs).
 
 use std::collections::VecDeque;
 
@@ -64,6 +65,41 @@ pub struct Review {
     pub selected: Vec<bool>,
     /// The edit under the cursor.
     pub cursor: usize,
+    /// Lines of the diff scrolled past.
+    pub scroll: u16,
+}
+
+/// A session offered by `/sessions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    /// Session id.
+    pub id: String,
+    /// One line: short id, model, size, title.
+    pub label: String,
+}
+
+/// The `/sessions` picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picker {
+    /// The sessions, newest first.
+    pub sessions: Vec<SessionRow>,
+    /// The one under the cursor.
+    pub cursor: usize,
+}
+
+/// Indexing under way, for the status bar's gauge.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Indexing {
+    /// Phase (`scanning`, `parsing`, `embedding`, …).
+    pub phase: String,
+    /// Items done and known so far, for the current phase.
+    pub done: u64,
+    /// Total for the phase (0 = not known yet).
+    pub total: u64,
+    /// Items in the index so far (tools answer from these).
+    pub items: u64,
+    /// Seconds left, when the service can say.
+    pub eta_seconds: Option<u64>,
 }
 
 /// What a key asks for.
@@ -81,40 +117,25 @@ pub enum Action {
     Cancel,
     /// Leave.
     Quit,
-}
-
-/// A key, reduced to what the TUI uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
-    /// A character.
-    Char(char),
-    /// Enter.
-    Enter,
-    /// Backspace.
-    Backspace,
-    /// Escape.
-    Esc,
-    /// Up arrow.
-    Up,
-    /// Down arrow.
-    Down,
-    /// Page up.
-    PageUp,
-    /// Page down.
-    PageDown,
-    /// Ctrl-C.
-    CtrlC,
-    /// Tab.
-    Tab,
+    /// Start a new session: same provider and model, or these (provider, model).
+    NewSession(Option<(String, String)>),
+    /// Show the `/sessions` picker.
+    ListSessions,
+    /// Resume this session (an id or a unique prefix of one).
+    Resume(String),
+    /// Show the proposals waiting for a decision.
+    ListEdits,
 }
 
 /// The whole TUI state.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct App {
     /// Session id.
     pub session_id: String,
     /// Provider/model.
     pub model: String,
+    /// The session's workspace (proposals of other sessions there are shown too).
+    pub workspace_root: String,
     /// Index state text.
     pub index: String,
     /// Conversation.
@@ -131,8 +152,20 @@ pub struct App {
     pub last_seq: u64,
     /// Connection state text (empty when connected).
     pub connection: String,
-    /// The input line.
-    pub input: String,
+    /// A notice for the status bar (a warning of the services, what Ctrl-C did, …).
+    pub notice: Option<String>,
+    /// Indexing under way.
+    pub indexing: Option<Indexing>,
+    /// The message being written.
+    pub editor: super::editor::Editor,
+    /// Ctrl-C was pressed once: the next one quits.
+    pub quit_armed: bool,
+    /// The `/sessions` picker, while open.
+    pub picker: Option<Picker>,
+    /// Spinner frame (advanced while a turn runs).
+    pub tick: usize,
+    /// The furthest the conversation can scroll up (set after each draw).
+    pub max_scroll: u16,
     /// Sent messages, oldest first.
     pub history: Vec<String>,
     /// Position while browsing the history.
@@ -203,11 +236,7 @@ impl App {
                     }) {
                         call.state = CallState::AwaitingApproval;
                     }
-                    self.reviews.push_back(Review {
-                        proposal: p.clone(),
-                        selected: vec![true; p.edits.len()],
-                        cursor: 0,
-                    });
+                    self.review(p.clone());
                 }
             }
             Event::EditDecided(d) => self
@@ -227,7 +256,65 @@ impl App {
         }
     }
 
-    fn push(&mut self, speaker: Speaker, text: &str) {
+    /// Queues `proposal` for review unless it already is.
+    pub fn review(&mut self, proposal: EditProposal) {
+        if self
+            .reviews
+            .iter()
+            .any(|r| r.proposal.proposal_id == proposal.proposal_id)
+        {
+            return;
+        }
+        self.reviews.push_back(Review {
+            selected: vec![true; proposal.edits.len()],
+            proposal,
+            cursor: 0,
+            scroll: 0,
+        });
+    }
+
+    /// Folds in the proposals waiting anywhere (newest first, as listed): those of this
+    /// workspace join the review queue, whichever client made them; those of other sessions
+    /// no longer waiting leave it (this session's leave with its events).
+    pub fn pending(
+        &mut self,
+        listed: Vec<EditProposal>,
+        current_session: Option<&str>,
+        decided_here: &std::collections::HashSet<String>,
+    ) {
+        let waiting: Vec<EditProposal> = listed
+            .into_iter()
+            .filter(|p| p.workspace_root == self.workspace_root)
+            .filter(|p| !decided_here.contains(&p.proposal_id))
+            .collect();
+        self.reviews.retain(|r| {
+            let session = r
+                .proposal
+                .correlation
+                .as_ref()
+                .map(|c| c.session_id.as_str());
+            (session.is_some() && session == current_session)
+                || waiting
+                    .iter()
+                    .any(|p| p.proposal_id == r.proposal.proposal_id)
+        });
+        for p in waiting.into_iter().rev() {
+            self.review(p);
+        }
+    }
+
+    /// Forgets the conversation (another session is shown next).
+    pub fn reset_conversation(&mut self) {
+        self.entries.clear();
+        self.calls.clear();
+        self.reviews.clear();
+        self.running = false;
+        self.tokens = 0;
+        self.last_seq = 0;
+        self.scroll = 0;
+    }
+
+    pub(super) fn push(&mut self, speaker: Speaker, text: &str) {
         self.entries.push(Entry {
             speaker,
             text: text.to_owned(),
@@ -248,125 +335,6 @@ impl App {
                 state,
                 duration_ms: Some(ms),
             }),
-        }
-    }
-
-    /// Handles a key: edits the input or the review under way; returns what to do outside.
-    pub fn key(&mut self, key: Key) -> Action {
-        if key == Key::CtrlC {
-            return Action::Quit;
-        }
-        if let Some(review) = self.reviews.front_mut() {
-            let id = review.proposal.proposal_id.clone();
-            return match key {
-                Key::Up | Key::Char('k') => {
-                    review.cursor = review.cursor.saturating_sub(1);
-                    Action::None
-                }
-                Key::Down | Key::Char('j') => {
-                    review.cursor =
-                        (review.cursor + 1).min(review.selected.len().saturating_sub(1));
-                    Action::None
-                }
-                Key::Char(' ') => {
-                    if let Some(s) = review.selected.get_mut(review.cursor) {
-                        *s = !*s;
-                    }
-                    Action::None
-                }
-                Key::Char('a') | Key::Char('y') | Key::Enter => {
-                    let chosen: Vec<u32> = review
-                        .selected
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, s)| **s)
-                        .map(|(i, _)| i as u32)
-                        .collect();
-                    self.reviews.pop_front();
-                    if chosen.is_empty() {
-                        Action::Deny(id)
-                    } else {
-                        Action::Approve(id, chosen)
-                    }
-                }
-                Key::Char('d') | Key::Char('n') => {
-                    self.reviews.pop_front();
-                    Action::Deny(id)
-                }
-                _ => Action::None,
-            };
-        }
-        match key {
-            Key::Char(c) => {
-                self.input.push(c);
-                Action::None
-            }
-            Key::Backspace => {
-                self.input.pop();
-                Action::None
-            }
-            Key::Enter => {
-                let text = std::mem::take(&mut self.input);
-                self.history_pos = None;
-                match text.trim() {
-                    "" => Action::None,
-                    "/quit" | "/exit" => Action::Quit,
-                    _ if self.running => {
-                        self.input = text;
-                        self.push(
-                            Speaker::System,
-                            "a turn is running; wait, or press Esc to cancel it",
-                        );
-                        Action::None
-                    }
-                    t => {
-                        self.history.push(t.to_owned());
-                        Action::Send(t.to_owned())
-                    }
-                }
-            }
-            Key::Esc => {
-                if self.running {
-                    Action::Cancel
-                } else {
-                    Action::None
-                }
-            }
-            Key::Up => {
-                let pos = match self.history_pos {
-                    None => self.history.len().checked_sub(1),
-                    Some(p) => Some(p.saturating_sub(1)),
-                };
-                if let Some(p) = pos {
-                    self.history_pos = Some(p);
-                    self.input = self.history[p].clone();
-                }
-                Action::None
-            }
-            Key::Down => {
-                match self.history_pos {
-                    Some(p) if p + 1 < self.history.len() => {
-                        self.history_pos = Some(p + 1);
-                        self.input = self.history[p + 1].clone();
-                    }
-                    Some(_) => {
-                        self.history_pos = None;
-                        self.input.clear();
-                    }
-                    None => {}
-                }
-                Action::None
-            }
-            Key::PageUp => {
-                self.scroll = self.scroll.saturating_add(10);
-                Action::None
-            }
-            Key::PageDown => {
-                self.scroll = self.scroll.saturating_sub(10);
-                Action::None
-            }
-            Key::Tab => Action::None,
-            Key::CtrlC => Action::Quit,
         }
     }
 }

@@ -6,7 +6,8 @@ use ploke_proto::tools::v1::*;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use super::state::{Action, App, Key};
+use super::keys::Key;
+use super::state::{Action, App};
 use super::view;
 
 fn event(seq: u64, e: session_event::Event) -> SessionEvent {
@@ -33,7 +34,11 @@ fn app() -> App {
 
 fn screen(app: &App) -> String {
     let mut terminal = Terminal::new(TestBackend::new(100, 22)).unwrap();
-    terminal.draw(|f| view::draw(f, app)).unwrap();
+    terminal
+        .draw(|f| {
+            view::draw(f, app);
+        })
+        .unwrap();
     terminal.backend().to_string()
 }
 
@@ -109,7 +114,7 @@ fn conversation_tool_panel_and_status_bar() {
         5,
         session_event::Event::AssistantDelta(AssistantDelta { text: "dup".into() }),
     ));
-    app.input = "and sub?".into();
+    app.editor.set_text("and sub?");
     insta::assert_snapshot!(screen(&app));
 }
 
@@ -189,7 +194,7 @@ fn input_history_scrolling_and_turn_keys() {
     // While the turn runs, Enter keeps the text and Esc cancels.
     app.key(Key::Char('x'));
     assert_eq!(app.key(Key::Enter), Action::None);
-    assert_eq!(app.input, "x");
+    assert_eq!(app.editor.text(), "x");
     assert_eq!(app.key(Key::Esc), Action::Cancel);
     app.apply(&event(
         2,
@@ -203,14 +208,219 @@ fn input_history_scrolling_and_turn_keys() {
         app.entries.last().unwrap().text,
         "turn failed (cancelled): cancelled from the TUI"
     );
-    app.input.clear();
+    app.editor.clear();
     assert_eq!(app.key(Key::Up), Action::None);
-    assert_eq!(app.input, "first");
+    assert_eq!(app.editor.text(), "first");
     app.key(Key::Down);
-    assert_eq!(app.input, "");
+    assert_eq!(app.editor.text(), "");
+    app.max_scroll = 25;
     app.key(Key::PageUp);
     assert_eq!(app.scroll, 10);
     app.key(Key::PageDown);
     assert_eq!(app.scroll, 0);
     assert_eq!(app.key(Key::CtrlC), Action::Quit);
+}
+
+fn typed(app: &mut App, text: &str) {
+    for c in text.chars() {
+        assert_eq!(app.key(Key::Char(c)), Action::None);
+    }
+}
+
+fn edit(key: ratatui_textarea::Key, ctrl: bool) -> Key {
+    Key::Edit(ratatui_textarea::Input {
+        key,
+        ctrl,
+        alt: false,
+        shift: false,
+    })
+}
+
+#[test]
+fn slash_commands_never_reach_the_model() {
+    let mut app = app();
+    let mut command = |text: &str| {
+        typed(&mut app, text);
+        app.key(Key::Enter)
+    };
+    assert_eq!(command("/quit"), Action::Quit);
+    assert_eq!(command("/exit"), Action::Quit);
+    assert_eq!(command("/clear"), Action::NewSession(None));
+    assert_eq!(
+        command("/model openai/gpt-4.1"),
+        Action::NewSession(Some(("openai".into(), "gpt-4.1".into())))
+    );
+    assert_eq!(command("/sessions"), Action::ListSessions);
+    assert_eq!(
+        command("/resume 0190f3a2-7c41"),
+        Action::Resume("0190f3a2-7c41".into())
+    );
+    assert_eq!(command("/edits"), Action::ListEdits);
+    assert_eq!(
+        command("//etc/hosts is what?"),
+        Action::Send("/etc/hosts is what?".into())
+    );
+    assert_eq!(command("/frobnicate now"), Action::None);
+    assert_eq!(command("/model"), Action::None);
+    assert_eq!(command("/model gpt"), Action::None);
+    assert_eq!(command("/help"), Action::None);
+    let said: Vec<&str> = app.entries.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(
+        said[0],
+        "unknown command /frobnicate (not sent to the model); /help lists the commands"
+    );
+    assert_eq!(
+        said[1],
+        "model: openai/gpt-4.1-mini (`/model PROVIDER/MODEL` starts a new session with another)"
+    );
+    assert_eq!(
+        said[2],
+        "usage: /model PROVIDER/MODEL (for example /model openai/gpt-4.1)"
+    );
+    assert_eq!(said[3], super::keys::help_text());
+    assert!(said[3].contains("/sessions") && said[3].contains("Alt-Enter"));
+    assert!(app.editor.is_empty());
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_then_quits_and_clears_a_message_first() {
+    let mut app = app();
+    app.running = true;
+    assert_eq!(app.key(Key::CtrlC), Action::Cancel);
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("cancelling the turn · Ctrl-C again quits")
+    );
+    assert_eq!(app.key(Key::CtrlC), Action::Quit);
+
+    let mut app = super::tests::app();
+    typed(&mut app, "half a thought");
+    assert_eq!(app.key(Key::CtrlC), Action::None);
+    assert!(app.editor.is_empty());
+    // Any other key in between disarms it.
+    typed(&mut app, "x");
+    assert_eq!(app.key(Key::CtrlC), Action::None);
+    assert_eq!(app.key(Key::CtrlC), Action::Quit);
+
+    // Idle with nothing typed: one Ctrl-C quits.
+    assert_eq!(super::tests::app().key(Key::CtrlC), Action::Quit);
+}
+
+#[test]
+fn a_paste_stays_whole_and_newlines_need_alt_enter() {
+    let mut app = app();
+    assert_eq!(
+        app.key(Key::Paste("first line\r\nsecond line".into())),
+        Action::None
+    );
+    assert_eq!(app.editor.text(), "first line\nsecond line");
+    assert_eq!(app.key(Key::Newline), Action::None);
+    typed(&mut app, "third");
+    // ↑ moves within a multi-line message instead of recalling history.
+    assert_eq!(app.key(Key::Up), Action::None);
+    assert_eq!(app.editor.text(), "first line\nsecond line\nthird");
+    assert_eq!(
+        app.key(Key::Enter),
+        Action::Send("first line\nsecond line\nthird".into())
+    );
+}
+
+#[test]
+fn readline_keys_move_and_delete() {
+    use ratatui_textarea::Key as K;
+    let mut app = app();
+    typed(&mut app, "world");
+    app.key(edit(K::Home, false));
+    typed(&mut app, "hello ");
+    assert_eq!(app.editor.text(), "hello world");
+    app.key(edit(K::End, false));
+    app.key(edit(K::Left, false));
+    app.key(edit(K::Left, false));
+    typed(&mut app, "_");
+    assert_eq!(app.editor.text(), "hello wor_ld");
+    app.key(edit(K::Char('e'), true));
+    app.key(edit(K::Char('w'), true));
+    assert_eq!(app.editor.text(), "hello ");
+    app.key(edit(K::Char('u'), true));
+    assert_eq!(app.editor.text(), "");
+    app.key(edit(K::Char('z'), true));
+    assert_eq!(app.editor.text(), "hello ");
+}
+
+#[test]
+fn scrolling_stops_at_the_top() {
+    let mut app = app();
+    for i in 0..40 {
+        app.system(&format!("line {i}"));
+    }
+    let mut terminal = Terminal::new(TestBackend::new(100, 22)).unwrap();
+    let mut max = 0;
+    terminal
+        .draw(|f| {
+            max = view::draw(f, &app);
+        })
+        .unwrap();
+    // 40 entries, each a line and a blank one, in 16 rows of conversation (22 less the
+    // input box, the status bar and the borders).
+    assert_eq!(max, 80 - 16);
+    app.max_scroll = max;
+    for _ in 0..20 {
+        app.key(Key::PageUp);
+    }
+    assert_eq!(app.scroll, max);
+}
+
+#[test]
+fn the_welcome_screen_the_gauge_and_a_notice() {
+    let mut app = app();
+    app.indexing = Some(super::state::Indexing {
+        phase: "embedding".into(),
+        done: 1200,
+        total: 4000,
+        items: 4000,
+        eta_seconds: Some(75),
+    });
+    app.notice = Some("warning: file skipped path=src/big.rs".into());
+    insta::assert_snapshot!(screen(&app));
+}
+
+#[test]
+fn markdown_and_a_highlighted_diff_on_screen() {
+    let mut app = app();
+    app.apply(&event(
+        1,
+        session_event::Event::AssistantDelta(AssistantDelta {
+            text: "## Plan\n\n1. read **add**\n2. change it:\n\n```rust\nfn add() {}\n```\n\nA long sentence that has to wrap at a word boundary because the conversation column is narrow.".into(),
+        }),
+    ));
+    insta::assert_snapshot!(screen(&app));
+}
+
+#[test]
+fn proposals_from_other_clients_join_the_queue_and_leave_when_decided_elsewhere() {
+    let mut app = app();
+    app.workspace_root = "/repo".into();
+    let mut other = proposal();
+    other.workspace_root = "/repo".into();
+    other.correlation = Some(Correlation {
+        session_id: "another-session".into(),
+        ..Default::default()
+    });
+    let mut elsewhere = proposal();
+    elsewhere.proposal_id = "edit-of-another-workspace".into();
+    elsewhere.workspace_root = "/other".into();
+    let none = std::collections::HashSet::new();
+    app.pending(vec![other.clone(), elsewhere], Some("this-session"), &none);
+    assert_eq!(app.reviews.len(), 1);
+    assert_eq!(app.reviews[0].proposal.proposal_id, other.proposal_id);
+    // Listed again: not queued twice.
+    app.pending(vec![other.clone()], Some("this-session"), &none);
+    assert_eq!(app.reviews.len(), 1);
+    // Decided by someone else: gone.
+    app.pending(Vec::new(), Some("this-session"), &none);
+    assert!(app.reviews.is_empty());
+    // Decided here: not brought back by a list taken before the decision landed.
+    let decided: std::collections::HashSet<String> = [other.proposal_id.clone()].into();
+    app.pending(vec![other], Some("this-session"), &decided);
+    assert!(app.reviews.is_empty());
 }

@@ -1,22 +1,30 @@
-//! Drawing the TUI: the conversation and the tool-call panel side by side (the edit-approval
-//! view takes the conversation's place while a proposal waits), the input line and the status
-//! bar.
+//! Drawing the TUI: the conversation (markdown, word-wrapped) and the tool-call panel side by
+//! side — the edit-approval view or the session picker take the conversation's place while
+//! open —, the input editor (it grows with the message) and the status bar (session, model,
+//! tokens, index or its progress gauge, a spinner, notices).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
-use super::state::{App, CallState, Review, Speaker};
+use super::keys::KEYS;
+use super::markdown;
+use super::state::{App, CallState, Indexing, Picker, Review, Speaker};
 
-/// Draws `app` on the whole frame.
-pub fn draw(frame: &mut Frame, app: &App) {
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Draws `app` on the whole frame; returns how far the conversation can scroll up.
+pub fn draw(frame: &mut Frame, app: &App) -> u16 {
+    let input_rows = app.editor.line_count().clamp(1, 8) as u16 + 2;
+    let notice_rows = u16::from(app.notice.is_some());
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Min(5),
-            Constraint::Length(3),
+            Constraint::Length(input_rows),
+            Constraint::Length(notice_rows),
             Constraint::Length(1),
         ])
         .split(frame.area());
@@ -24,74 +32,147 @@ pub fn draw(frame: &mut Frame, app: &App) {
         .direction(Direction::Horizontal)
         .constraints([Constraint::Percentage(65), Constraint::Percentage(35)])
         .split(rows[0]);
-    match app.reviews.front() {
-        Some(review) => draw_review(frame, cols[0], review),
-        None => draw_conversation(frame, cols[0], app),
+    let mut max_scroll = 0;
+    match (&app.picker, app.reviews.front()) {
+        (Some(picker), _) => draw_picker(frame, cols[0], picker),
+        (None, Some(review)) => draw_review(frame, cols[0], review, app.reviews.len()),
+        (None, None) if app.entries.is_empty() => draw_welcome(frame, cols[0]),
+        (None, None) => max_scroll = draw_conversation(frame, cols[0], app),
     }
     draw_calls(frame, cols[1], app);
     draw_input(frame, rows[1], app);
-    draw_status(frame, rows[2], app);
+    if let Some(notice) = &app.notice {
+        frame.render_widget(
+            Paragraph::new(format!(" {notice}")).style(Style::default().fg(Color::Yellow)),
+            rows[2],
+        );
+    }
+    draw_status(frame, rows[3], app);
+    max_scroll
 }
 
-/// Splits `text` into lines of at most `width` characters.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut out = Vec::new();
-    for raw in text.split('\n') {
-        let chars: Vec<char> = raw.chars().collect();
-        if chars.is_empty() {
-            out.push(String::new());
-        }
-        for chunk in chars.chunks(width) {
-            out.push(chunk.iter().collect());
-        }
+fn draw_welcome(frame: &mut Frame, area: Rect) {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let dim = Style::default().fg(Color::DarkGray);
+    let mut lines = vec![
+        Line::from(Span::styled("ploke — ask about your code", bold)),
+        Line::from(""),
+        Line::from(
+            "The model reads your repository through typed tools (search, code context, \
+             files) and proposes edits; nothing is written until you approve it here.",
+        ),
+        Line::from(""),
+    ];
+    for (key, what) in KEYS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{key:<28} "), Style::default().fg(Color::Cyan)),
+            Span::raw(*what),
+        ]));
     }
-    out
-}
-
-fn draw_conversation(frame: &mut Frame, area: Rect, app: &App) {
-    let inner_width = area.width.saturating_sub(2) as usize;
-    let mut lines: Vec<Line> = Vec::new();
-    for e in &app.entries {
-        let (prefix, style) = match e.speaker {
-            Speaker::User => (
-                "you› ",
-                Style::default()
-                    .fg(Color::Cyan)
-                    .add_modifier(Modifier::BOLD),
-            ),
-            Speaker::Assistant => ("", Style::default()),
-            Speaker::System => ("! ", Style::default().fg(Color::Yellow)),
-        };
-        for (i, l) in wrap(&format!("{prefix}{}", e.text), inner_width)
-            .into_iter()
-            .enumerate()
-        {
-            let _ = i;
-            lines.push(Line::from(Span::styled(l, style)));
-        }
-        lines.push(Line::from(""));
-    }
-    let height = area.height.saturating_sub(2) as usize;
-    let bottom = lines.len().saturating_sub(app.scroll as usize);
-    let top = bottom.saturating_sub(height);
-    let visible: Vec<Line> = lines[top..bottom].to_vec();
-    let title = if app.scroll > 0 {
-        format!(" conversation (scrolled {} lines up) ", app.scroll)
-    } else {
-        " conversation ".to_owned()
-    };
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        "/help lists the commands: /clear /model /sessions /edits /quit",
+        dim,
+    )));
     frame.render_widget(
-        Paragraph::new(visible).block(Block::default().borders(Borders::ALL).title(title)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" conversation "),
+        ),
         area,
     );
 }
 
-fn draw_review(frame: &mut Frame, area: Rect, review: &Review) {
+/// The conversation as styled lines (markdown for the model's text).
+fn conversation(app: &App) -> Text<'static> {
+    let mut text = Text::default();
+    for e in &app.entries {
+        match e.speaker {
+            Speaker::User => {
+                let style = Style::default()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::BOLD);
+                for (i, l) in e.text.split('\n').enumerate() {
+                    let prefix = if i == 0 { "you› " } else { "     " };
+                    text.lines
+                        .push(Line::from(Span::styled(format!("{prefix}{l}"), style)));
+                }
+            }
+            Speaker::Assistant => text.lines.extend(markdown::render(&e.text).lines),
+            Speaker::System => {
+                let style = Style::default().fg(Color::Yellow);
+                for (i, l) in e.text.split('\n').enumerate() {
+                    let prefix = if i == 0 { "! " } else { "  " };
+                    text.lines
+                        .push(Line::from(Span::styled(format!("{prefix}{l}"), style)));
+                }
+            }
+        }
+        text.lines.push(Line::from(""));
+    }
+    text
+}
+
+fn draw_conversation(frame: &mut Frame, area: Rect, app: &App) -> u16 {
+    let inner_width = area.width.saturating_sub(2);
+    let height = area.height.saturating_sub(2) as usize;
+    let paragraph = Paragraph::new(conversation(app)).wrap(Wrap { trim: false });
+    let total = paragraph.line_count(inner_width);
+    let max_scroll = total.saturating_sub(height);
+    let scroll = (app.scroll as usize).min(max_scroll);
+    let top = max_scroll - scroll;
+    let title = if scroll > 0 {
+        format!(" conversation (scrolled {scroll} lines up · PgDn back) ")
+    } else {
+        " conversation ".to_owned()
+    };
+    frame.render_widget(
+        paragraph
+            .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0))
+            .block(Block::default().borders(Borders::ALL).title(title)),
+        area,
+    );
+    u16::try_from(max_scroll).unwrap_or(u16::MAX)
+}
+
+fn draw_picker(frame: &mut Frame, area: Rect, picker: &Picker) {
+    let mut lines = Vec::new();
+    if picker.sessions.is_empty() {
+        lines.push(Line::from("no other sessions in this workspace"));
+    }
+    for (i, s) in picker.sessions.iter().enumerate() {
+        let style = if i == picker.cursor {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::from(Span::styled(s.label.clone(), style)));
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let top = picker.cursor.saturating_sub(height.saturating_sub(1));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" sessions · ↑↓ choose · Enter resume · Esc close "),
+            ),
+        area,
+    );
+}
+
+fn draw_review(frame: &mut Frame, area: Rect, review: &Review, waiting: usize) {
     let p = &review.proposal;
     let mut lines: Vec<Line> = vec![
         Line::from(Span::styled(
-            format!("{} wants to change {} file(s):", p.tool_name, p.files.len()),
+            format!(
+                "{} wants to change {} file(s) · {}",
+                p.tool_name,
+                p.files.len(),
+                p.proposal_id
+            ),
             Style::default().add_modifier(Modifier::BOLD),
         )),
         Line::from(""),
@@ -110,24 +191,20 @@ fn draw_review(frame: &mut Frame, area: Rect, review: &Review) {
     }
     lines.push(Line::from(""));
     for f in &p.files {
-        for l in f.unified_diff.lines() {
-            let style = if l.starts_with("+++") || l.starts_with("---") {
-                Style::default().add_modifier(Modifier::BOLD)
-            } else if l.starts_with('+') {
-                Style::default().fg(Color::Green)
-            } else if l.starts_with('-') {
-                Style::default().fg(Color::Red)
-            } else if l.starts_with("@@") {
-                Style::default().fg(Color::Cyan)
-            } else {
-                Style::default()
-            };
-            lines.push(Line::from(Span::styled(l.to_owned(), style)));
-        }
+        lines.extend(markdown::diff(&f.file_path, &f.unified_diff));
     }
-    let title = " edit proposal · a/Enter apply selected · d deny · space toggle · ↑↓ move ";
+    let more = if waiting > 1 {
+        format!(" · {} more waiting", waiting - 1)
+    } else {
+        String::new()
+    };
+    let title = format!(
+        " edit proposal · a/Enter apply selected · d deny · space toggle · ↑↓ move · PgUp/PgDn scroll{more} "
+    );
     frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+        Paragraph::new(lines)
+            .scroll((review.scroll, 0))
+            .block(Block::default().borders(Borders::ALL).title(title)),
         area,
     );
 }
@@ -172,30 +249,69 @@ fn draw_calls(frame: &mut Frame, area: Rect, app: &App) {
 
 fn draw_input(frame: &mut Frame, area: Rect, app: &App) {
     let title = if app.running {
-        " message · Esc cancel the turn · Ctrl-C quit "
+        " message · Esc cancel the turn · Ctrl-C twice quit "
     } else {
-        " message · Enter send · ↑↓ history · PgUp/PgDn scroll · Ctrl-C quit "
+        " message · Enter send · Alt-Enter newline · ↑↓ history · PgUp/PgDn scroll · /help "
     };
-    frame.render_widget(
-        Paragraph::new(format!("› {}", app.input))
-            .block(Block::default().borders(Borders::ALL).title(title)),
-        area,
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    frame.render_widget(app.editor.widget(), inner);
+}
+
+/// The indexing gauge: phase, a bar, counts and what is left.
+pub fn gauge(i: &Indexing) -> String {
+    const CELLS: u64 = 10;
+    let filled = (i.done.min(i.total) * CELLS)
+        .checked_div(i.total)
+        .unwrap_or(0) as usize;
+    let bar = format!(
+        "{}{}",
+        "█".repeat(filled),
+        "░".repeat(CELLS as usize - filled)
     );
+    let counts = if i.total > 0 {
+        format!("{}/{}", i.done, i.total)
+    } else {
+        i.done.to_string()
+    };
+    let eta = i
+        .eta_seconds
+        .map(|s| format!(" ~{}", human_seconds(s)))
+        .unwrap_or_default();
+    format!(
+        "indexing: {} {bar} {counts}{eta} ({} items searchable)",
+        i.phase, i.items
+    )
+}
+
+fn human_seconds(s: u64) -> String {
+    if s >= 60 {
+        format!("{}m{:02}s left", s / 60, s % 60)
+    } else {
+        format!("{s}s left")
+    }
 }
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
     let session: String = app.session_id.chars().take(13).collect();
-    let mut parts = vec![
-        format!("session {session}"),
-        app.model.clone(),
-        format!("{} tokens", app.tokens),
-        format!("index: {}", app.index),
-    ];
+    let mut parts = Vec::new();
     if app.running {
-        parts.push("working…".into());
+        parts.push(format!("{} working", SPINNER[app.tick % SPINNER.len()]));
     }
     if !app.connection.is_empty() {
         parts.push(app.connection.clone());
+    }
+    match &app.indexing {
+        Some(i) => parts.push(gauge(i)),
+        None => parts.push(format!("index: {}", app.index)),
+    }
+    if session.is_empty() {
+        parts.push("no session".into());
+    } else {
+        parts.push(format!("session {session}"));
+        parts.push(app.model.clone());
+        parts.push(format!("{} tokens", app.tokens));
     }
     frame.render_widget(
         Paragraph::new(format!(" {}", parts.join(" · ")))

@@ -13,6 +13,7 @@ pub mod decode_errors;
 pub mod internal;
 pub mod language;
 pub mod metrics;
+pub mod notices;
 pub mod path_policy;
 #[cfg(feature = "sqlite")]
 pub mod postgres;

@@ -114,34 +114,48 @@ pub fn init(
     init_to(service_name, config, None)
 }
 
-/// [`init`], logging into `log_file` (appended to, no colours) instead of stderr when given:
-/// a process that draws on its terminal (the TUI) must not have logs written over it.
+/// Where a process that draws on its terminal (the TUI) sends its logs instead of stderr.
+#[derive(Debug)]
+pub struct LogSink {
+    /// Directory of the log files: `ploke.YYYY-MM-DD.log`, a new one each day, the last
+    /// [`LOG_FILES_KEPT`] kept.
+    pub dir: std::path::PathBuf,
+    /// Where warnings and errors are also sent, as one line each, for the user to see.
+    pub notices: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+}
+
+/// Daily log files a [`LogSink`] keeps.
+pub const LOG_FILES_KEPT: usize = 7;
+
+/// [`init`], logging into `sink` (rotated files, no colours; warnings also as notices) instead
+/// of stderr when given: a process that draws on its terminal must not have logs written
+/// over it.
 pub fn init_to(
     service_name: &str,
     config: &TelemetryConfig,
-    log_file: Option<&std::path::Path>,
+    sink: Option<LogSink>,
 ) -> Result<TelemetryGuard, TelemetryError> {
-    let file = log_file
-        .map(|path| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map(std::sync::Arc::new)
+    let (file, notices) = match sink {
+        Some(sink) => {
+            let appender = tracing_appender::rolling::RollingFileAppender::builder()
+                .rotation(tracing_appender::rolling::Rotation::DAILY)
+                .filename_prefix("ploke")
+                .filename_suffix("log")
+                .max_log_files(LOG_FILES_KEPT)
+                .build(&sink.dir)
                 .map_err(|e| TelemetryError::LogFile {
-                    path: path.to_owned(),
+                    path: sink.dir.clone(),
                     message: e.to_string(),
-                })
-        })
-        .transpose()?;
-    let writer =
-        tracing_subscriber::fmt::writer::BoxMakeWriter::new(move || -> Box<dyn std::io::Write> {
-            match &file {
-                Some(f) => Box::new(std::sync::Arc::clone(f)),
-                None => Box::new(std::io::stderr()),
-            }
-        });
-    let ansi = log_file.is_none();
+                })?;
+            (Some(appender), sink.notices)
+        }
+        None => (None, None),
+    };
+    let ansi = file.is_none();
+    let writer = match file {
+        Some(f) => tracing_subscriber::fmt::writer::BoxMakeWriter::new(f),
+        None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::stderr),
+    };
     let filter_text = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log_filter.clone());
     let filter = EnvFilter::try_new(&filter_text).map_err(|e| TelemetryError::Filter {
         filter: filter_text.clone(),
@@ -177,10 +191,12 @@ pub fn init_to(
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
     let otel = provider.as_ref().map(|p| otel_layer(p, service_name));
+    let notices = notices.map(crate::notices::NoticeLayer::new);
     tracing_subscriber::registry()
         .with(filter)
         .with(fmt)
         .with(otel)
+        .with(notices)
         .try_init()
         .map_err(|e| TelemetryError::Install(e.to_string()))?;
     if provider.is_some() {

@@ -184,7 +184,7 @@ impl Provider {
         let response = tokio::time::timeout(self.idle, builder.send())
             .await
             .map_err(|_| ProviderError::Idle(self.idle.as_secs()))?
-            .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
+            .map_err(|e| ProviderError::Transport(transport(&self.config.base_url, e)))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = ploke_runtime::retry::retry_after(response.headers());
@@ -206,6 +206,43 @@ impl Provider {
             budget: u64::MAX,
             spent: 0,
         })
+    }
+}
+
+/// A failed request to `base_url`, said so a user can act on it: the provider's address
+/// (credentials and query left out) and every cause (`error sending request` alone names
+/// neither the URL nor why).
+fn transport(base_url: &str, e: reqwest::Error) -> String {
+    format!("{}: {}", public_url(base_url), describe_error(e))
+}
+
+/// `err` and its causes, joined with `: `, with any URL left out.
+fn describe_error(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `url` without user, password, query or fragment.
+fn public_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string().trim_end_matches('/').to_owned()
+        }
+        Err(_) => "the provider's base_url (not a URL)".to_owned(),
     }
 }
 
@@ -267,7 +304,7 @@ impl ChatStream {
                         return Err(ProviderError::OutputLimit(self.budget));
                     }
                 }
-                Some(Err(e)) => return Err(ProviderError::Transport(e.without_url().to_string())),
+                Some(Err(e)) => return Err(ProviderError::Transport(describe_error(e))),
                 None => {
                     self.done = true;
                     if let Some(rest) = self.decoder.finish() {
@@ -294,4 +331,37 @@ impl ChatStream {
 
 fn truncate(s: &str) -> String {
     s.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn a_refused_connection_names_the_provider_and_the_cause() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let base = format!("http://user:pw@127.0.0.1:{port}/v1?key=secret");
+        let err = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+            .send()
+            .await
+            .unwrap_err();
+        let text = super::transport(&base, err);
+        assert!(
+            text.starts_with(&format!(
+                "http://127.0.0.1:{port}/v1: error sending request"
+            )),
+            "{text}"
+        );
+        assert!(text.contains("Connection refused"), "{text}");
+        assert!(!text.contains("secret") && !text.contains("pw"), "{text}");
+    }
+
+    #[test]
+    fn a_base_url_that_is_not_a_url_is_not_echoed() {
+        assert_eq!(
+            super::public_url("not a url sk-123"),
+            "the provider's base_url (not a URL)"
+        );
+    }
 }

@@ -1,0 +1,117 @@
+//! The message editor: `ratatui-textarea` (multi-line, cursor movement, the readline keys,
+//! undo, soft word wrap) behind the few operations the TUI needs.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui_textarea::{CursorMove, Input, Key, TextArea, WrapMode};
+
+/// What the user is writing.
+#[derive(Debug, Clone)]
+pub struct Editor(TextArea<'static>);
+
+impl Default for Editor {
+    fn default() -> Self {
+        let mut area = TextArea::default();
+        area.set_cursor_line_style(Style::default());
+        area.set_cursor_style(Style::default().add_modifier(Modifier::REVERSED));
+        area.set_placeholder_text("ask about your code · /help for commands");
+        area.set_placeholder_style(Style::default().fg(Color::DarkGray));
+        area.set_wrap_mode(WrapMode::WordOrGlyph);
+        Self(area)
+    }
+}
+
+impl Editor {
+    /// The whole message, lines joined with `\n`.
+    pub fn text(&self) -> String {
+        self.0.lines().join("\n")
+    }
+
+    /// Whether nothing is written.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether the message has one line (↑↓ then browse the history).
+    pub fn is_single_line(&self) -> bool {
+        self.0.lines().len() <= 1
+    }
+
+    /// Lines of the message (the input box grows with them).
+    pub fn line_count(&self) -> usize {
+        self.0.lines().len()
+    }
+
+    /// Replaces the message, cursor at its end.
+    pub fn set_text(&mut self, text: &str) {
+        self.clear();
+        self.insert_str(text);
+    }
+
+    /// Empties the message.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Types one character.
+    pub fn insert_char(&mut self, c: char) {
+        self.0.insert_char(c);
+    }
+
+    /// Inserts `text` at the cursor, newlines included (a paste).
+    pub fn insert_str(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.0.insert_str(text);
+    }
+
+    /// Breaks the line at the cursor.
+    pub fn newline(&mut self) {
+        self.0.insert_newline();
+    }
+
+    /// Deletes the character before the cursor.
+    pub fn backspace(&mut self) {
+        self.0.delete_char();
+    }
+
+    /// Moves the cursor one line up.
+    pub fn up(&mut self) {
+        self.0.move_cursor(CursorMove::Up);
+    }
+
+    /// Moves the cursor one line down.
+    pub fn down(&mut self) {
+        self.0.move_cursor(CursorMove::Down);
+    }
+
+    /// Any other key: cursor movement (←→, Home/End, Ctrl-A/E/F/B, Alt-F/B), deletion
+    /// (Ctrl-W word, Ctrl-K to the end, Ctrl-D), Ctrl-Y yank. Ctrl-U deletes to the start of the
+    /// line as in readline (the widget's own Ctrl-U is undo, here Ctrl-Z).
+    pub fn input(&mut self, input: Input) {
+        match input {
+            Input {
+                key: Key::Char('u'),
+                ctrl: true,
+                alt: false,
+                ..
+            } => {
+                self.0.delete_line_by_head();
+            }
+            Input {
+                key: Key::Char('z'),
+                ctrl: true,
+                alt: false,
+                ..
+            } => {
+                self.0.undo();
+            }
+            other => {
+                self.0.input(other);
+            }
+        }
+    }
+
+    /// The widget to draw.
+    pub fn widget(&self) -> &TextArea<'static> {
+        &self.0
+    }
+}

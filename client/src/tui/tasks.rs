@@ -1,0 +1,261 @@
+//! What the TUI follows in the background: the session's events (resumed after any break),
+//! the index's state and progress, the proposals waiting in the workspace (whichever client
+//! made them), the services' warnings and the spinner's tick; and the lists `/sessions` and
+//! `/edits` show.
+
+use std::time::Duration;
+
+use ploke_proto::rag::v1::{IndexPhase, IndexState, IndexStatusRequest};
+use ploke_proto::session::v1::{ListSessionsRequest, StreamEventsRequest};
+use ploke_proto::tools::v1::{ListEditsRequest, ProposalState};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::Input;
+use super::state::{Indexing, Picker, SessionRow};
+use crate::cmd::Gateway;
+
+/// How often the index and the waiting proposals are asked for.
+const POLL: Duration = Duration::from_secs(1);
+/// The spinner's pace.
+const TICK: Duration = Duration::from_millis(120);
+
+/// Follows the session's events from `after_seq`, reconnecting from the last seq seen.
+pub async fn follow(
+    mut gateway: Gateway,
+    session_id: String,
+    mut after_seq: u64,
+    tx: mpsc::Sender<Input>,
+) {
+    loop {
+        let opened = gateway
+            .stream_events(StreamEventsRequest {
+                session_id: session_id.clone(),
+                after_seq,
+                no_follow: false,
+            })
+            .await;
+        match opened {
+            Ok(stream) => {
+                if tx.send(Input::Connection(String::new())).await.is_err() {
+                    return;
+                }
+                let mut stream = stream.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(e)) => {
+                            after_seq = e.seq;
+                            if tx.send(Input::Event(Box::new(e))).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(s) => {
+                            let _ = tx
+                                .send(Input::Connection(format!("reconnecting ({})", s.message())))
+                                .await;
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(s) => {
+                if tx
+                    .send(Input::Connection(format!("reconnecting ({})", s.message())))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The background tasks; stopped together.
+pub struct Background(Vec<JoinHandle<()>>);
+
+impl Background {
+    /// Starts the index and proposal polls, the tick, and the notices' forwarding.
+    pub fn start(
+        gateway: &Gateway,
+        tx: &mpsc::Sender<Input>,
+        notices: Option<mpsc::UnboundedReceiver<String>>,
+    ) -> Self {
+        let mut tasks = vec![
+            tokio::spawn(poll_index(gateway.clone(), tx.clone())),
+            tokio::spawn(poll_pending(gateway.clone(), tx.clone())),
+        ];
+        let ticks = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut every = tokio::time::interval(TICK);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                every.tick().await;
+                // A full queue (a burst of events) needs no tick on top.
+                if let Err(mpsc::error::TrySendError::Closed(_)) = ticks.try_send(Input::Tick) {
+                    return;
+                }
+            }
+        }));
+        if let Some(mut notices) = notices {
+            let tx = tx.clone();
+            tasks.push(tokio::spawn(async move {
+                while let Some(n) = notices.recv().await {
+                    if tx.send(Input::Notice(n)).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        Self(tasks)
+    }
+
+    /// Stops every task.
+    pub fn stop(self) {
+        for t in self.0 {
+            t.abort();
+        }
+    }
+}
+
+/// The index as the status bar shows it: its state text, and the gauge while a run goes on.
+pub fn index_view(s: &ploke_proto::rag::v1::IndexStatusResponse) -> (String, Option<Indexing>) {
+    let state = IndexState::try_from(s.state).unwrap_or(IndexState::Unspecified);
+    let name = crate::describe::lower(state.as_str_name(), "INDEX_STATE_");
+    let dense = if s.dense_available { "hybrid" } else { "bm25" };
+    let text = match state {
+        IndexState::Failed => format!("failed ({})", s.message),
+        _ => format!("{name}, {} items, {dense}", s.items),
+    };
+    let progress = s
+        .progress
+        .as_ref()
+        .filter(|_| state == IndexState::Indexing)
+        .map(|p| {
+            let phase = IndexPhase::try_from(p.phase).unwrap_or(IndexPhase::Unspecified);
+            let (done, total) = if p.embed_total > 0 {
+                (p.embed_done, p.embed_total)
+            } else if p.files_total > 0 {
+                (p.files_done, p.files_total)
+            } else {
+                (p.items_done, p.items_total)
+            };
+            Indexing {
+                phase: crate::describe::lower(phase.as_str_name(), "INDEX_PHASE_"),
+                done,
+                total,
+                items: s.items.max(p.items_done),
+                eta_seconds: p.eta.as_ref().map(|d| d.seconds.max(0) as u64),
+            }
+        });
+    (text, progress)
+}
+
+async fn poll_index(mut gateway: Gateway, tx: mpsc::Sender<Input>) {
+    loop {
+        let input = match gateway.index_status(IndexStatusRequest::default()).await {
+            Ok(s) => {
+                let (text, progress) = index_view(&s.into_inner());
+                Input::Index(text, progress)
+            }
+            Err(s) => Input::Index(format!("unknown ({})", s.message()), None),
+        };
+        if tx.send(input).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn poll_pending(mut gateway: Gateway, tx: mpsc::Sender<Input>) {
+    loop {
+        let listed = gateway
+            .list_edits(ListEditsRequest {
+                states: vec![ProposalState::Pending as i32],
+                limit: 100,
+                ..Default::default()
+            })
+            .await;
+        if let Ok(l) = listed
+            && tx
+                .send(Input::Pending(l.into_inner().proposals))
+                .await
+                .is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The gateway's default workspace root (where a session without one works).
+pub async fn default_workspace(gateway: &mut Gateway) -> String {
+    gateway
+        .index_status(IndexStatusRequest::default())
+        .await
+        .map(|s| s.into_inner().workspace_root)
+        .unwrap_or_default()
+}
+
+/// The `/sessions` picker: this workspace's sessions, newest first, the current one left out.
+pub async fn sessions(
+    gateway: &mut Gateway,
+    workspace_root: &str,
+    current: Option<String>,
+) -> anyhow::Result<Picker> {
+    let listed = gateway
+        .list_sessions(ListSessionsRequest {
+            workspace_root: workspace_root.to_owned(),
+            limit: 200,
+            ..Default::default()
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
+        .into_inner();
+    let sessions = listed
+        .sessions
+        .into_iter()
+        .filter(|s| Some(&s.session_id) != current.as_ref())
+        .map(|s| SessionRow {
+            label: crate::cmd::chat::session_line(&s),
+            id: s.session_id,
+        })
+        .collect();
+    Ok(Picker {
+        sessions,
+        cursor: 0,
+    })
+}
+
+/// `/edits`: the proposals of this workspace waiting for a decision.
+pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String {
+    let listed = gateway
+        .list_edits(ListEditsRequest {
+            states: vec![ProposalState::Pending as i32],
+            limit: 100,
+            ..Default::default()
+        })
+        .await;
+    let proposals = match listed {
+        Ok(l) => l.into_inner().proposals,
+        Err(s) => return format!("edits: {}", s.message()),
+    };
+    let lines: Vec<String> = proposals
+        .iter()
+        .filter(|p| p.workspace_root == workspace_root)
+        .map(|p| {
+            let files: Vec<&str> = p.files.iter().map(|f| f.file_path.as_str()).collect();
+            format!("{}  {}  {}", p.proposal_id, p.tool_name, files.join(", "))
+        })
+        .collect();
+    if lines.is_empty() {
+        "no proposals are waiting".to_owned()
+    } else {
+        format!(
+            "waiting for your decision (shown one by one above the conversation):\n{}",
+            lines.join("\n")
+        )
+    }
+}
