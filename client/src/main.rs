@@ -123,6 +123,11 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Print the configuration in effect here, each value with where it came from.
+    Config {
+        #[command(flatten)]
+        target: Target,
+    },
     /// Show the health of a gateway and the services behind it.
     Status {
         /// Gateway URL.
@@ -195,6 +200,7 @@ async fn main_async() -> anyhow::Result<()> {
             max_result_tokens,
             target,
         } => cmd::mcp::mcp(&target, server_workspace, max_result_tokens).await,
+        Command::Config { target } => cmd::config::config(&target).await,
         Command::Status { gateway } => {
             let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
             let mut client = cmd::connect(&gateway, token).await?;

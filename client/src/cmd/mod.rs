@@ -4,6 +4,7 @@
 
 pub mod ask;
 pub mod chat;
+pub mod config;
 pub mod edits;
 pub mod mcp;
 pub mod providers;

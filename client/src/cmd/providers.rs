@@ -8,7 +8,8 @@ use ploke_runtime::config::{ModelConfig, ProviderConfig};
 
 /// What to do when there is no provider.
 pub const NONE_HINT: &str = "set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on \
-     127.0.0.1:11434, or configure [providers.NAME] in ploke.toml; search and index work without one";
+     127.0.0.1:11434, or add [providers.NAME] to the workspace's ploke.toml or to \
+     ~/.config/ploke/config.toml (`ploke config` shows what is read); search and index work without one";
 
 /// A refused CreateSession as the user reads it: a missing provider comes with the hint.
 pub fn session_refused(s: tonic::Status) -> anyhow::Error {
@@ -28,7 +29,7 @@ pub async fn detect(cfg: &mut PlokeConfig) -> Option<String> {
             .default_provider
             .clone()
             .or_else(|| cfg.providers.keys().next().cloned())?;
-        return Some(format!("{name} (ploke.toml)"));
+        return Some(format!("{name} (config file)"));
     }
     let set = |var: &str| std::env::var(var).is_ok_and(|v| !v.is_empty());
     let (name, provider) = if set("OPENAI_API_KEY") {

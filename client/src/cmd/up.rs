@@ -20,17 +20,67 @@ pub const DEFAULT_MCP_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
 
 /// The configuration of the embedded deployment for `workspace`: state under
 /// `WORKSPACE/.ploke`, loopback only, no token, the cached model if there is one, and a
-/// provider from `ploke.toml` or the environment.
+/// provider from the config files or the environment.
 pub async fn embedded_config(
     workspace: &Path,
     config: Option<PathBuf>,
 ) -> anyhow::Result<(PlokeConfig, Option<String>)> {
+    let (_, cfg, provider) = embedded_layers(workspace, config).await?;
+    std::fs::create_dir_all(&cfg.data_dir)
+        .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    Ok((cfg, provider))
+}
+
+/// The config files a command reads, lowest first: `--config` / `PLOKE_CONFIG` alone when
+/// given; else the user's (`$XDG_CONFIG_HOME/ploke/config.toml`, `~/.config/ploke/…`) and
+/// then the workspace's `ploke.toml`, each when it exists — found like cargo's and git's.
+pub fn config_files(workspace: &Path, explicit: Option<PathBuf>) -> Vec<(PathBuf, bool)> {
+    let explicit = explicit.or_else(|| {
+        std::env::var_os("PLOKE_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(file) = explicit {
+        return vec![(file, true)];
+    }
+    let user = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|dir| dir.join("ploke").join("config.toml"));
+    user.into_iter()
+        .chain([workspace.join("ploke.toml")])
+        .map(|f| {
+            let found = f.is_file();
+            (f, found)
+        })
+        .collect()
+}
+
+/// [`embedded_config`], with the layers it was built from (for `ploke config`).
+pub async fn embedded_layers(
+    workspace: &Path,
+    config: Option<PathBuf>,
+) -> anyhow::Result<(ploke_runtime::config::Layers, PlokeConfig, Option<String>)> {
     let args = CommonArgs {
-        config,
         workspace: vec![workspace.to_owned()],
         ..CommonArgs::default()
     };
-    let mut cfg = PlokeConfig::load_from_process(ServiceKind::Gateway, &args)?;
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    for name in PlokeConfig::unknown_env(&names) {
+        eprintln!("warning: ignoring unknown environment variable {name}");
+    }
+    let files: Vec<PathBuf> = config_files(workspace, config)
+        .into_iter()
+        .filter(|(_, found)| *found)
+        .map(|(f, _)| f)
+        .collect();
+    let layers = PlokeConfig::load_layers(ServiceKind::Gateway, &files, &args, &|k| {
+        std::env::var(k).ok()
+    })?;
+    let mut cfg = layers.config.clone();
     if !cfg.workspaces.iter().any(|w| w == workspace) {
         cfg.workspaces.insert(0, workspace.to_owned());
     }
@@ -57,9 +107,7 @@ pub async fn embedded_config(
         cfg.rag_search.embed_model = cached_model();
     }
     let provider = providers::detect(&mut cfg).await;
-    std::fs::create_dir_all(&cfg.data_dir)
-        .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    Ok((cfg, provider))
+    Ok((layers, cfg, provider))
 }
 
 /// The model `scripts/fetch-model` puts in the user's cache, if it is there.

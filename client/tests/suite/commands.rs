@@ -220,8 +220,91 @@ async fn ask_without_any_provider_says_how_to_get_one() {
     let stderr = text(&out.stderr);
     // (An Ollama answering on 127.0.0.1:11434 would be picked up instead; none runs here.)
     assert!(
-        stderr.contains("no model provider is reachable: set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on 127.0.0.1:11434, or configure [providers.NAME] in ploke.toml"),
+        stderr.contains("error: no model provider is reachable: set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on 127.0.0.1:11434, or add [providers.NAME] to the workspace's ploke.toml or to ~/.config/ploke/config.toml"),
         "{stderr}"
+    );
+    // Said before any indexing, and as one line: no backtrace even when asked for one.
+    assert!(!stderr.contains("indexing"), "{stderr}");
+    let out = super::run(
+        dir.path(),
+        vec!["ask".into(), "hello".into()],
+        &[
+            ("OPENAI_API_KEY", ""),
+            ("OPENROUTER_API_KEY", ""),
+            ("RUST_BACKTRACE", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        text(&out.stderr).lines().count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The workspace's `ploke.toml` and the user's `config.toml` are found without `--config`;
+/// `ploke config` says which value came from where.
+#[tokio::test]
+async fn config_files_are_discovered_and_ploke_config_names_each_values_source() {
+    let fake = ploke_e2e::fake_provider::FakeProvider::start()
+        .await
+        .unwrap();
+    fake.push([Reply::text(&["from the workspace's provider"])]);
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(dir.path()).unwrap().join("ws");
+    std::fs::create_dir_all(workspace.join("src")).unwrap();
+    std::fs::write(workspace.join("src/lib.rs"), super::LIB_RS).unwrap();
+    let user = dir.path().join("xdg");
+    std::fs::create_dir_all(user.join("ploke")).unwrap();
+    std::fs::write(
+        user.join("ploke/config.toml"),
+        "[session]\ndefault_provider = \"fake\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.join("ploke.toml"),
+        format!(
+            "[providers.fake]\nbase_url = \"{}\"\ndefault_model = \"fake-model\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n",
+            fake.url()
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("OPENAI_API_KEY", ""),
+        ("OPENROUTER_API_KEY", ""),
+        ("XDG_CONFIG_HOME", user.to_str().unwrap()),
+    ];
+    let out = super::run(&workspace, vec!["ask".into(), "hi".into()], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "from the workspace's provider\n");
+
+    let out = super::run(&workspace, vec!["config".into()], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key}:\n{stdout}"))
+            .split("  # ")
+            .nth(1)
+            .unwrap()
+            .to_owned()
+    };
+    let ws_file = workspace.join("ploke.toml").display().to_string();
+    let user_file = user.join("ploke/config.toml").display().to_string();
+    assert_eq!(line("providers.fake.base_url"), ws_file);
+    assert_eq!(line("gateway.listen"), ws_file);
+    assert_eq!(line("session.default_provider"), user_file);
+    assert_eq!(line("data_dir"), "derived");
+    assert_eq!(line("llm_session.listen"), "default");
+    assert!(
+        stdout.starts_with(&format!(
+            "# ploke config for {}\n# files, lowest first (a later one wins key by key):\n#   {user_file}\n#   {ws_file}\n# model provider: fake (config file)\n",
+            workspace.display()
+        )),
+        "{stdout}"
     );
 }
 

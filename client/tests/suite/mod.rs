@@ -51,7 +51,10 @@ pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output 
     command
         .args(args)
         .current_dir(dir)
-        .env_remove("PLOKE_GATEWAY");
+        .env_remove("PLOKE_GATEWAY")
+        .env_remove("PLOKE_CONFIG")
+        // The developer's own ~/.config/ploke is not the test's (a test may set its own).
+        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
     for (k, v) in env {
         command.env(k, v);
     }

@@ -48,10 +48,17 @@ impl ServiceKind {
     }
 }
 
-/// A secret string: shown as `***` in `Debug` and never logged.
+/// A secret string: shown as `***` in `Debug` and when serialized (`ploke config`), never
+/// logged.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);
+
+impl serde::Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}
 
 impl Secret {
     /// Wraps a secret value.
@@ -72,7 +79,7 @@ impl fmt::Debug for Secret {
 }
 
 /// The whole `ploke.toml`, after every layer is applied.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PlokeConfig {
     /// Where services keep state (SQLite, index); relative paths are relative to the cwd.
@@ -127,7 +134,7 @@ impl Default for PlokeConfig {
 }
 
 /// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -138,7 +145,7 @@ pub enum LogFormat {
 }
 
 /// `[telemetry]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
     /// `text` or `json`.
@@ -164,7 +171,7 @@ impl Default for TelemetryConfig {
 }
 
 /// `[limits]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     /// Largest request or response message in bytes.
@@ -211,7 +218,7 @@ impl Default for LimitsConfig {
 }
 
 /// `[upstreams]`: URLs of the services others call.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct UpstreamsConfig {
     /// rag-search URL (tool-executor, gateway).
@@ -234,7 +241,7 @@ impl Default for UpstreamsConfig {
 }
 
 /// `[rag_search]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RagSearchConfig {
     /// Listen address.
@@ -290,7 +297,7 @@ impl Default for RagSearchConfig {
 }
 
 /// `[tool_executor]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolExecutorConfig {
     /// Listen address.
@@ -312,7 +319,7 @@ pub struct ToolExecutorConfig {
 }
 
 /// `[tool_executor] apply_to`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ApplyTo {
     /// The workspace's files.
@@ -337,7 +344,7 @@ impl Default for ToolExecutorConfig {
 }
 
 /// `[llm_session]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LlmSessionConfig {
     /// Listen address.
@@ -353,7 +360,7 @@ impl Default for LlmSessionConfig {
 }
 
 /// `[session]`: behaviour of turns.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionConfig {
     /// Provider used when a session names none.
@@ -404,7 +411,7 @@ impl Default for SessionConfig {
 }
 
 /// Automatic context for a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AutoContext {
     /// None: the model asks for context with tools.
@@ -415,7 +422,7 @@ pub enum AutoContext {
 }
 
 /// `[gateway]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewayConfig {
     /// Listen address.
@@ -492,7 +499,7 @@ impl GatewayConfig {
 
 /// `[gateway.jwt]`: bearer tokens that are JWTs signed by an identity provider, verified
 /// offline against a JWKS file (no network call at run time).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct JwtConfig {
     /// The identity provider's public keys (a JWKS document; RSA, EC or Ed25519 keys). Re-read
@@ -527,7 +534,7 @@ fn default_leeway() -> u64 {
 }
 
 /// `[providers.NAME]`: an OpenAI-compatible chat-completions provider.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// Base URL ending before `/chat/completions`.
@@ -574,7 +581,7 @@ pub struct ProviderPreferences {
 }
 
 /// One model of a provider.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// Model id.
@@ -594,5 +601,5 @@ mod tests;
 
 pub use embedding::EmbeddingConfig;
 pub use internal::InternalConfig;
-pub use load::{ConfigError, KNOWN_ENV};
+pub use load::{ConfigError, Explained, KNOWN_ENV, Layers};
 pub use shared::StorageConfig;

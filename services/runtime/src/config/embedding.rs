@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 /// `[embedding]`: a remote OpenAI-compatible embeddings endpoint (`POST {base_url}/embeddings`),
 /// used by rag-search instead of a local model.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddingConfig {
     /// Base URL, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.

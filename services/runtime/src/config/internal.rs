@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::Secret;
 
 /// `[internal]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InternalConfig {
     /// File with internal tokens, one per line (`#` starts a comment line): the first token is

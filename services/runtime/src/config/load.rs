@@ -86,25 +86,59 @@ impl PlokeConfig {
         args: &CommonArgs,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let file = args
+        let files: Vec<PathBuf> = args
             .config
             .clone()
-            .or_else(|| env("PLOKE_CONFIG").map(PathBuf::from));
-        let mut config = match file {
-            Some(path) => {
-                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-                    path: path.clone(),
-                    source,
+            .or_else(|| env("PLOKE_CONFIG").map(PathBuf::from))
+            .into_iter()
+            .collect();
+        Ok(Self::load_layers(service, &files, args, env)?.config)
+    }
+
+    /// Loads defaults, then `files` in order (each later one overriding keys of the earlier:
+    /// a user's `~/.config/ploke/config.toml`, then a workspace's `ploke.toml`), the `PLOKE_*`
+    /// variables from `env`, then the flags; keeps what each layer gave for
+    /// [`Layers::explain`]. Each file alone must be valid (unknown keys are errors naming it).
+    pub fn load_layers(
+        service: ServiceKind,
+        files: &[PathBuf],
+        args: &CommonArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Layers, ConfigError> {
+        let mut tables = Vec::new();
+        let mut merged = toml::Table::new();
+        for path in files {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            Self::from_toml(&text, path)?;
+            let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            merge(&mut merged, table.clone());
+            tables.push((path.clone(), table));
+        }
+        let files_only: Self =
+            toml::Value::Table(merged)
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    path: files.last().cloned().unwrap_or_default(),
+                    message: format!("the files together: {e}"),
                 })?;
-                Self::from_toml(&text, &path)?
-            }
-            None => Self::default(),
-        };
-        config.apply_env(service, env)?;
+        let mut with_env = files_only.clone();
+        with_env.apply_env(service, env)?;
+        let mut config = with_env.clone();
         config.apply_flags(service, args);
         config.storage.validate().map_err(ConfigError::Invalid)?;
         config.gateway.validate().map_err(ConfigError::Invalid)?;
-        Ok(config)
+        Ok(Layers {
+            files: tables,
+            files_only,
+            with_env,
+            config,
+        })
     }
 
     /// Loads from the process environment and the given flags. Unknown `PLOKE_*` variables
@@ -266,6 +300,127 @@ impl PlokeConfig {
         }
         if let Some(format) = args.log_format {
             self.telemetry.log_format = format;
+        }
+    }
+}
+
+/// Merges `over` into `base`: tables key by key, any other value replaced whole.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// The configuration with what each layer gave, to say where a value came from.
+#[derive(Debug, Clone)]
+pub struct Layers {
+    files: Vec<(PathBuf, toml::Table)>,
+    files_only: PlokeConfig,
+    with_env: PlokeConfig,
+    /// The result: defaults, files, environment, flags.
+    pub config: PlokeConfig,
+}
+
+/// One effective setting and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    /// Dotted key (`gateway.listen`, `providers.openai.base_url`).
+    pub key: String,
+    /// The value, as JSON (secrets as `"***"`).
+    pub value: String,
+    /// `default`, a file's path, `environment`, `flag`, or `derived` (set by the program
+    /// itself after loading, e.g. the workspace's data directory).
+    pub source: String,
+}
+
+impl Layers {
+    /// Every leaf setting of `effective` (this configuration after the program's own
+    /// adjustments), with its source.
+    pub fn explain(&self, effective: &PlokeConfig) -> Vec<Explained> {
+        let leaves = |c: &PlokeConfig| {
+            let mut out = std::collections::BTreeMap::new();
+            flatten("", &serde_json::to_value(c).unwrap_or_default(), &mut out);
+            out
+        };
+        let defaults = leaves(&PlokeConfig::default());
+        let files_only = leaves(&self.files_only);
+        let with_env = leaves(&self.with_env);
+        let loaded = leaves(&self.config);
+        leaves(effective)
+            .into_iter()
+            .map(|(key, value)| {
+                let source = if loaded.get(&key) != Some(&value) {
+                    "derived".to_owned()
+                } else if with_env.get(&key) != Some(&value) {
+                    "flag".to_owned()
+                } else if files_only.get(&key) != Some(&value) {
+                    "environment".to_owned()
+                } else if let Some((path, _)) = self.files.iter().rev().find(|(_, t)| sets(t, &key))
+                {
+                    path.display().to_string()
+                } else if defaults.get(&key) == Some(&value) || self.within_a_file_table(&key) {
+                    // Unset fields of an entry a file adds (`[providers.NAME]`) take defaults.
+                    "default".to_owned()
+                } else {
+                    "derived".to_owned()
+                };
+                Explained {
+                    key,
+                    value: value.to_string(),
+                    source,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Layers {
+    fn within_a_file_table(&self, key: &str) -> bool {
+        let Some((parent, _)) = key.rsplit_once('.') else {
+            return false;
+        };
+        self.files.iter().any(|(_, t)| sets(t, parent))
+    }
+}
+
+/// Whether `table` sets the dotted `key` (or a table or array above it).
+fn sets(table: &toml::Table, key: &str) -> bool {
+    let mut current = table;
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        match current.get(part) {
+            None => return false,
+            Some(toml::Value::Table(t)) if parts.peek().is_some() => current = t,
+            Some(_) => return true,
+        }
+    }
+    true
+}
+
+fn flatten(
+    prefix: &str,
+    value: &serde_json::Value,
+    out: &mut std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    match value {
+        serde_json::Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        serde_json::Value::Null => {}
+        other => {
+            out.insert(prefix.to_owned(), other.clone());
         }
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::Secret;
 
 /// `[storage]`: where sessions, events and proposals live.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     /// `postgres://user:password@host/db` for state shared by replicas (env

@@ -383,3 +383,98 @@ fn a_tiny_mcp_result_cap_is_refused() {
     let e = PlokeConfig::load(ServiceKind::Gateway, &args, &|_| None).unwrap_err();
     assert!(e.to_string().contains("mcp_max_result_tokens = 10"), "{e}");
 }
+
+#[test]
+fn layered_files_override_key_by_key_and_every_value_says_where_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("config.toml");
+    let workspace = dir.path().join("ploke.toml");
+    std::fs::write(
+        &user,
+        "[gateway]\nlisten = \"127.0.0.1:7000\"\n\n[providers.openai]\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"OPENAI_API_KEY\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &workspace,
+        "[gateway]\nlisten = \"127.0.0.1:7100\"\n\n[rag_search]\nembed_batch_size = 8\n",
+    )
+    .unwrap();
+    // A key nobody reads is an error naming its file.
+    let broken = PlokeConfig::load_layers(
+        ServiceKind::Gateway,
+        &[user.clone(), workspace.clone()],
+        &CommonArgs::default(),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(
+        broken
+            .to_string()
+            .starts_with(&workspace.display().to_string()),
+        "{broken}"
+    );
+    std::fs::write(&workspace, "[gateway]\nlisten = \"127.0.0.1:7100\"\n").unwrap();
+    let args = CommonArgs {
+        workspace: vec![PathBuf::from("/repo")],
+        ..CommonArgs::default()
+    };
+    let layers = PlokeConfig::load_layers(
+        ServiceKind::Gateway,
+        &[user.clone(), workspace.clone()],
+        &args,
+        &|k| (k == "PLOKE_DATA_DIR").then(|| "/state".to_owned()),
+    )
+    .unwrap();
+    assert_eq!(layers.config.gateway.listen.port(), 7100);
+    assert_eq!(
+        layers.config.providers["openai"].base_url,
+        "https://api.openai.com/v1"
+    );
+    let mut effective = layers.config.clone();
+    effective.rag_search.embed_model = Some(PathBuf::from("/models/minilm"));
+    let explained = layers.explain(&effective);
+    let source = |key: &str| {
+        explained
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| (e.value.as_str(), e.source.as_str()))
+            .unwrap_or_else(|| panic!("{key} not explained"))
+    };
+    let ws = workspace.display().to_string();
+    let us = user.display().to_string();
+    assert_eq!(
+        source("gateway.listen"),
+        ("\"127.0.0.1:7100\"", ws.as_str())
+    );
+    assert_eq!(
+        source("providers.openai.base_url"),
+        ("\"https://api.openai.com/v1\"", us.as_str())
+    );
+    assert_eq!(source("data_dir"), ("\"/state\"", "environment"));
+    assert_eq!(source("workspaces"), ("[\"/repo\"]", "flag"));
+    assert_eq!(
+        source("rag_search.embed_model"),
+        ("\"/models/minilm\"", "derived")
+    );
+    assert_eq!(source("llm_session.listen").1, "default");
+}
+
+#[test]
+fn secrets_are_never_printed_by_explain() {
+    let layers =
+        PlokeConfig::load_layers(ServiceKind::Gateway, &[], &CommonArgs::default(), &|k| {
+            (k == "PLOKE_STORAGE_URL").then(|| "postgres://u:s3cret@db/ploke".to_owned())
+        })
+        .unwrap();
+    let explained = layers.explain(&layers.config);
+    let url = explained.iter().find(|e| e.key == "storage.url").unwrap();
+    assert_eq!(url.value, "\"***\"");
+    assert_eq!(url.source, "environment");
+    // Tokens are never part of the configuration's text at all.
+    assert!(
+        !explained
+            .iter()
+            .any(|e| e.key == "gateway.tokens" || e.key == "gateway.admin_tokens")
+    );
+    assert!(!explained.iter().any(|e| e.value.contains("s3cret")));
+}
