@@ -42,6 +42,10 @@ enum Command {
         /// Serve without opening the terminal UI (the default when not on a terminal).
         #[arg(long)]
         no_tui: bool,
+        /// Listen on PORT (gateway) and the four after it (llm-session, tool-executor,
+        /// rag-search, MCP) [default: 50051…50055, or free ports when those are taken].
+        #[arg(long, value_name = "PORT")]
+        port_base: Option<u16>,
     },
     /// Chat in the terminal UI (a new session, --session ID or --continue to resume one).
     Chat {
@@ -158,7 +162,8 @@ async fn main_async() -> anyhow::Result<()> {
             config,
             check,
             no_tui,
-        } => cmd::up::up(workspace, config, check, no_tui).await,
+            port_base,
+        } => cmd::up::up(workspace, config, check, no_tui, port_base).await,
         Command::Ask { args, target } => cmd::ask::ask(&target, args).await,
         Command::Chat {
             session,

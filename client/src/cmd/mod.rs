@@ -1,6 +1,7 @@
 //! The commands of `ploke` and how they reach the services: a gateway named with `--gateway`
-//! (token from `PLOKE_TOKEN`), else a `ploke up` already serving this workspace on the default
-//! port, else the services started in this process for the workspace.
+//! (token from `PLOKE_TOKEN`), else a `ploke up` already serving this workspace (found by its
+//! record in `.ploke/up.json`, or on the default port), else the services started in this
+//! process for the workspace.
 
 pub mod ask;
 pub mod chat;
@@ -9,6 +10,7 @@ pub mod edits;
 pub mod mcp;
 pub mod providers;
 pub mod query;
+pub mod running;
 pub mod up;
 pub mod workspaces;
 
@@ -16,10 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ploke_client::embedded::Embedded;
-use ploke_proto::gateway::v1::gateway_client::GatewayClient;
-use ploke_proto::rag::v1::IndexStatusRequest;
 use ploke_runtime::ServiceKind;
-use tonic::transport::Endpoint;
 
 use ploke_client::gateway::auth;
 pub use ploke_client::gateway::{Gateway, connect};
@@ -97,7 +96,7 @@ impl Conn {
                 overlays: !target.no_overlay,
             });
         }
-        if let Some(gateway) = serving(&workspace, token).await {
+        if let Some(gateway) = running::find(&workspace, token).await {
             return Ok(Self {
                 gateway,
                 embedded: None,
@@ -192,21 +191,4 @@ pub fn tui_logging(
     };
     let guard = ploke_runtime::telemetry::init_to("ploke", telemetry, Some(sink))?;
     Ok((guard, rx, dir))
-}
-
-/// A `ploke up` on the default port serving `workspace`, if there is one.
-async fn serving(workspace: &std::path::Path, token: Option<String>) -> Option<Gateway> {
-    let channel = Endpoint::from_static(DEFAULT_GATEWAY)
-        .connect_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .ok()?;
-    let mut gateway = GatewayClient::with_interceptor(channel, auth(token).ok()?);
-    let status = gateway
-        .index_status(IndexStatusRequest {
-            workspace_root: workspace.display().to_string(),
-        })
-        .await
-        .ok()?;
-    (status.into_inner().workspace_root == workspace.display().to_string()).then_some(gateway)
 }

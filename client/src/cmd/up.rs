@@ -11,7 +11,7 @@ use ploke_proto::rag::v1::{IndexPhase, IndexWorkspaceRequest};
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
 
-use super::{Gateway, providers};
+use super::{Gateway, providers, running};
 
 /// Where `ploke up` serves MCP unless `[gateway] mcp_listen` says otherwise.
 pub const DEFAULT_MCP_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
@@ -134,6 +134,7 @@ pub async fn up(
     config: Option<PathBuf>,
     check: bool,
     no_tui: bool,
+    port_base: Option<u16>,
 ) -> anyhow::Result<()> {
     let workspace = workspace(workspace_dir)?;
     let (mut cfg, provider) = embedded_config(&workspace, config).await?;
@@ -145,6 +146,22 @@ pub async fn up(
     {
         bail!("`ploke up` serves MCP on loopback only; [gateway] mcp_listen is {addr}");
     }
+    if let Some(other) = running::Record::read(&workspace)
+        && running::answering(&other.gateway, &workspace, None)
+            .await
+            .is_some()
+    {
+        bail!(
+            "another `ploke up` (pid {}) already serves {} at {}; use it (`ploke chat`, `ploke ask` \
+             here find it) or stop it first",
+            other.pid,
+            workspace.display(),
+            other.gateway
+        );
+    }
+    if let Some(base) = port_base {
+        running::use_port_base(&mut cfg, base)?;
+    }
     // With the TUI on this terminal, the services' logs go to files instead of over it.
     let tui =
         !no_tui && !check && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
@@ -155,7 +172,42 @@ pub async fn up(
         let guard = ploke_runtime::telemetry::init_to("ploke", &cfg.telemetry, None)?;
         (guard, None, None)
     };
-    let embedded = Embedded::start(cfg).await?;
+    // The default ports taken (another repository's `ploke up`): any free ones, recorded in
+    // .ploke/up.json for the other commands. Ports the user chose are never changed.
+    let defaults = running::on_default_ports(&cfg, DEFAULT_MCP_LISTEN);
+    let embedded = match Embedded::start(cfg.clone()).await {
+        Err(ploke_client::embedded::EmbeddedError::Bind { source, .. })
+            if defaults && source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            println!("(the default ports are taken, another `ploke up`? using free ones)");
+            running::use_free_ports(&mut cfg);
+            Embedded::start(cfg).await?
+        }
+        started => started?,
+    };
+    let url = embedded.addrs.url(ServiceKind::Gateway);
+    let record = running::Record {
+        pid: std::process::id(),
+        workspace: workspace.clone(),
+        gateway: url.clone(),
+        mcp: embedded.mcp.map(|a| format!("http://{a}/mcp")),
+    };
+    record.write(&workspace)?;
+    let served = serve(embedded, &workspace, tui, check, provider, notices, log_dir).await;
+    record.remove(&workspace);
+    served
+}
+
+/// Serves until the user quits (the TUI) or Ctrl-C; `check` stops after the index.
+async fn serve(
+    embedded: Embedded,
+    workspace: &Path,
+    tui: bool,
+    check: bool,
+    provider: Option<String>,
+    notices: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    log_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let url = embedded.addrs.url(ServiceKind::Gateway);
     println!("ploke up: workspace {}", workspace.display());
     let mut gateway = super::connect(&url, None).await?;

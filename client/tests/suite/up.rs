@@ -1,6 +1,6 @@
-//! `ploke up` serves one metrics endpoint for its four services when `[telemetry]
-//! metrics_listen` says so: the real binary, scraped while it runs (a process of its own, so
-//! the values are exact), then stopped with SIGTERM.
+//! `ploke up` as a process of its own, stopped with SIGTERM: one metrics endpoint for its four
+//! services when `[telemetry] metrics_listen` says so (scraped while it runs: the values are
+//! exact), and several repositories served at once.
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
@@ -124,4 +124,169 @@ async fn up_serves_the_metrics_of_all_four_services_at_one_endpoint() {
         .await
         .unwrap();
     assert!(exit.success(), "{exit:?}");
+}
+
+/// A `ploke up --no-tui` process and the lines it printed until it was ready.
+struct Up {
+    child: std::process::Child,
+    printed: Vec<String>,
+}
+
+impl Up {
+    fn start(dir: &std::path::Path, args: &[&str]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ploke"));
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("PLOKE_") {
+                command.env_remove(key);
+            }
+        }
+        let mut child = command
+            .args(["up", "--no-tui"])
+            .args(args)
+            .env("XDG_CACHE_HOME", dir)
+            .env("XDG_CONFIG_HOME", dir.join("no-user-config"))
+            .env("OPENAI_API_KEY", "")
+            .env("OPENROUTER_API_KEY", "")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // Owned by `up` from here: killed and waited for on any panic below.
+        let mut up = Self {
+            child,
+            printed: Vec::new(),
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("ploke up printed only {:#?}", up.printed));
+            let ready = line.contains("the services run until Ctrl-C");
+            up.printed.push(line);
+            if ready {
+                return up;
+            }
+        }
+    }
+
+    async fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let exit = tokio::task::block_in_place(|| self.child.wait().unwrap());
+        assert!(exit.success(), "{exit:?}");
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        // Already waited for after `stop`; else (a failed test) it must not outlive it.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn record(workspace: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(workspace.join(".ploke/up.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Two repositories served at once: with the default ports taken, free ones (recorded in
+/// `.ploke/up.json`, where `ploke search` finds them); `--port-base` for exact ones; and a
+/// second `ploke up` of the same workspace refused with the first one's address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workspaces_at_once_and_never_one_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (a, b) = (root.join("a"), root.join("b"));
+    for ws in [&a, &b] {
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/lib.rs"), LIB_RS).unwrap();
+    }
+    // The default gateway port is taken: by this test, or already by someone else.
+    let _held = std::net::TcpListener::bind("127.0.0.1:50051");
+    let first = Up::start(&root, &["--workspace", a.to_str().unwrap()]);
+    assert!(
+        first
+            .printed
+            .iter()
+            .any(|l| l.contains("the default ports are taken")),
+        "{:#?}",
+        first.printed
+    );
+    let gateway_a = record(&a)["gateway"].as_str().unwrap().to_owned();
+    assert_ne!(gateway_a, "http://127.0.0.1:50051");
+    assert_eq!(record(&a)["pid"], first.child.id());
+
+    let base = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port().min(65000)
+    };
+    let second = Up::start(
+        &root,
+        &[
+            "--workspace",
+            b.to_str().unwrap(),
+            "--port-base",
+            &base.to_string(),
+        ],
+    );
+    assert_eq!(record(&b)["gateway"], format!("http://127.0.0.1:{base}"));
+    assert_eq!(
+        record(&b)["mcp"],
+        format!("http://127.0.0.1:{}/mcp", base + 4)
+    );
+
+    // A command in a finds a's `ploke up` by its record: no indexing of its own.
+    let out = super::run(&a, vec!["search".into(), "add".into()], &[]).await;
+    let stderr = super::text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        super::text(&out.stdout).contains("add"),
+        "{}",
+        super::text(&out.stdout)
+    );
+    assert!(!stderr.contains("indexing"), "{stderr}");
+
+    let again = super::run(
+        &root,
+        vec![
+            "up".into(),
+            "--no-tui".into(),
+            "--workspace".into(),
+            a.display().to_string(),
+        ],
+        &[("XDG_CACHE_HOME", root.to_str().unwrap())],
+    )
+    .await;
+    assert!(!again.status.success());
+    assert_eq!(
+        super::text(&again.stderr),
+        format!(
+            "error: another `ploke up` (pid {}) already serves {} at {gateway_a}; use it (`ploke chat`, `ploke ask` here find it) or stop it first\n",
+            first.child.id(),
+            a.display()
+        )
+    );
+
+    first.stop().await;
+    second.stop().await;
+    assert!(!a.join(".ploke/up.json").exists());
+    assert!(!b.join(".ploke/up.json").exists());
 }

@@ -1,0 +1,170 @@
+//! Several `ploke up`s at once, one per repository: the ports each runs on (the defaults,
+//! `--port-base`, or free ones when the defaults are taken), the record of them in
+//! `WORKSPACE/.ploke/up.json` that the other commands read to find it, and the refusal to
+//! serve a workspace twice.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ploke_proto::gateway::v1::gateway_client::GatewayClient;
+use ploke_proto::rag::v1::IndexStatusRequest;
+use ploke_runtime::{PlokeConfig, ServiceKind};
+use serde::{Deserialize, Serialize};
+use tonic::transport::Endpoint;
+
+use super::{DEFAULT_GATEWAY, Gateway, auth};
+
+const SERVICES: [ServiceKind; 4] = [
+    ServiceKind::Gateway,
+    ServiceKind::LlmSession,
+    ServiceKind::ToolExecutor,
+    ServiceKind::RagSearch,
+];
+
+/// What a running `ploke up` records about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Its process.
+    pub pid: u32,
+    /// The workspace it serves.
+    pub workspace: PathBuf,
+    /// Its gateway, `http://HOST:PORT`.
+    pub gateway: String,
+    /// Its MCP endpoint, if it serves one.
+    pub mcp: Option<String>,
+}
+
+/// Where the record of `workspace`'s `ploke up` lives.
+pub fn record_path(workspace: &Path) -> PathBuf {
+    workspace.join(".ploke").join("up.json")
+}
+
+impl Record {
+    /// Writes the record (replacing a stale one).
+    pub fn write(&self, workspace: &Path) -> anyhow::Result<()> {
+        let path = record_path(workspace);
+        let text = serde_json::to_string_pretty(self)?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
+    }
+
+    /// The record of `workspace`, if one was written and still parses.
+    pub fn read(workspace: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(record_path(workspace)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Removes the record if it is still this one's.
+    pub fn remove(&self, workspace: &Path) {
+        if Self::read(workspace).is_some_and(|r| r.pid == self.pid) {
+            let _ = std::fs::remove_file(record_path(workspace));
+        }
+    }
+}
+
+/// A gateway at `url` that answers for `workspace`, if there is one.
+pub async fn answering(url: &str, workspace: &Path, token: Option<String>) -> Option<Gateway> {
+    let channel = Endpoint::from_shared(url.to_owned())
+        .ok()?
+        .connect_timeout(Duration::from_millis(300))
+        .timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .ok()?;
+    let mut gateway = GatewayClient::with_interceptor(channel, auth(token).ok()?);
+    let status = gateway
+        .index_status(IndexStatusRequest {
+            workspace_root: workspace.display().to_string(),
+        })
+        .await
+        .ok()?;
+    (status.into_inner().workspace_root == workspace.display().to_string()).then_some(gateway)
+}
+
+/// The `ploke up` serving `workspace`: the one its record names, else one on the default
+/// port.
+pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
+    if let Some(r) = Record::read(workspace)
+        && let Some(g) = answering(&r.gateway, workspace, token.clone()).await
+    {
+        return Some(g);
+    }
+    answering(DEFAULT_GATEWAY, workspace, token).await
+}
+
+/// Listens on `base`, `base+1`, … (gateway, llm-session, tool-executor, rag-search, MCP).
+pub fn use_port_base(cfg: &mut PlokeConfig, base: u16) -> anyhow::Result<()> {
+    if base > u16::MAX - 4 {
+        anyhow::bail!("--port-base {base}: the five ports must stay below 65536");
+    }
+    for (i, kind) in SERVICES.into_iter().enumerate() {
+        let ip = cfg.listen(kind).ip();
+        cfg.set_listen(kind, SocketAddr::new(ip, base + i as u16));
+    }
+    let ip = cfg
+        .gateway
+        .mcp_listen
+        .map_or(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), |a| a.ip());
+    cfg.gateway.mcp_listen = Some(SocketAddr::new(ip, base + 4));
+    Ok(())
+}
+
+/// Whether every port is the default (nothing chosen by the user): then, when they are
+/// taken, any free ports will do.
+pub fn on_default_ports(cfg: &PlokeConfig, default_mcp: SocketAddr) -> bool {
+    SERVICES
+        .into_iter()
+        .all(|k| cfg.listen(k).port() == k.default_port())
+        && cfg.gateway.mcp_listen == Some(default_mcp)
+}
+
+/// Any free loopback ports.
+pub fn use_free_ports(cfg: &mut PlokeConfig) {
+    for kind in SERVICES {
+        let ip = cfg.listen(kind).ip();
+        cfg.set_listen(kind, SocketAddr::new(ip, 0));
+    }
+    if let Some(mcp) = cfg.gateway.mcp_listen {
+        cfg.gateway.mcp_listen = Some(SocketAddr::new(mcp.ip(), 0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_base_gives_five_consecutive_ports() {
+        let mut cfg = PlokeConfig::default();
+        use_port_base(&mut cfg, 41000).unwrap();
+        let ports: Vec<u16> = SERVICES.iter().map(|k| cfg.listen(*k).port()).collect();
+        assert_eq!(ports, vec![41000, 41001, 41002, 41003]);
+        assert_eq!(cfg.gateway.mcp_listen.map(|a| a.port()), Some(41004));
+        assert!(use_port_base(&mut cfg, 65533).is_err());
+    }
+
+    #[test]
+    fn a_record_round_trips_and_is_removed_only_by_its_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".ploke")).unwrap();
+        let mine = Record {
+            pid: 7,
+            workspace: dir.path().to_owned(),
+            gateway: "http://127.0.0.1:41000".into(),
+            mcp: Some("http://127.0.0.1:41004/mcp".into()),
+        };
+        mine.write(dir.path()).unwrap();
+        assert_eq!(Record::read(dir.path()), Some(mine.clone()));
+        let other = Record {
+            pid: 8,
+            ..mine.clone()
+        };
+        other.remove(dir.path());
+        assert!(Record::read(dir.path()).is_some());
+        mine.remove(dir.path());
+        assert!(Record::read(dir.path()).is_none());
+    }
+}
