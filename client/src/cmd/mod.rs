@@ -184,6 +184,7 @@ pub fn tui_logging(
     let dir = workspace.join(".ploke").join("logs");
     std::fs::create_dir_all(&dir)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    up::ignored_by_git(&workspace.join(".ploke"));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let sink = ploke_runtime::telemetry::LogSink {
         dir: dir.clone(),

@@ -28,7 +28,22 @@ pub async fn embedded_config(
     let (_, cfg, provider) = embedded_layers(workspace, config).await?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    if cfg.data_dir == workspace.join(".ploke") {
+        ignored_by_git(&cfg.data_dir);
+    }
     Ok((cfg, provider))
+}
+
+/// Puts a `.gitignore` of `*` in ploke's state directory, so that git ignores it without a
+/// change to the repository's own `.gitignore` (a user's own file there is left alone).
+pub fn ignored_by_git(state: &Path) {
+    let file = state.join(".gitignore");
+    if !file.exists() {
+        let _ = std::fs::write(
+            file,
+            "# ploke's state (index, sessions, logs): not part of the repository\n*\n",
+        );
+    }
 }
 
 /// The config files a command reads, lowest first: `--config` / `PLOKE_CONFIG` alone when

@@ -219,6 +219,14 @@ async fn two_workspaces_at_once_and_never_one_twice() {
         std::fs::create_dir_all(ws.join("src")).unwrap();
         std::fs::write(ws.join("src/lib.rs"), LIB_RS).unwrap();
     }
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&a)
+            .status()
+            .unwrap()
+            .success()
+    );
     // The default gateway port is taken: by this test, or already by someone else.
     let _held = std::net::TcpListener::bind("127.0.0.1:50051");
     let first = Up::start(&root, &["--workspace", a.to_str().unwrap()]);
@@ -233,6 +241,13 @@ async fn two_workspaces_at_once_and_never_one_twice() {
     let gateway_a = record(&a)["gateway"].as_str().unwrap().to_owned();
     assert_ne!(gateway_a, "http://127.0.0.1:50051");
     assert_eq!(record(&a)["pid"], first.child.id());
+    // ploke's state is ignored by git without a change to the repository's .gitignore.
+    let status = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(&a)
+        .output()
+        .unwrap();
+    assert_eq!(super::text(&status.stdout), "?? src/lib.rs\n");
 
     let base = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
