@@ -11,10 +11,10 @@ use ploke_runtime::ServiceKind;
 
 use super::{LIB_RS, env, run, text};
 
-/// The Python with the `mcp` package: `PLOKE_TEST_PYTHON` (scripts/test), else `python3` if it
+/// The Python with the `mcp` package: `MCP_TEST_PYTHON` (scripts/test), else `python3` if it
 /// has it. Required in CI; elsewhere a missing one skips, saying why.
 fn python() -> Option<String> {
-    let python = std::env::var("PLOKE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let python = std::env::var("MCP_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let ok = std::process::Command::new(&python)
         .args(["-c", "import mcp, httpx2"])
         .stderr(Stdio::null())

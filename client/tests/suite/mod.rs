@@ -48,11 +48,17 @@ impl Env {
 /// test's runtime).
 pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ploke"));
+    // Only what the test sets: none of the environment's PLOKE_* (a gateway, a config, …)
+    // but the model scripts/test fetched.
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if key_text.starts_with("PLOKE_") && key_text != "PLOKE_EMBED_MODEL" {
+            command.env_remove(key);
+        }
+    }
     command
         .args(args)
         .current_dir(dir)
-        .env_remove("PLOKE_GATEWAY")
-        .env_remove("PLOKE_CONFIG")
         // The developer's own ~/.config/ploke is not the test's (a test may set its own).
         .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
     for (k, v) in env {

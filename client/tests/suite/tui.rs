@@ -305,3 +305,57 @@ async fn up_without_a_provider_opens_keeps_commands_and_pastes_local_and_quits_f
     let took = tmux.quit().await;
     assert!(took < Duration::from_secs(3), "quitting took {took:?}");
 }
+
+/// `ploke chat --continue` reopens the workspace's last session with its history, and the
+/// short id its status bar shows is enough for `--session`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
+    let e = env().await;
+    e.fake.push([Reply::text(&["Forty-two."])]);
+    let out = e.ploke(&["ask", "what is the answer?"]).await;
+    assert!(out.status.success(), "{}", super::text(&out.stderr));
+    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
+    let open = |name: &str, args: &str| {
+        let command = format!(
+            "PLOKE_TOKEN={} {} chat {args} --gateway {url}",
+            ploke_e2e::TOKEN,
+            env!("CARGO_BIN_EXE_ploke")
+        );
+        let started = Tmux::run(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "32",
+            "-c",
+            &e.sandbox.workspace_root().display().to_string(),
+            &command,
+        ]);
+        assert!(started.status.success());
+        Tmux(name.to_owned())
+    };
+    let tmux = open(
+        &format!("ploke-continue-{}", std::process::id()),
+        "--continue",
+    );
+    tmux.wait_for("you› what is the answer?").await;
+    let screen = tmux.wait_for("Forty-two.").await;
+    let short: String = screen
+        .split("session ")
+        .nth(1)
+        .map(|rest| rest.chars().take(13).collect())
+        .unwrap_or_else(|| panic!("no session id on the status bar:\n{screen}"));
+    assert_eq!(short.len(), 13, "{screen}");
+    tmux.quit().await;
+
+    let tmux = open(
+        &format!("ploke-short-id-{}", std::process::id()),
+        &format!("--session {short}"),
+    );
+    tmux.wait_for("Forty-two.").await;
+    tmux.quit().await;
+    e.sandbox.stop().await.unwrap();
+}
