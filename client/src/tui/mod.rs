@@ -7,7 +7,7 @@ pub mod editor;
 pub mod keys;
 pub mod markdown;
 pub mod state;
-pub mod tasks;
+mod tasks;
 #[cfg(test)]
 mod tests;
 pub mod view;
@@ -23,8 +23,8 @@ use ratatui::crossterm::event::{self as ct, KeyCode, KeyEventKind, KeyModifiers}
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::cmd::Gateway;
 use keys::Key;
+use ploke_client::gateway::Gateway;
 use state::{Action, App, Indexing};
 
 /// What the loop reacts to.
@@ -154,7 +154,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     }
     app.workspace_root = match &session {
         Some(s) => s.workspace_root.clone(),
-        None => tasks::default_workspace(&mut gateway).await,
+        None => ploke_client::sessions::default_workspace(&mut gateway).await,
     };
     let (tx, mut rx) = mpsc::channel::<Input>(1024);
     let mut decided_here = std::collections::HashSet::new();
@@ -175,14 +175,19 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     let background = tasks::Background::start(&gateway, &tx, notices);
     let mut screen = Screen::open();
     let result = async {
+        let mut stale = true;
         loop {
-            let mut max_scroll = 0;
-            screen.0.draw(|f| max_scroll = view::draw(f, &app))?;
-            app.max_scroll = max_scroll;
-            app.scroll = app.scroll.min(max_scroll);
+            if stale {
+                let mut max_scroll = 0;
+                screen.0.draw(|f| max_scroll = view::draw(f, &app))?;
+                app.max_scroll = max_scroll;
+                app.scroll = app.scroll.min(max_scroll);
+            }
             let Some(input) = rx.recv().await else {
                 return Ok(());
             };
+            // A tick moves only the spinner: nothing to draw when nothing spins.
+            stale = !matches!(input, Input::Tick) || app.running;
             match input {
                 Input::Redraw => {}
                 Input::Tick => app.tick = app.tick.wrapping_add(1),
@@ -257,7 +262,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                         }
                     }
                     Action::Resume(id) => {
-                        match crate::cmd::chat::find_session(&mut gateway, &id).await {
+                        match ploke_client::sessions::find_session(&mut gateway, &id).await {
                             Ok(s) => {
                                 follow.start(&gateway, &s.session_id, &tx);
                                 show(&mut app, &s);

@@ -166,6 +166,9 @@ pub struct App {
     pub tick: usize,
     /// The furthest the conversation can scroll up (set after each draw).
     pub max_scroll: u16,
+    /// The model's entries rendered from markdown, by entry index, with the text they were
+    /// rendered from: a redraw (a spinner tick) re-renders only what changed.
+    pub rendered: std::cell::RefCell<Vec<Option<(String, ratatui::text::Text<'static>)>>>,
     /// Sent messages, oldest first.
     pub history: Vec<String>,
     /// Position while browsing the history.
@@ -306,6 +309,7 @@ impl App {
     /// Forgets the conversation (another session is shown next).
     pub fn reset_conversation(&mut self) {
         self.entries.clear();
+        self.rendered.borrow_mut().clear();
         self.calls.clear();
         self.reviews.clear();
         self.running = false;

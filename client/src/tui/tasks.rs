@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::Input;
 use super::state::{Indexing, Picker, SessionRow};
-use crate::cmd::Gateway;
+use ploke_client::gateway::Gateway;
 
 /// How often the index and the waiting proposals are asked for.
 const POLL: Duration = Duration::from_secs(1);
@@ -190,15 +190,6 @@ async fn poll_pending(mut gateway: Gateway, tx: mpsc::Sender<Input>) {
     }
 }
 
-/// The gateway's default workspace root (where a session without one works).
-pub async fn default_workspace(gateway: &mut Gateway) -> String {
-    gateway
-        .index_status(IndexStatusRequest::default())
-        .await
-        .map(|s| s.into_inner().workspace_root)
-        .unwrap_or_default()
-}
-
 /// The `/sessions` picker: this workspace's sessions, newest first, the current one left out.
 pub async fn sessions(
     gateway: &mut Gateway,
@@ -219,7 +210,7 @@ pub async fn sessions(
         .into_iter()
         .filter(|s| Some(&s.session_id) != current.as_ref())
         .map(|s| SessionRow {
-            label: crate::cmd::chat::session_line(&s),
+            label: ploke_client::sessions::session_line(&s),
             id: s.session_id,
         })
         .collect();

@@ -87,7 +87,9 @@ fn draw_welcome(frame: &mut Frame, area: Rect) {
 /// The conversation as styled lines (markdown for the model's text).
 fn conversation(app: &App) -> Text<'static> {
     let mut text = Text::default();
-    for e in &app.entries {
+    let mut rendered = app.rendered.borrow_mut();
+    rendered.resize(app.entries.len(), None);
+    for (e, cached) in app.entries.iter().zip(rendered.iter_mut()) {
         match e.speaker {
             Speaker::User => {
                 let style = Style::default()
@@ -99,7 +101,15 @@ fn conversation(app: &App) -> Text<'static> {
                         .push(Line::from(Span::styled(format!("{prefix}{l}"), style)));
                 }
             }
-            Speaker::Assistant => text.lines.extend(markdown::render(&e.text).lines),
+            Speaker::Assistant => {
+                // Rendered again only when the text changed (it grows while streaming).
+                if cached.as_ref().is_none_or(|(from, _)| *from != e.text) {
+                    *cached = Some((e.text.clone(), markdown::render(&e.text)));
+                }
+                if let Some((_, t)) = cached.as_ref() {
+                    text.lines.extend(t.lines.iter().cloned());
+                }
+            }
             Speaker::System => {
                 let style = Style::default().fg(Color::Yellow);
                 for (i, l) in e.text.split('\n').enumerate() {

@@ -49,6 +49,29 @@ impl Tmux {
 }
 
 impl Tmux {
+    /// Runs `command` in a new detached session of `cols`×`rows`, in `dir` when given.
+    fn start(
+        name: String,
+        (cols, rows): (u16, u16),
+        dir: Option<&std::path::Path>,
+        command: &str,
+    ) -> Self {
+        let (cols, rows) = (cols.to_string(), rows.to_string());
+        let mut args = vec!["new-session", "-d", "-s", &name, "-x", &cols, "-y", &rows];
+        let dir = dir.map(|d| d.display().to_string());
+        if let Some(d) = &dir {
+            args.extend(["-c", d]);
+        }
+        args.push(command);
+        let started = Self::run(&args);
+        assert!(
+            started.status.success(),
+            "{}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+        Self(name)
+    }
+
     /// Presses Ctrl-C and waits for the program to end; returns how long that took.
     async fn quit(&self) -> Duration {
         let pressed = Instant::now();
@@ -88,26 +111,8 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
         ploke_e2e::TOKEN,
         env!("CARGO_BIN_EXE_ploke")
     );
-    let started = Tmux::run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "120",
-        "-y",
-        "32",
-        // In the served workspace itself: a gateway serving this very tree (no overlay).
-        "-c",
-        &e.sandbox.workspace_root().display().to_string(),
-        &command,
-    ]);
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
-    let tmux = Tmux(name);
+    // In the served workspace itself: a gateway serving this very tree (no overlay).
+    let tmux = Tmux::start(name, (120, 32), Some(e.sandbox.workspace_root()), &command);
     tmux.wait_for("tool calls").await;
     tmux.keys(&["what does add return?", "Enter"]);
     // Markdown is rendered: the backticks are gone.
@@ -138,20 +143,10 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
 /// endpoint) go to `.ploke/logs/`, never over the screen; Ctrl-C quits in under a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_in_tmux_keeps_the_services_logs_off_the_screen() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = std::fs::canonicalize(dir.path()).unwrap().join("ws");
-    std::fs::create_dir_all(workspace.join("src")).unwrap();
-    std::fs::write(workspace.join("src/lib.rs"), super::LIB_RS).unwrap();
-    let config = dir.path().join("ploke.toml");
-    std::fs::write(
-        &config,
+    let (dir, workspace, config) = up_workspace(
         "[telemetry]\nlog_filter = \"debug\"\n\
-         [rag_search]\nlisten = \"127.0.0.1:0\"\n[tool_executor]\nlisten = \"127.0.0.1:0\"\n\
-         [llm_session]\nlisten = \"127.0.0.1:0\"\n\
-         [gateway]\nlisten = \"127.0.0.1:0\"\nmcp_listen = \"127.0.0.1:0\"\n\
          [providers.fake]\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\n",
-    )
-    .unwrap();
+    );
     let name = format!("ploke-up-test-{}", std::process::id());
     let command = format!(
         "env -u RUST_LOG XDG_CACHE_HOME={} {} up --workspace {} --config {}",
@@ -160,19 +155,7 @@ async fn up_in_tmux_keeps_the_services_logs_off_the_screen() {
         workspace.display(),
         config.display()
     );
-    let started = Tmux::run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "140",
-        "-y",
-        "40",
-        &command,
-    ]);
-    assert!(started.status.success());
-    let tmux = Tmux(name);
+    let tmux = Tmux::start(name, (140, 40), None, &command);
     tmux.wait_for("tool calls").await;
     let log = log_file(&workspace.join(".ploke/logs"));
     // Work for the services while the TUI is up: an MCP client's call and a changed file.
@@ -236,18 +219,7 @@ fn log_file(dir: &std::path::Path) -> std::path::PathBuf {
 /// input box, Ctrl-C clears it and a second Ctrl-C quits at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_without_a_provider_opens_keeps_commands_and_pastes_local_and_quits_fast() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = std::fs::canonicalize(dir.path()).unwrap().join("ws");
-    std::fs::create_dir_all(workspace.join("src")).unwrap();
-    std::fs::write(workspace.join("src/lib.rs"), super::LIB_RS).unwrap();
-    let config = dir.path().join("ploke.toml");
-    std::fs::write(
-        &config,
-        "[rag_search]\nlisten = \"127.0.0.1:0\"\n[tool_executor]\nlisten = \"127.0.0.1:0\"\n\
-         [llm_session]\nlisten = \"127.0.0.1:0\"\n\
-         [gateway]\nlisten = \"127.0.0.1:0\"\nmcp_listen = \"127.0.0.1:0\"\n",
-    )
-    .unwrap();
+    let (dir, workspace, config) = up_workspace("");
     let name = format!("ploke-noprov-test-{}", std::process::id());
     // No key in the environment (and no Ollama on this machine).
     let command = format!(
@@ -257,19 +229,7 @@ async fn up_without_a_provider_opens_keeps_commands_and_pastes_local_and_quits_f
         workspace.display(),
         config.display()
     );
-    let started = Tmux::run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "140",
-        "-y",
-        "40",
-        &command,
-    ]);
-    assert!(started.status.success());
-    let tmux = Tmux(name);
+    let tmux = Tmux::start(name, (140, 40), None, &command);
     tmux.wait_for("ploke — ask about your code").await;
     tmux.wait_for("no session").await;
     tmux.keys(&["/frobnicate", "Enter"]);
@@ -321,21 +281,12 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
             ploke_e2e::TOKEN,
             env!("CARGO_BIN_EXE_ploke")
         );
-        let started = Tmux::run(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "120",
-            "-y",
-            "32",
-            "-c",
-            &e.sandbox.workspace_root().display().to_string(),
+        Tmux::start(
+            name.to_owned(),
+            (120, 32),
+            Some(e.sandbox.workspace_root()),
             &command,
-        ]);
-        assert!(started.status.success());
-        Tmux(name.to_owned())
+        )
     };
     let tmux = open(
         &format!("ploke-continue-{}", std::process::id()),
@@ -358,4 +309,24 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
     tmux.wait_for("Forty-two.").await;
     tmux.quit().await;
     e.sandbox.stop().await.unwrap();
+}
+
+/// A workspace with `src/lib.rs` in a temporary directory, and a config beside it putting
+/// every service on a free port, followed by `extra`.
+fn up_workspace(extra: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(dir.path()).unwrap().join("ws");
+    std::fs::create_dir_all(workspace.join("src")).unwrap();
+    std::fs::write(workspace.join("src/lib.rs"), super::LIB_RS).unwrap();
+    let config = dir.path().join("ploke.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[rag_search]\nlisten = \"127.0.0.1:0\"\n[tool_executor]\nlisten = \"127.0.0.1:0\"\n\
+             [llm_session]\nlisten = \"127.0.0.1:0\"\n\
+             [gateway]\nlisten = \"127.0.0.1:0\"\nmcp_listen = \"127.0.0.1:0\"\n{extra}"
+        ),
+    )
+    .unwrap();
+    (dir, workspace, config)
 }
