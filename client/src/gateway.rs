@@ -1,9 +1,11 @@
-//! Reaching a gateway: a channel with the caller's bearer token on every call.
+//! Reaching a gateway: a channel with the caller's bearer token on every call, and a
+//! session's events followed across broken streams.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use ploke_proto::gateway::v1::gateway_client::GatewayClient;
+use ploke_proto::session::v1::{SessionEvent, StreamEventsRequest};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
@@ -71,4 +73,81 @@ pub fn auth(token: Option<String>) -> anyhow::Result<Auth> {
         None => None,
     };
     Ok(Auth(value))
+}
+
+/// What following a session's events yields.
+#[derive(Debug)]
+pub enum Followed {
+    /// A stream is open (again): what follows is live.
+    Connected,
+    /// The next event.
+    Event(Box<SessionEvent>),
+    /// The stream broke or could not be opened (why); the next call resumes after the last
+    /// event seen.
+    Interrupted(String),
+}
+
+/// A session's events from a seq on, resumed after any break from the last one seen: the
+/// one follow loop of `ploke ask` and the TUI.
+pub struct SessionEvents {
+    gateway: Gateway,
+    session_id: String,
+    after_seq: u64,
+    stream: Option<tonic::Streaming<SessionEvent>>,
+    opened: bool,
+}
+
+/// Pause before a stream is opened again.
+const RESUME_PAUSE: Duration = Duration::from_millis(500);
+
+impl SessionEvents {
+    /// Follows `session_id` after `after_seq`.
+    pub fn new(gateway: Gateway, session_id: String, after_seq: u64) -> Self {
+        Self {
+            gateway,
+            session_id,
+            after_seq,
+            stream: None,
+            opened: false,
+        }
+    }
+
+    /// The next event, or a change of the connection.
+    pub async fn next(&mut self) -> Followed {
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                if self.opened {
+                    tokio::time::sleep(RESUME_PAUSE).await;
+                }
+                self.opened = true;
+                let opened = self
+                    .gateway
+                    .stream_events(StreamEventsRequest {
+                        session_id: self.session_id.clone(),
+                        after_seq: self.after_seq,
+                        no_follow: false,
+                    })
+                    .await;
+                return match opened {
+                    Ok(s) => {
+                        self.stream = Some(s.into_inner());
+                        Followed::Connected
+                    }
+                    Err(s) => Followed::Interrupted(s.message().to_owned()),
+                };
+            };
+            match stream.message().await {
+                Ok(Some(e)) => {
+                    self.after_seq = e.seq;
+                    return Followed::Event(Box::new(e));
+                }
+                // The server ended the stream (a drain): open another.
+                Ok(None) => self.stream = None,
+                Err(s) => {
+                    self.stream = None;
+                    return Followed::Interrupted(s.message().to_owned());
+                }
+            }
+        }
+    }
 }

@@ -151,6 +151,17 @@ impl Gateway for GatewayGrpc {
         .await
     }
 
+    async fn list_models(
+        &self,
+        request: Request<session::ListModelsRequest>,
+    ) -> Result<Response<session::ListModelsResponse>, Status> {
+        let r = request.into_inner();
+        audited(self.audit, "ListModels", Subject::default(), async {
+            unary!(self, r, sessions, list_models, SESSIONS)
+        })
+        .await
+    }
+
     async fn send_message(
         &self,
         request: Request<session::SendMessageRequest>,

@@ -92,7 +92,8 @@ pub struct FakeProvider {
     resume: Arc<Notify>,
 }
 
-const MODEL: &str = "fake-model";
+/// The model id the fake serves by default.
+pub const MODEL: &str = "fake-model";
 
 fn chunk(choice: Value) -> String {
     json!({

@@ -5,12 +5,11 @@
 use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::bail;
-use ploke_proto::session::v1::{
-    CreateSessionRequest, SendMessageRequest, StreamEventsRequest, session_event::Event,
-};
+use ploke_proto::session::v1::{CreateSessionRequest, SendMessageRequest, session_event::Event};
 use ploke_proto::tools::v1::{DecideEditRequest, Decision};
 
 use super::{Conn, Target, edits, providers};
+use ploke_client::gateway::{Followed, SessionEvents};
 
 /// `ploke ask` options.
 #[derive(Debug, clap::Args)]
@@ -74,86 +73,77 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?
         .into_inner();
-    let mut last_seq = sent.seq - 1;
+    let mut events = SessionEvents::new(
+        conn.gateway.clone(),
+        session.session_id.clone(),
+        sent.seq - 1,
+    );
     let mut resumes = 0;
     let mut open_line = false;
     loop {
-        let mut stream = conn
-            .gateway
-            .stream_events(StreamEventsRequest {
-                session_id: session.session_id.clone(),
-                after_seq: last_seq,
-                no_follow: false,
-            })
-            .await
-            .map_err(|s| anyhow::anyhow!("events: {}", s.message()))?
-            .into_inner();
-        loop {
-            let event = match stream.message().await {
-                Ok(Some(e)) => e,
-                Ok(None) => break,
-                Err(s) => {
-                    eprintln!("\n(event stream interrupted: {}; resuming)", s.message());
-                    break;
-                }
-            };
-            last_seq = event.seq;
-            let Some(event) = event.event else { continue };
-            match event {
-                Event::AssistantDelta(d) => {
-                    print!("{}", d.text);
-                    let _ = std::io::stdout().flush();
-                    open_line = !d.text.ends_with('\n');
-                }
-                Event::AssistantMessage(_) => {
-                    if open_line {
-                        println!();
-                        open_line = false;
-                    }
-                }
-                Event::ToolCallRequested(r) => {
-                    let args = crate::describe::call_args(r.call.as_ref());
-                    let short: String = args.chars().take(100).collect();
-                    eprintln!("→ {} {short}", r.name);
-                }
-                Event::ToolCallCompleted(c) => eprintln!("  ✓ {} ({} ms)", c.name, c.duration_ms),
-                Event::ToolCallFailed(f) => {
-                    let e = f.error.unwrap_or_default();
-                    eprintln!("  ✗ {}: {}", f.name, e.message);
-                }
-                Event::EditProposed(p) => {
-                    if let Some(p) = p.proposal {
-                        decide_edit(conn, &p, args.approve, overlay.as_deref()).await?;
-                    }
-                }
-                Event::Notice(n) => eprintln!("! {}", n.text),
-                Event::TurnCompleted(t) => {
-                    let u = t.usage.unwrap_or_default();
-                    eprintln!(
-                        "({} round(s), {} tokens in, {} out, {:.1} s)",
-                        t.rounds,
-                        u.input_tokens,
-                        u.output_tokens,
-                        t.duration_ms as f64 / 1000.0
+        let event = match events.next().await {
+            Followed::Connected => continue,
+            Followed::Event(e) => e,
+            Followed::Interrupted(why) => {
+                resumes += 1;
+                if resumes > RESUMES {
+                    bail!(
+                        "the event stream kept breaking ({why}); the session is {}",
+                        session.session_id
                     );
-                    return Ok(());
                 }
-                Event::TurnFailed(f) => {
-                    let reason = crate::describe::turn_failure(f.reason);
-                    bail!("the turn failed ({reason}): {}", f.message);
-                }
-                Event::UserMessage(_)
-                | Event::ToolCallProgress(_)
-                | Event::EditDecided(_)
-                | Event::ContextPlan(_) => {}
+                eprintln!("\n(event stream interrupted: {why}; resuming)");
+                continue;
             }
-        }
-        resumes += 1;
-        if resumes > RESUMES {
-            bail!(
-                "the event stream kept breaking; the session is {}",
-                session.session_id
-            );
+        };
+        let Some(event) = event.event else { continue };
+        match event {
+            Event::AssistantDelta(d) => {
+                print!("{}", d.text);
+                let _ = std::io::stdout().flush();
+                open_line = !d.text.ends_with('\n');
+            }
+            Event::AssistantMessage(_) => {
+                if open_line {
+                    println!();
+                    open_line = false;
+                }
+            }
+            Event::ToolCallRequested(r) => {
+                let args = crate::describe::call_args(r.call.as_ref());
+                let short: String = args.chars().take(100).collect();
+                eprintln!("→ {} {short}", r.name);
+            }
+            Event::ToolCallCompleted(c) => eprintln!("  ✓ {} ({} ms)", c.name, c.duration_ms),
+            Event::ToolCallFailed(f) => {
+                let e = f.error.unwrap_or_default();
+                eprintln!("  ✗ {}: {}", f.name, e.message);
+            }
+            Event::EditProposed(p) => {
+                if let Some(p) = p.proposal {
+                    decide_edit(conn, &p, args.approve, overlay.as_deref()).await?;
+                }
+            }
+            Event::Notice(n) => eprintln!("! {}", n.text),
+            Event::TurnCompleted(t) => {
+                let u = t.usage.unwrap_or_default();
+                eprintln!(
+                    "({} round(s), {} tokens in, {} out, {:.1} s)",
+                    t.rounds,
+                    u.input_tokens,
+                    u.output_tokens,
+                    t.duration_ms as f64 / 1000.0
+                );
+                return Ok(());
+            }
+            Event::TurnFailed(f) => {
+                let reason = crate::describe::turn_failure(f.reason);
+                bail!("the turn failed ({reason}): {}", f.message);
+            }
+            Event::UserMessage(_)
+            | Event::ToolCallProgress(_)
+            | Event::EditDecided(_)
+            | Event::ContextPlan(_) => {}
         }
     }
 }

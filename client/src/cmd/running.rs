@@ -57,6 +57,12 @@ impl Record {
         serde_json::from_str(&text).ok()
     }
 
+    /// Whether its process has certainly ended (known on Linux only: `/proc`).
+    pub fn process_is_gone(&self) -> bool {
+        let proc = Path::new("/proc");
+        proc.join("self").exists() && !proc.join(self.pid.to_string()).exists()
+    }
+
     /// Removes the record if it is still this one's.
     pub fn remove(&self, workspace: &Path) {
         if Self::read(workspace).is_some_and(|r| r.pid == self.pid) {
@@ -86,11 +92,15 @@ pub async fn answering(url: &str, workspace: &Path, token: Option<String>) -> Op
 
 /// The `ploke up` serving `workspace`: the one its record names, else one on the default
 /// port.
+/// A record whose process is gone (a `ploke up` killed with SIGKILL) is removed.
 pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
-    if let Some(r) = Record::read(workspace)
-        && let Some(g) = answering(&r.gateway, workspace, token.clone()).await
-    {
-        return Some(g);
+    if let Some(r) = Record::read(workspace) {
+        if let Some(g) = answering(&r.gateway, workspace, token.clone()).await {
+            return Some(g);
+        }
+        if r.process_is_gone() {
+            r.remove(workspace);
+        }
     }
     answering(DEFAULT_GATEWAY, workspace, token).await
 }
@@ -135,6 +145,32 @@ pub fn use_free_ports(cfg: &mut PlokeConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_record_of_a_killed_up_is_removed_and_a_live_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path();
+        std::fs::create_dir_all(workspace.join(".ploke")).unwrap();
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let dead = ended.id();
+        ended.wait().unwrap();
+        // Nothing answers on port 9 (discard), like the gateway of a killed `ploke up`.
+        let mut record = Record {
+            pid: std::process::id(),
+            workspace: workspace.to_owned(),
+            gateway: "http://127.0.0.1:9".into(),
+            mcp: None,
+        };
+        record.write(workspace).unwrap();
+        assert!(find(workspace, None).await.is_none());
+        // Its process runs (a ploke up still starting): the record stays.
+        assert_eq!(Record::read(workspace), Some(record.clone()));
+        record.pid = dead;
+        record.write(workspace).unwrap();
+        assert!(record.process_is_gone());
+        assert!(find(workspace, None).await.is_none());
+        assert_eq!(Record::read(workspace), None);
+    }
 
     #[test]
     fn a_port_base_gives_five_consecutive_ports() {

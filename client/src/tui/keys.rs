@@ -2,7 +2,7 @@
 //! history, scrolling, Ctrl-C (once cancels a running turn, twice quits) and the slash
 //! commands, which never reach the model.
 
-use super::state::{Action, App, Speaker};
+use super::state::{Action, App, PickerKind, Speaker};
 
 /// A key, reduced to what the TUI uses; everything else is the editor's.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,8 +40,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list, and the keys"),
     ("/clear", "start a new session (same workspace and model)"),
     (
-        "/model [PROVIDER/MODEL]",
-        "show the model, or start a new session with another",
+        "/model [PROVIDER/]MODEL",
+        "pick a configured model, or name one; starts a new session",
     ),
     (
         "/sessions",
@@ -194,22 +194,8 @@ impl App {
             }
             "quit" | "exit" | "q" => Action::Quit,
             "clear" | "new" => Action::NewSession(None),
-            "model" if arg.is_empty() => {
-                self.system(&format!(
-                    "model: {} (`/model PROVIDER/MODEL` starts a new session with another)",
-                    self.model
-                ));
-                Action::None
-            }
-            "model" => match arg.split_once('/') {
-                Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
-                    Action::NewSession(Some((provider.to_owned(), model.to_owned())))
-                }
-                _ => {
-                    self.system("usage: /model PROVIDER/MODEL (for example /model openai/gpt-4.1)");
-                    Action::None
-                }
-            },
+            "model" | "models" if arg.is_empty() => Action::ListModels,
+            "model" | "models" => Action::SwitchModel(arg.to_owned()),
             "sessions" | "resume" if arg.is_empty() => Action::ListSessions,
             "sessions" | "resume" => Action::Resume(arg.to_owned()),
             "edits" => Action::ListEdits,
@@ -257,13 +243,18 @@ impl App {
                 Action::None
             }
             Key::Down | Key::Char('j') => {
-                picker.cursor = (picker.cursor + 1).min(picker.sessions.len().saturating_sub(1));
+                picker.cursor = (picker.cursor + 1).min(picker.rows.len().saturating_sub(1));
                 Action::None
             }
             Key::Enter => {
-                let chosen = picker.sessions.get(picker.cursor).map(|s| s.id.clone());
+                let chosen = picker.rows.get(picker.cursor).map(|s| s.id.clone());
+                let kind = picker.kind;
                 self.picker = None;
-                chosen.map_or(Action::None, Action::Resume)
+                match (kind, chosen) {
+                    (_, None) => Action::None,
+                    (PickerKind::Sessions, Some(id)) => Action::Resume(id),
+                    (PickerKind::Models, Some(id)) => Action::SwitchModel(id),
+                }
             }
             Key::Esc | Key::Char('q') => {
                 self.picker = None;

@@ -85,27 +85,37 @@ fn key_of(event: ct::Event) -> Option<Input> {
     }
 }
 
-/// The terminal, with bracketed paste (a pasted text arrives whole, not as keys) while the
-/// TUI runs; restored on drop, whatever happened.
-struct Screen(ratatui::DefaultTerminal);
+/// The terminal, with bracketed paste (a pasted text arrives whole, not as keys) and, where
+/// the terminal speaks the kitty keyboard protocol, keys told apart (Shift-Enter is not
+/// Enter) while the TUI runs; restored on drop, whatever happened.
+struct Screen(ratatui::DefaultTerminal, bool);
 
 impl Screen {
+    /// Before anything else reads the terminal's input (the protocol query reads its answer).
     fn open() -> Self {
         let terminal = ratatui::init();
-        let _ = ratatui::crossterm::execute!(
-            std::io::stdout(),
-            ratatui::crossterm::event::EnableBracketedPaste
-        );
-        Self(terminal)
+        let mut out = std::io::stdout();
+        let _ = ratatui::crossterm::execute!(out, ct::EnableBracketedPaste);
+        let enhanced = ratatui::crossterm::terminal::supports_keyboard_enhancement()
+            .unwrap_or(false)
+            && ratatui::crossterm::execute!(
+                out,
+                ct::PushKeyboardEnhancementFlags(
+                    ct::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
+                )
+            )
+            .is_ok();
+        Self(terminal, enhanced)
     }
 }
 
 impl Drop for Screen {
     fn drop(&mut self) {
-        let _ = ratatui::crossterm::execute!(
-            std::io::stdout(),
-            ratatui::crossterm::event::DisableBracketedPaste
-        );
+        let mut out = std::io::stdout();
+        if self.1 {
+            let _ = ratatui::crossterm::execute!(out, ct::PopKeyboardEnhancementFlags);
+        }
+        let _ = ratatui::crossterm::execute!(out, ct::DisableBracketedPaste);
         ratatui::restore();
         let _ = std::io::stdout().flush();
     }
@@ -123,6 +133,19 @@ impl Follow {
             0,
             tx.clone(),
         )));
+    }
+
+    /// Shows `session` from its beginning and follows it.
+    fn show(
+        &mut self,
+        gateway: &Gateway,
+        tx: &mpsc::Sender<Input>,
+        app: &mut App,
+        session: Session,
+    ) -> Session {
+        self.start(gateway, &session.session_id, tx);
+        show(app, &session);
+        session
     }
 
     fn stop(&mut self) {
@@ -158,6 +181,12 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     };
     let (tx, mut rx) = mpsc::channel::<Input>(1024);
     let mut decided_here = std::collections::HashSet::new();
+    let mut follow = Follow(None);
+    if let Some(s) = &session {
+        follow.start(&gateway, &s.session_id, &tx);
+    }
+    let background = tasks::Background::start(&gateway, &tx, notices);
+    let mut screen = Screen::open();
     let keys = tx.clone();
     std::thread::spawn(move || {
         while let Ok(event) = ct::read() {
@@ -168,12 +197,6 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
             }
         }
     });
-    let mut follow = Follow(None);
-    if let Some(s) = &session {
-        follow.start(&gateway, &s.session_id, &tx);
-    }
-    let background = tasks::Background::start(&gateway, &tx, notices);
-    let mut screen = Screen::open();
     let result = async {
         let mut stale = true;
         loop {
@@ -239,35 +262,34 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                         decide(target, &mut app, id, Decision::Deny, Vec::new()).await
                     }
                     Action::NewSession(model) => {
-                        let (provider, model) = match (model, &session) {
-                            (Some((p, m)), _) => (p, m),
-                            (None, Some(s)) => (s.provider.clone(), s.model.clone()),
-                            (None, None) => (String::new(), String::new()),
-                        };
-                        let created = gateway
-                            .create_session(CreateSessionRequest {
-                                provider,
-                                model,
-                                ..Default::default()
-                            })
-                            .await;
-                        match created {
-                            Ok(s) => {
-                                let s = s.into_inner();
-                                follow.start(&gateway, &s.session_id, &tx);
-                                show(&mut app, &s);
-                                session = Some(s);
+                        let same = session
+                            .as_ref()
+                            .map(|s| (s.provider.clone(), s.model.clone()));
+                        if let Some(s) = create(&mut gateway, &mut app, model.or(same)).await {
+                            session = Some(follow.show(&gateway, &tx, &mut app, s));
+                        }
+                    }
+                    Action::ListModels => match tasks::models(&mut gateway).await {
+                        Ok(listed) => app.picker = Some(tasks::model_picker(&listed, &app.model)),
+                        Err(e) => app.system(&format!("{e:#}")),
+                    },
+                    Action::SwitchModel(arg) => {
+                        let current = session.as_ref().map(|s| s.provider.as_str());
+                        let chosen = tasks::models(&mut gateway).await.and_then(|listed| {
+                            tasks::resolve_model(&listed, &arg, current).map_err(anyhow::Error::msg)
+                        });
+                        match chosen {
+                            Ok(model) => {
+                                if let Some(s) = create(&mut gateway, &mut app, Some(model)).await {
+                                    session = Some(follow.show(&gateway, &tx, &mut app, s));
+                                }
                             }
-                            Err(s) => app.system(&format!("no new session: {}", s.message())),
+                            Err(e) => app.system(&format!("{e:#}")),
                         }
                     }
                     Action::Resume(id) => {
                         match ploke_client::sessions::find_session(&mut gateway, &id).await {
-                            Ok(s) => {
-                                follow.start(&gateway, &s.session_id, &tx);
-                                show(&mut app, &s);
-                                session = Some(s);
-                            }
+                            Ok(s) => session = Some(follow.show(&gateway, &tx, &mut app, s)),
                             Err(e) => app.system(&format!("{e:#}")),
                         }
                     }
@@ -319,6 +341,30 @@ fn announce_elsewhere(
             "{} was applied to this session elsewhere; `ploke edits fetch {}` writes it into your checkout",
             d.proposal_id, d.proposal_id
         ));
+    }
+}
+
+/// Creates a session with (provider, model), or the service's defaults; says why not.
+async fn create(
+    gateway: &mut Gateway,
+    app: &mut App,
+    model: Option<(String, String)>,
+) -> Option<Session> {
+    let (provider, model) = model.unwrap_or_default();
+    let created = gateway
+        .create_session(CreateSessionRequest {
+            workspace_root: app.workspace_root.clone(),
+            provider,
+            model,
+            title: String::new(),
+        })
+        .await;
+    match created {
+        Ok(s) => Some(s.into_inner()),
+        Err(s) => {
+            app.system(&format!("no new session: {}", s.message()));
+            None
+        }
     }
 }
 

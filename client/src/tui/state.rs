@@ -69,20 +69,31 @@ pub struct Review {
     pub scroll: u16,
 }
 
-/// A session offered by `/sessions`.
+/// One choice of a picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionRow {
-    /// Session id.
+pub struct PickerRow {
+    /// What choosing it acts on: a session id, or `PROVIDER/MODEL`.
     pub id: String,
-    /// One line: short id, model, size, title.
+    /// One line: for a session its short id, model, size and title.
     pub label: String,
 }
 
-/// The `/sessions` picker.
+/// What a picker chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PickerKind {
+    /// `/sessions`: a session to resume.
+    Sessions,
+    /// `/model`: a model for a new session.
+    Models,
+}
+
+/// The `/sessions` or `/model` picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Picker {
-    /// The sessions, newest first.
-    pub sessions: Vec<SessionRow>,
+    /// What it chooses.
+    pub kind: PickerKind,
+    /// The choices (sessions newest first; models by provider).
+    pub rows: Vec<PickerRow>,
     /// The one under the cursor.
     pub cursor: usize,
 }
@@ -119,6 +130,11 @@ pub enum Action {
     Quit,
     /// Start a new session: same provider and model, or these (provider, model).
     NewSession(Option<(String, String)>),
+    /// Show the `/model` picker.
+    ListModels,
+    /// Start a new session with this model: `PROVIDER/MODEL`, or a model of the current
+    /// provider.
+    SwitchModel(String),
     /// Show the `/sessions` picker.
     ListSessions,
     /// Resume this session (an id or a unique prefix of one).
@@ -160,7 +176,7 @@ pub struct App {
     pub editor: super::editor::Editor,
     /// Ctrl-C was pressed once: the next one quits.
     pub quit_armed: bool,
-    /// The `/sessions` picker, while open.
+    /// The `/sessions` or `/model` picker, while open.
     pub picker: Option<Picker>,
     /// Spinner frame (advanced while a turn runs).
     pub tick: usize,

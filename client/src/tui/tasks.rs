@@ -1,19 +1,19 @@
 //! What the TUI follows in the background: the session's events (resumed after any break),
 //! the index's state and progress, the proposals waiting in the workspace (whichever client
-//! made them), the services' warnings and the spinner's tick; and the lists `/sessions` and
-//! `/edits` show.
+//! made them), the services' warnings and the spinner's tick; and the lists `/sessions`,
+//! `/model` and `/edits` show.
 
 use std::time::Duration;
 
 use ploke_proto::rag::v1::{IndexPhase, IndexState, IndexStatusRequest};
-use ploke_proto::session::v1::{ListSessionsRequest, StreamEventsRequest};
+use ploke_proto::session::v1::{ListModelsRequest, ListModelsResponse, ListSessionsRequest};
 use ploke_proto::tools::v1::{ListEditsRequest, ProposalState};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::Input;
-use super::state::{Indexing, Picker, SessionRow};
-use ploke_client::gateway::Gateway;
+use super::state::{Indexing, Picker, PickerKind, PickerRow};
+use ploke_client::gateway::{Followed, Gateway, SessionEvents};
 
 /// How often the index and the waiting proposals are asked for.
 const POLL: Duration = Duration::from_secs(1);
@@ -21,55 +21,17 @@ const POLL: Duration = Duration::from_secs(1);
 const TICK: Duration = Duration::from_millis(120);
 
 /// Follows the session's events from `after_seq`, reconnecting from the last seq seen.
-pub async fn follow(
-    mut gateway: Gateway,
-    session_id: String,
-    mut after_seq: u64,
-    tx: mpsc::Sender<Input>,
-) {
+pub async fn follow(gateway: Gateway, session_id: String, after_seq: u64, tx: mpsc::Sender<Input>) {
+    let mut events = SessionEvents::new(gateway, session_id, after_seq);
     loop {
-        let opened = gateway
-            .stream_events(StreamEventsRequest {
-                session_id: session_id.clone(),
-                after_seq,
-                no_follow: false,
-            })
-            .await;
-        match opened {
-            Ok(stream) => {
-                if tx.send(Input::Connection(String::new())).await.is_err() {
-                    return;
-                }
-                let mut stream = stream.into_inner();
-                loop {
-                    match stream.message().await {
-                        Ok(Some(e)) => {
-                            after_seq = e.seq;
-                            if tx.send(Input::Event(Box::new(e))).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(s) => {
-                            let _ = tx
-                                .send(Input::Connection(format!("reconnecting ({})", s.message())))
-                                .await;
-                            break;
-                        }
-                    }
-                }
-            }
-            Err(s) => {
-                if tx
-                    .send(Input::Connection(format!("reconnecting ({})", s.message())))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
+        let input = match events.next().await {
+            Followed::Connected => Input::Connection(String::new()),
+            Followed::Event(e) => Input::Event(e),
+            Followed::Interrupted(why) => Input::Connection(format!("reconnecting ({why})")),
+        };
+        if tx.send(input).await.is_err() {
+            return;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
@@ -209,15 +171,109 @@ pub async fn sessions(
         .sessions
         .into_iter()
         .filter(|s| Some(&s.session_id) != current.as_ref())
-        .map(|s| SessionRow {
+        .map(|s| PickerRow {
             label: ploke_client::sessions::session_line(&s),
             id: s.session_id,
         })
         .collect();
     Ok(Picker {
-        sessions,
+        kind: PickerKind::Sessions,
+        rows: sessions,
         cursor: 0,
     })
+}
+
+/// The configured providers and models.
+pub async fn models(gateway: &mut Gateway) -> anyhow::Result<ListModelsResponse> {
+    Ok(gateway
+        .list_models(ListModelsRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("models: {}", s.message()))?
+        .into_inner())
+}
+
+/// The `/model` picker: every configured model by provider, the cursor on `current`
+/// (`PROVIDER/MODEL`).
+pub fn model_picker(listed: &ListModelsResponse, current: &str) -> Picker {
+    let mut rows = Vec::new();
+    for p in &listed.providers {
+        let mut ids: Vec<&str> = Vec::new();
+        if !p.default_model.is_empty() {
+            ids.push(&p.default_model);
+        }
+        for m in &p.models {
+            if !ids.contains(&m.id.as_str()) {
+                ids.push(&m.id);
+            }
+        }
+        for id in ids {
+            let full = format!("{}/{id}", p.name);
+            let mark = if full == current { "●" } else { " " };
+            let mut label = format!("{mark} {full}");
+            if !p.unusable_reason.is_empty() {
+                label.push_str(&format!(" · unusable: {}", p.unusable_reason));
+            }
+            if id == p.default_model && p.name == listed.default_provider {
+                label.push_str(" · default");
+            }
+            let model = p.models.iter().find(|m| m.id == id);
+            if model.and_then(|m| m.supports_tools) == Some(false) {
+                label.push_str(" · no tools");
+            }
+            if let Some(window) = model.and_then(|m| m.context_window) {
+                label.push_str(&format!(" · {} context", tokens(window)));
+            }
+            rows.push(PickerRow { id: full, label });
+        }
+    }
+    let cursor = rows.iter().position(|r| r.id == current).unwrap_or(0);
+    Picker {
+        kind: PickerKind::Models,
+        rows,
+        cursor,
+    }
+}
+
+/// A context window as people say it: 128k, 1M.
+fn tokens(n: u32) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{}k", (n + 500) / 1_000),
+        _ => format!("{:.1}M", f64::from(n) / 1e6).replace(".0M", "M"),
+    }
+}
+
+/// `/model ARG` as (provider, model): `PROVIDER/MODEL` when PROVIDER is configured, else a
+/// model of the current provider (or of the default one).
+pub fn resolve_model(
+    listed: &ListModelsResponse,
+    arg: &str,
+    current_provider: Option<&str>,
+) -> Result<(String, String), String> {
+    let arg = arg.trim();
+    if let Some((provider, model)) = arg.split_once('/')
+        && !model.is_empty()
+        && listed.providers.iter().any(|p| p.name == provider)
+    {
+        return Ok((provider.to_owned(), model.to_owned()));
+    }
+    let provider = current_provider
+        .filter(|p| !p.is_empty())
+        .or(Some(listed.default_provider.as_str()).filter(|p| !p.is_empty()));
+    match provider {
+        Some(p) if !arg.is_empty() => Ok((p.to_owned(), arg.to_owned())),
+        _ => {
+            let names: Vec<&str> = listed.providers.iter().map(|p| p.name.as_str()).collect();
+            Err(format!(
+                "name the provider: /model PROVIDER/MODEL (configured: {})",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        }
+    }
 }
 
 /// `/edits`: the proposals of this workspace waiting for a decision.

@@ -248,8 +248,9 @@ fn slash_commands_never_reach_the_model() {
     assert_eq!(command("/clear"), Action::NewSession(None));
     assert_eq!(
         command("/model openai/gpt-4.1"),
-        Action::NewSession(Some(("openai".into(), "gpt-4.1".into())))
+        Action::SwitchModel("openai/gpt-4.1".into())
     );
+    assert_eq!(command("/model"), Action::ListModels);
     assert_eq!(command("/sessions"), Action::ListSessions);
     assert_eq!(
         command("/resume 0190f3a2-7c41"),
@@ -261,24 +262,15 @@ fn slash_commands_never_reach_the_model() {
         Action::Send("/etc/hosts is what?".into())
     );
     assert_eq!(command("/frobnicate now"), Action::None);
-    assert_eq!(command("/model"), Action::None);
-    assert_eq!(command("/model gpt"), Action::None);
     assert_eq!(command("/help"), Action::None);
     let said: Vec<&str> = app.entries.iter().map(|e| e.text.as_str()).collect();
     assert_eq!(
         said[0],
         "unknown command /frobnicate (not sent to the model); /help lists the commands"
     );
-    assert_eq!(
-        said[1],
-        "model: openai/gpt-4.1-mini (`/model PROVIDER/MODEL` starts a new session with another)"
-    );
-    assert_eq!(
-        said[2],
-        "usage: /model PROVIDER/MODEL (for example /model openai/gpt-4.1)"
-    );
-    assert_eq!(said[3], super::keys::help_text());
-    assert!(said[3].contains("/sessions") && said[3].contains("Alt-Enter"));
+    assert_eq!(said[1], super::keys::help_text());
+    assert!(said[1].contains("/sessions") && said[1].contains("Alt-Enter"));
+    assert_eq!(said.len(), 2);
     assert!(app.editor.is_empty());
 }
 
@@ -423,4 +415,82 @@ fn proposals_from_other_clients_join_the_queue_and_leave_when_decided_elsewhere(
     let decided: std::collections::HashSet<String> = [other.proposal_id.clone()].into();
     app.pending(vec![other], Some("this-session"), &decided);
     assert!(app.reviews.is_empty());
+}
+
+fn configured() -> ListModelsResponse {
+    ListModelsResponse {
+        providers: vec![
+            ProviderInfo {
+                name: "ollama".into(),
+                default_model: "qwen3:8b".into(),
+                models: vec![],
+                unusable_reason: String::new(),
+            },
+            ProviderInfo {
+                name: "openrouter".into(),
+                default_model: "openai/gpt-4.1-mini".into(),
+                models: vec![
+                    ModelInfo {
+                        id: "openai/gpt-4.1-mini".into(),
+                        context_window: Some(1_047_576),
+                        supports_tools: Some(true),
+                    },
+                    ModelInfo {
+                        id: "deepseek/deepseek-r1".into(),
+                        context_window: Some(163_840),
+                        supports_tools: Some(false),
+                    },
+                ],
+                unusable_reason: "environment variable OPENROUTER_API_KEY is not set".into(),
+            },
+        ],
+        default_provider: "openrouter".into(),
+    }
+}
+
+#[test]
+fn the_model_picker_lists_every_configured_model_and_starts_on_the_current_one() {
+    let mut app = app();
+    app.model = "openrouter/openai/gpt-4.1-mini".into();
+    app.picker = Some(super::tasks::model_picker(
+        &configured(),
+        "openrouter/openai/gpt-4.1-mini",
+    ));
+    insta::assert_snapshot!(screen(&app));
+    assert_eq!(app.key(Key::Down), Action::None);
+    assert_eq!(
+        app.key(Key::Enter),
+        Action::SwitchModel("openrouter/deepseek/deepseek-r1".into())
+    );
+    assert_eq!(app.picker, None);
+}
+
+#[test]
+fn a_named_model_resolves_against_the_configured_providers() {
+    use super::tasks::resolve_model;
+    let listed = configured();
+    let pair = |p: &str, m: &str| Ok((p.to_owned(), m.to_owned()));
+    // A configured provider's prefix names the provider; the rest (slashes and all) the model.
+    assert_eq!(
+        resolve_model(
+            &listed,
+            "openrouter/anthropic/claude-sonnet-4",
+            Some("ollama")
+        ),
+        pair("openrouter", "anthropic/claude-sonnet-4")
+    );
+    // Otherwise it is a model of the current provider, or of the default one.
+    assert_eq!(
+        resolve_model(&listed, "qwen3:32b", Some("ollama")),
+        pair("ollama", "qwen3:32b")
+    );
+    assert_eq!(
+        resolve_model(&listed, "openai/gpt-4.1", None),
+        pair("openrouter", "openai/gpt-4.1")
+    );
+    let none = ListModelsResponse::default();
+    assert_eq!(
+        resolve_model(&none, "gpt-4.1", None),
+        Err("name the provider: /model PROVIDER/MODEL (configured: none)".to_owned())
+    );
 }

@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::keys::KEYS;
 use super::markdown;
-use super::state::{App, CallState, Indexing, Picker, Review, Speaker};
+use super::state::{App, CallState, Indexing, Picker, PickerKind, Review, Speaker};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -147,11 +147,21 @@ fn draw_conversation(frame: &mut Frame, area: Rect, app: &App) -> u16 {
 }
 
 fn draw_picker(frame: &mut Frame, area: Rect, picker: &Picker) {
+    let (empty, title) = match picker.kind {
+        PickerKind::Sessions => (
+            "no other sessions in this workspace",
+            " sessions · ↑↓ choose · Enter resume · Esc close ",
+        ),
+        PickerKind::Models => (
+            "no model provider is configured (`ploke config` shows what is read)",
+            " models · ↑↓ choose · Enter new session · Esc close ",
+        ),
+    };
     let mut lines = Vec::new();
-    if picker.sessions.is_empty() {
-        lines.push(Line::from("no other sessions in this workspace"));
+    if picker.rows.is_empty() {
+        lines.push(Line::from(empty));
     }
-    for (i, s) in picker.sessions.iter().enumerate() {
+    for (i, s) in picker.rows.iter().enumerate() {
         let style = if i == picker.cursor {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -164,11 +174,7 @@ fn draw_picker(frame: &mut Frame, area: Rect, picker: &Picker) {
     frame.render_widget(
         Paragraph::new(lines)
             .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0))
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" sessions · ↑↓ choose · Enter resume · Esc close "),
-            ),
+            .block(Block::default().borders(Borders::ALL).title(title)),
         area,
     );
 }

@@ -311,6 +311,107 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
     e.sandbox.stop().await.unwrap();
 }
 
+/// Opens `ploke chat --gateway` on the Sandbox's workspace in tmux.
+fn chat_in_tmux(e: &super::Env, name: &str) -> Tmux {
+    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
+    let command = format!(
+        "PLOKE_TOKEN={} {} chat --gateway {url}",
+        ploke_e2e::TOKEN,
+        env!("CARGO_BIN_EXE_ploke")
+    );
+    Tmux::start(
+        format!("{name}-{}", std::process::id()),
+        (120, 32),
+        Some(e.sandbox.workspace_root()),
+        &command,
+    )
+}
+
+/// A proposal another client made (here a direct ExecuteTool, as an MCP client's call is)
+/// shows up in the TUI's review; approving it there ends that client's call with the file
+/// written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_made_by_another_client_is_reviewed_and_approved_in_the_tui() {
+    use ploke_proto::tools::v1::{
+        CreateFileArgs, ProposalState, execute_tool_event, tool_call, tool_result,
+    };
+    let e = env().await;
+    let tmux = chat_in_tmux(&e, "ploke-foreign");
+    tmux.wait_for("tool calls").await;
+    // No session: a script's or an MCP client's call, not a model's.
+    let request = ploke_e2e::tool_request(
+        "",
+        "call_elsewhere",
+        tool_call::Args::CreateFile(CreateFileArgs {
+            file_path: "src/elsewhere.rs".into(),
+            content: "pub fn elsewhere() {}\n".into(),
+            on_exists: None,
+        }),
+    );
+    let mut call = e
+        .sandbox
+        .gateway()
+        .execute_tool(request)
+        .await
+        .unwrap()
+        .into_inner();
+    let screen = tmux.wait_for("src/elsewhere.rs").await;
+    assert!(screen.contains("edit proposal"), "{screen}");
+    assert!(screen.contains("+pub fn elsewhere() {}"), "{screen}");
+    tmux.keys(&["a"]);
+    let outcome = loop {
+        match call.message().await.unwrap().unwrap().event {
+            Some(execute_tool_event::Event::Result(r)) => break r.result,
+            Some(execute_tool_event::Event::Error(e)) => panic!("{e:?}"),
+            _ => continue,
+        }
+    };
+    let Some(tool_result::Result::CreateFile(outcome)) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(outcome.state(), ProposalState::Applied, "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/elsewhere.rs")).unwrap(),
+        "pub fn elsewhere() {}\n"
+    );
+    tmux.quit().await;
+    e.sandbox.stop().await.unwrap();
+}
+
+/// `/model` lists the configured models with the current one marked; `/model NAME` starts a
+/// new session with a model of the current provider, shown on the status bar.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_lists_the_configured_models_and_switches_to_a_named_one() {
+    let e = env().await;
+    let tmux = chat_in_tmux(&e, "ploke-model");
+    let first = tmux.wait_for("· fake/fake-model ·").await;
+    tmux.keys(&["/model", "Enter"]);
+    tmux.wait_for("models · ↑↓ choose").await;
+    tmux.wait_for("● fake/fake-model · default").await;
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["/model another-model", "Enter"]);
+    let screen = tmux.wait_for("· fake/another-model ·").await;
+    let session = |screen: &str| {
+        screen
+            .split("session ")
+            .nth(1)
+            .map(|rest| rest.chars().take(13).collect::<String>())
+    };
+    assert_ne!(session(&first), session(&screen), "{screen}");
+    e.fake.push([ploke_e2e::fake_provider::Reply::text(&[
+        "From another model.",
+    ])]);
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("From another model.").await;
+    let asked = e.fake.received();
+    assert_eq!(
+        asked.last().unwrap().body["model"],
+        serde_json::json!("another-model")
+    );
+    tmux.quit().await;
+    e.sandbox.stop().await.unwrap();
+}
+
 /// A workspace with `src/lib.rs` in a temporary directory, and a config beside it putting
 /// every service on a free port, followed by `extra`.
 fn up_workspace(extra: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {

@@ -196,4 +196,11 @@ impl LlmSession for LlmSessionGrpc {
             parent_id,
         }))
     }
+
+    async fn list_models(
+        &self,
+        _request: Request<pb::ListModelsRequest>,
+    ) -> Result<Response<pb::ListModelsResponse>, Status> {
+        Ok(Response::new(self.service.models()))
+    }
 }

@@ -248,3 +248,56 @@ async fn a_missing_key_is_refused_before_the_turn_starts() {
     assert!(c.requests().is_empty());
     c.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn list_models_reports_the_configured_providers_and_why_one_cannot_be_used() {
+    let c = super::chat_with(|c| {
+        let mut offline = c.providers["fake"].clone();
+        offline.api_key_env = Some("PLOKE_TEST_KEY_THAT_IS_NOT_SET".into());
+        offline.default_model = None;
+        offline.models = vec![ploke_runtime::config::ModelConfig {
+            id: "big".into(),
+            context_window: None,
+            supports_tools: Some(false),
+        }];
+        c.providers.insert("offline".into(), offline);
+        c.session.default_provider = Some("fake".into());
+    })
+    .await;
+    let expected = ListModelsResponse {
+        providers: vec![
+            ProviderInfo {
+                name: "fake".into(),
+                default_model: ploke_e2e::fake_provider::MODEL.into(),
+                models: vec![ModelInfo {
+                    id: ploke_e2e::fake_provider::MODEL.into(),
+                    context_window: Some(16_000),
+                    supports_tools: Some(true),
+                }],
+                unusable_reason: String::new(),
+            },
+            ProviderInfo {
+                name: "offline".into(),
+                default_model: String::new(),
+                models: vec![ModelInfo {
+                    id: "big".into(),
+                    context_window: None,
+                    supports_tools: Some(false),
+                }],
+                unusable_reason: "environment variable PLOKE_TEST_KEY_THAT_IS_NOT_SET (the provider's api_key_env) is not set".into(),
+            },
+        ],
+        default_provider: "fake".into(),
+    };
+    let direct = c.client().list_models(ListModelsRequest {}).await.unwrap();
+    assert_eq!(direct.into_inner(), expected);
+    // The gateway forwards it as is, to any principal (no key, URL or header is in it).
+    let through = c
+        .sandbox
+        .gateway()
+        .list_models(ListModelsRequest {})
+        .await
+        .unwrap();
+    assert_eq!(through.into_inner(), expected);
+    c.sandbox.stop().await.unwrap();
+}
