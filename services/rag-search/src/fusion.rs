@@ -1,5 +1,6 @@
 //! Reciprocal rank fusion: `score(d) = Σ_lists weight / (k + rank(d))`, ranks 1-based; a list
-//! that misses `d` adds nothing. Ties keep BM25 order (then id) so results are deterministic.
+//! that misses `d` adds nothing. The lists: BM25, dense, and the items the query names
+//! ([`crate::names`]). Ties keep BM25 order (then id) so results are deterministic.
 
 use std::collections::HashMap;
 
@@ -12,6 +13,8 @@ pub struct Rrf {
     pub bm25_weight: f32,
     /// Weight of the dense list.
     pub dense_weight: f32,
+    /// Weight of the list of items the query names.
+    pub name_weight: f32,
 }
 
 impl Default for Rrf {
@@ -22,9 +25,13 @@ impl Default for Rrf {
             k: 10.0,
             bm25_weight: 1.0,
             dense_weight: 0.2,
+            name_weight: NAME_WEIGHT,
         }
     }
 }
+
+/// Default weight of the names list (`[rag_search] name_weight`).
+pub const NAME_WEIGHT: f32 = 1.0;
 
 /// One fused entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,30 +44,41 @@ pub struct Fused {
     pub bm25_rank: u32,
     /// 1-based dense rank, 0 = absent.
     pub dense_rank: u32,
+    /// 1-based rank among the items the query names, 0 = absent.
+    pub name_rank: u32,
 }
 
-/// Fuses two ranked id lists (best first) and returns the best `limit`.
-pub fn fuse(bm25: &[u64], dense: &[u64], rrf: Rrf, limit: usize) -> Vec<Fused> {
+/// The ranked id lists to fuse, each best first.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lists<'a> {
+    /// BM25.
+    pub bm25: &'a [u64],
+    /// Dense.
+    pub dense: &'a [u64],
+    /// Named items, with their name score ([`crate::names`]).
+    pub names: &'a [(u64, f32)],
+}
+
+/// Fuses the ranked lists and returns the best `limit`. A named item adds
+/// `name_weight · name_score / (k + 1)`: what its name says, not where it stands among the
+/// named (a plain word that happens to name something counts little even when it is first).
+pub fn fuse(lists: Lists<'_>, rrf: Rrf, limit: usize) -> Vec<Fused> {
     let mut by_id: HashMap<u64, Fused> = HashMap::new();
-    for (list, weight, is_bm25) in [
-        (bm25, rrf.bm25_weight, true),
-        (dense, rrf.dense_weight, false),
-    ] {
-        for (i, id) in list.iter().enumerate() {
-            let rank = u32::try_from(i + 1).unwrap_or(u32::MAX);
-            let e = by_id.entry(*id).or_insert(Fused {
-                id: *id,
-                score: 0.0,
-                bm25_rank: 0,
-                dense_rank: 0,
-            });
-            e.score += weight / (rrf.k + rank as f32);
-            if is_bm25 {
-                e.bm25_rank = rank;
-            } else {
-                e.dense_rank = rank;
-            }
-        }
+    let rank = |i: usize| u32::try_from(i + 1).unwrap_or(u32::MAX);
+    for (i, id) in lists.bm25.iter().enumerate() {
+        let e = slot(&mut by_id, *id);
+        e.bm25_rank = rank(i);
+        e.score += rrf.bm25_weight / (rrf.k + e.bm25_rank as f32);
+    }
+    for (i, id) in lists.dense.iter().enumerate() {
+        let e = slot(&mut by_id, *id);
+        e.dense_rank = rank(i);
+        e.score += rrf.dense_weight / (rrf.k + e.dense_rank as f32);
+    }
+    for (i, (id, name_score)) in lists.names.iter().enumerate() {
+        let e = slot(&mut by_id, *id);
+        e.name_rank = rank(i);
+        e.score += rrf.name_weight * name_score / (rrf.k + 1.0);
     }
     let mut out: Vec<Fused> = by_id.into_values().collect();
     out.sort_by(|a, b| {
@@ -74,6 +92,16 @@ pub fn fuse(bm25: &[u64], dense: &[u64], rrf: Rrf, limit: usize) -> Vec<Fused> {
     out
 }
 
+fn slot(by_id: &mut HashMap<u64, Fused>, id: u64) -> &mut Fused {
+    by_id.entry(id).or_insert(Fused {
+        id,
+        score: 0.0,
+        bm25_rank: 0,
+        dense_rank: 0,
+        name_rank: 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,8 +112,9 @@ mod tests {
             k: 60.0,
             bm25_weight: 1.0,
             dense_weight: 1.0,
+            name_weight: 0.0,
         };
-        let out = fuse(&[10, 20, 30], &[30, 40], paper, 10);
+        let out = fuse(two(&[10, 20, 30], &[30, 40]), paper, 10);
         let got: Vec<(u64, u32, u32)> = out
             .iter()
             .map(|f| (f.id, f.bm25_rank, f.dense_rank))
@@ -102,11 +131,44 @@ mod tests {
             k: 60.0,
             bm25_weight: 0.0,
             dense_weight: 2.0,
+            name_weight: 0.0,
         };
-        let out = fuse(&[1, 2], &[3, 1], rrf, 1);
+        let out = fuse(two(&[1, 2], &[3, 1]), rrf, 1);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].id, 3);
         assert!((out[0].score - 2.0 / 61.0).abs() < 1e-7);
-        assert!(fuse(&[], &[], Rrf::default(), 5).is_empty());
+        assert!(fuse(Lists::default(), Rrf::default(), 5).is_empty());
+    }
+
+    fn two<'a>(bm25: &'a [u64], dense: &'a [u64]) -> Lists<'a> {
+        Lists {
+            bm25,
+            dense,
+            names: &[],
+        }
+    }
+
+    #[test]
+    fn a_named_item_joins_the_lists_it_is_in() {
+        let rrf = Rrf::default();
+        let out = fuse(
+            Lists {
+                bm25: &[1, 2, 3],
+                dense: &[1],
+                names: &[(3, 1.0), (9, 12.0 / 11.0 * 0.5)],
+            },
+            rrf,
+            10,
+        );
+        let ranks: Vec<(u64, u32, u32, u32)> = out
+            .iter()
+            .map(|f| (f.id, f.bm25_rank, f.dense_rank, f.name_rank))
+            .collect();
+        // 3: 1/13 + 1·1.0/11 beats 1: 1/11 + 0.2/11; 9 (named only, 0.545/11 = 1/24) falls
+        // behind 2 (BM25 rank 2, 1/12).
+        assert_eq!(
+            ranks,
+            vec![(3, 3, 0, 1), (1, 1, 1, 0), (2, 2, 0, 0), (9, 0, 0, 2)]
+        );
     }
 }

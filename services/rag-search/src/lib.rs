@@ -9,6 +9,7 @@ pub mod fusion;
 pub mod git;
 mod grpc;
 pub mod index;
+pub mod names;
 pub mod parse;
 pub mod rank;
 pub mod scan;
@@ -77,6 +78,7 @@ impl From<&PlokeConfig> for Config {
                     k: c.rag_search.rrf_k,
                     bm25_weight: c.rag_search.bm25_weight,
                     dense_weight: c.rag_search.dense_weight,
+                    name_weight: c.rag_search.name_weight,
                 },
             },
             watch: c.rag_search.watch,

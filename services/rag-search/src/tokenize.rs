@@ -64,6 +64,23 @@ pub fn code_tokens(text: &str) -> Vec<String> {
     out
 }
 
+/// The stemmed, lowercased parts of every identifier of `text`, without the whole identifiers
+/// (`read_mem` → `read mem`): one word once, whether written alone or inside a name.
+pub fn word_parts(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for ident in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if ident.is_empty() || ident.len() > MAX_TOKEN_BYTES {
+            continue;
+        }
+        out.extend(
+            split_identifier(ident)
+                .into_iter()
+                .map(|p| stem(&p.to_lowercase())),
+        );
+    }
+    out
+}
+
 /// Calls `f(token, byte_from, byte_to)` for every token of `text`.
 fn for_each_token(text: &str, mut f: impl FnMut(&str, usize, usize)) {
     let mut start: Option<usize> = None;

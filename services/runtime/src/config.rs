@@ -254,6 +254,8 @@ pub struct RagSearchConfig {
     pub bm25_weight: f32,
     /// Weight of dense ranks in hybrid fusion.
     pub dense_weight: f32,
+    /// Weight of the items the query names (identifiers, paths, `Type::method`) in fusion.
+    pub name_weight: f32,
     /// Watch the workspaces and refresh changed files.
     pub watch: bool,
     /// Bring every workspace's index up to date in the background at start (searches answer
@@ -284,6 +286,7 @@ impl Default for RagSearchConfig {
             rrf_k: 10.0,
             bm25_weight: 1.0,
             dense_weight: 0.2,
+            name_weight: 1.0,
             watch: true,
             index_on_start: true,
             git_poll_secs: 300,

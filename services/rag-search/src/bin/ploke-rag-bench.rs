@@ -292,7 +292,18 @@ fn latency_table(
     };
     let mut rows: Vec<(&str, Vec<Duration>)> = vec![(
         "BM25",
-        each(&mut |q| timed(|| index.search(Query::Bm25(q), &f, 10)))?,
+        each(&mut |q| {
+            timed(|| {
+                index.search(
+                    Query::Bm25 {
+                        text: q,
+                        rrf: Rrf::default(),
+                    },
+                    &f,
+                    10,
+                )
+            })
+        })?,
     )];
     if let Some(model) = model {
         let embed = |q: &str| -> Result<Vec<f32>, EmbedError> { model.embed_query(q) };
@@ -328,7 +339,14 @@ fn latency_table(
         rows.push((
             "HYBRID right after other work (model weights out of the caches)",
             each(&mut |q| {
-                assemble(index.search(Query::Bm25(q), &f, 30)?);
+                assemble(index.search(
+                    Query::Bm25 {
+                        text: q,
+                        rrf: Rrf::default(),
+                    },
+                    &f,
+                    30,
+                )?);
                 timed(|| hybrid(q, 10))
             })?,
         ));

@@ -44,7 +44,7 @@ struct Args {
     /// Local embedding model directory, for dense and hybrid.
     #[arg(long)]
     embed_model: Option<PathBuf>,
-    /// Hybrid fusion `k,bm25_weight,dense_weight` (tuning; default: the service's).
+    /// Fusion `k,bm25_weight,dense_weight[,name_weight]` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     rrf: Option<Vec<f32>>,
     /// BM25 field boosts `name,path,signature,doc,body` (tuning; default: the service's).
@@ -132,13 +132,17 @@ async fn main() -> anyhow::Result<()> {
         };
     }
     if let Some(r) = &args.rrf {
-        if r.len() != 3 {
-            bail!("--rrf takes 3 numbers: k,bm25_weight,dense_weight");
+        if !(3..=4).contains(&r.len()) {
+            bail!("--rrf takes 3 or 4 numbers: k,bm25_weight,dense_weight[,name_weight]");
         }
         rag_config.retrieval.rrf = ploke_rag_search::fusion::Rrf {
             k: r[0],
             bm25_weight: r[1],
             dense_weight: r[2],
+            name_weight: r
+                .get(3)
+                .copied()
+                .unwrap_or(ploke_rag_search::fusion::NAME_WEIGHT),
         };
     }
     let server = tokio::spawn(ploke_rag_search::serve(

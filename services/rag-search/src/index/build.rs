@@ -60,7 +60,7 @@ impl Guarded for RefCell<&mut WorkspaceIndex> {
 /// The index's tables as of its last commit, to go back to when a run fails before the next.
 pub(super) struct Checkpoint {
     files: BTreeMap<String, FileRecord>,
-    items: std::collections::HashMap<u64, super::ItemRecord>,
+    items: super::items::Items,
     next_id: u64,
     last_indexed_at: Option<SystemTime>,
     commits: u64,
@@ -348,7 +348,7 @@ impl WorkspaceIndex {
             return Ok((0, 0));
         };
         let (mut reused, mut waiting) = (0, 0);
-        for (id, record) in &self.items {
+        for (id, record) in self.items.iter() {
             if vectors.contains(*id) || tried.contains(id) {
                 continue;
             }

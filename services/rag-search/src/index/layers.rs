@@ -13,17 +13,21 @@
 //! - dense: cosine similarity against the same query vector from the same model is absolute.
 //! - the ranking priors ([`crate::rank`]) are per item, the same in every layer.
 //!
-//! HYBRID fuses the merged BM25 list with the merged dense list by RRF, exactly as one index
-//! fuses its two lists, so an overlay item gets the ranks it would have had in one index.
+//! - names: the same score for the same name in any layer (a name's rarity is counted in its
+//!   own layer).
+//!
+//! The merged BM25, dense and names lists are fused by RRF exactly as one index fuses its own,
+//! so an overlay item gets the ranks it would have had in one index.
 
 use std::collections::{HashMap, HashSet};
 
 use crate::bm25::{CorpusStats, Filters, Scope};
-use crate::fusion::{self, Rrf};
+use crate::fusion::{self, Lists, Rrf};
+use crate::names::{QueryNames, query_names};
 use crate::rank;
 
 use super::dense::passes;
-use super::search::{bm25_depth, dense_depth, ranked};
+use super::search::{NAME_DEPTH, bm25_depth, dense_depth, ranked, ranked_names};
 use super::{Found, Hit, IndexError, Query, Ranked, WorkspaceIndex};
 
 /// One index of a layered search, with the files of it that a layer above shadows.
@@ -124,6 +128,40 @@ pub fn rank_dense_layers<'a>(
     Ok(merge(lists, limit))
 }
 
+/// The items the query names in every layer, merged (none when names weigh nothing).
+pub fn rank_names_layers<'a>(
+    layers: &[Layer<'a>],
+    text: &str,
+    filters: &Filters,
+    rrf: Rrf,
+) -> Vec<Tagged<'a>> {
+    let names = if rrf.name_weight > 0.0 {
+        query_names(text)
+    } else {
+        QueryNames::default()
+    };
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let lists = layers
+        .iter()
+        .enumerate()
+        .map(|(i, layer)| {
+            let items = &layer.index.items;
+            let scored = items.names().matches(&names, |id| {
+                items
+                    .get(&id)
+                    .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
+            });
+            ranked_names(scored, layer.index.prior)
+                .into_iter()
+                .map(|r| (i, r))
+                .collect()
+        })
+        .collect();
+    merge(lists, NAME_DEPTH)
+}
+
 /// The best `top_k` items of all layers for `query`, best first, with their texts.
 pub fn search_layers<'a>(
     layers: &[Layer<'a>],
@@ -132,10 +170,18 @@ pub fn search_layers<'a>(
     top_k: usize,
 ) -> Result<Vec<LayeredFound<'a>>, IndexError> {
     let ranked: Vec<(Tagged<'a>, u32, u32)> = match query {
-        Query::Bm25(text) => rank_bm25_layers(layers, text, filters, top_k)?
-            .into_iter()
-            .map(|t| (t, t.1.rank, 0))
-            .collect(),
+        Query::Bm25 { text, rrf } => {
+            let bm25 = rank_bm25_layers(layers, text, filters, bm25_depth(top_k))?;
+            let names = rank_names_layers(layers, text, filters, rrf);
+            if names.is_empty() {
+                bm25.into_iter()
+                    .take(top_k)
+                    .map(|t| (t, t.1.rank, 0))
+                    .collect()
+            } else {
+                fused([bm25, Vec::new(), names], rrf, top_k)
+            }
+        }
         Query::Dense(vector) => rank_dense_layers(layers, vector, filters, top_k)?
             .into_iter()
             .map(|t| (t, 0, t.1.rank))
@@ -143,7 +189,8 @@ pub fn search_layers<'a>(
         Query::Hybrid { text, vector, rrf } => {
             let bm25 = rank_bm25_layers(layers, text, filters, bm25_depth(top_k))?;
             let dense = rank_dense_layers(layers, vector, filters, dense_depth(top_k))?;
-            fused(bm25, dense, rrf, top_k)
+            let names = rank_names_layers(layers, text, filters, rrf);
+            fused([bm25, dense, names], rrf, top_k)
         }
     };
     with_texts(layers, ranked)
@@ -155,20 +202,25 @@ fn key((layer, r): &Tagged<'_>) -> u64 {
     ((*layer as u64) << 56) | r.record.id
 }
 
-/// Two merged rankings fused with RRF.
+/// The merged rankings (BM25, dense, named) fused with RRF.
 fn fused<'a>(
-    bm25: Vec<Tagged<'a>>,
-    dense: Vec<Tagged<'a>>,
+    [bm25, dense, names]: [Vec<Tagged<'a>>; 3],
     rrf: Rrf,
     top_k: usize,
 ) -> Vec<(Tagged<'a>, u32, u32)> {
-    let bm25_keys: Vec<u64> = bm25.iter().map(key).collect();
-    let dense_keys: Vec<u64> = dense.iter().map(key).collect();
+    let keys = |list: &[Tagged<'_>]| -> Vec<u64> { list.iter().map(key).collect() };
+    let (bm25_keys, dense_keys) = (keys(&bm25), keys(&dense));
+    let name_keys: Vec<(u64, f32)> = names.iter().map(|t| (key(t), t.1.score)).collect();
     let mut pool: HashMap<u64, Tagged<'a>> = HashMap::new();
-    for t in bm25.into_iter().chain(dense) {
+    for t in bm25.into_iter().chain(dense).chain(names) {
         pool.entry(key(&t)).or_insert(t);
     }
-    fusion::fuse(&bm25_keys, &dense_keys, rrf, top_k)
+    let lists = Lists {
+        bm25: &bm25_keys,
+        dense: &dense_keys,
+        names: &name_keys,
+    };
+    fusion::fuse(lists, rrf, top_k)
         .into_iter()
         .filter_map(|f| {
             let (layer, r) = pool.remove(&f.id)?;

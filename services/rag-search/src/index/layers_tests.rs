@@ -85,7 +85,18 @@ fn shadowed_files_never_answer_and_overlay_items_do() {
         },
     ];
     let none = Filters::default();
-    let search = |q: &str| search_layers(&layers, Query::Bm25(q), &none, 10).unwrap();
+    let search = |q: &str| {
+        search_layers(
+            &layers,
+            Query::Bm25 {
+                text: q,
+                rrf: Rrf::default(),
+            },
+            &none,
+            10,
+        )
+        .unwrap()
+    };
     assert!(search("load_settings").is_empty());
     // The method and the impl around it, both the developer's.
     assert_eq!(
@@ -118,7 +129,8 @@ fn shadowed_files_never_answer_and_overlay_items_do() {
 #[test]
 fn the_same_item_scores_the_same_in_either_layer() {
     // The overlay holds a copy of a base file, not shadowed: both copies come back with the
-    // same score, because both are scored with one set of corpus statistics.
+    // same BM25 score, because both are scored with one set of corpus statistics (names
+    // weigh nothing here, so the scores are BM25's).
     let s = stack(None, &[("src/lib.rs", LIB_RS)]);
     let nothing = HashSet::new();
     let layers = [
@@ -133,7 +145,13 @@ fn the_same_item_scores_the_same_in_either_layer() {
     ];
     let found = search_layers(
         &layers,
-        Query::Bm25("entry point start"),
+        Query::Bm25 {
+            text: "entry point start",
+            rrf: Rrf {
+                name_weight: 0.0,
+                ..Rrf::default()
+            },
+        },
         &Filters::default(),
         2,
     )

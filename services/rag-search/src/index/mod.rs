@@ -2,7 +2,7 @@
 //! BM25 index; persisted under `<data_dir>/index/<workspace key>/` and updated per file, so that
 //! unchanged files cost a hash and nothing more.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,7 @@ use crate::parse::{Kind, ParsedItem};
 use crate::rank::LengthPrior;
 use crate::scan::ScannedFile;
 use crate::vectors::{TextHash, VectorError, Vectors};
+use items::Items;
 
 const META_FILE: &str = "meta.json";
 /// Bumped whenever parsing, tokenization or item ids change meaning: an index of another
@@ -253,7 +254,7 @@ pub struct WorkspaceIndex {
     dir: PathBuf,
     bm25: Bm25,
     files: BTreeMap<String, FileRecord>,
-    items: HashMap<u64, ItemRecord>,
+    items: Items,
     next_id: u64,
     last_indexed_at: Option<SystemTime>,
     vectors: Option<Vectors>,
@@ -574,6 +575,7 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
 mod build;
 mod contents;
 mod dense;
+mod items;
 mod layers;
 mod refresh;
 mod search;

@@ -1,12 +1,14 @@
-//! Ranked retrieval over a workspace index: BM25, dense or both fused with RRF. Each retriever
-//! returns a window of candidates that the ranking priors ([`crate::rank`]) re-order; source
-//! texts are read only for the hits that are kept.
+//! Ranked retrieval over a workspace index: BM25, dense or both, fused with RRF together with
+//! the items the query names ([`crate::names`]). Each retriever returns a window of candidates
+//! that the ranking priors ([`crate::rank`]) re-order; source texts are read only for the hits
+//! that are kept.
 
 use std::collections::HashMap;
 
 use crate::bm25::Filters;
 use crate::embed::EmbedError;
-use crate::fusion::{self, Rrf};
+use crate::fusion::{self, Lists, Rrf};
+use crate::names::{QueryNames, query_names};
 use crate::rank::{self, LengthPrior};
 
 use super::{IndexError, ItemRecord, WorkspaceIndex};
@@ -28,11 +30,19 @@ pub(super) fn bm25_depth(top_k: usize) -> usize {
     top_k.max(FUSION_DEPTH)
 }
 
+/// Items the names list contributes to fusion, at most.
+pub const NAME_DEPTH: usize = 50;
+
 /// What to search with.
 #[derive(Debug, Clone, Copy)]
 pub enum Query<'q> {
-    /// Words, ranked by BM25.
-    Bm25(&'q str),
+    /// Words, ranked by BM25, fused with the items they name.
+    Bm25 {
+        /// The words.
+        text: &'q str,
+        /// Fusion parameters (the dense weight is not used).
+        rrf: Rrf,
+    },
     /// A query vector, ranked by cosine similarity.
     Dense(&'q [f32]),
     /// Both, fused with reciprocal rank fusion.
@@ -103,6 +113,29 @@ pub(super) fn ranked<'a>(
         .collect()
 }
 
+/// Named items best first — by name score, then by the ranking priors — cut to
+/// [`NAME_DEPTH`]; each keeps its name score (fusion weighs it as it is).
+pub(super) fn ranked_names<'a>(
+    mut scored: Vec<(&'a ItemRecord, f32)>,
+    prior: LengthPrior,
+) -> Vec<Ranked<'a>> {
+    let key = |(r, s): &(&ItemRecord, f32)| (*s, rank::factor(r, prior));
+    scored.sort_by(|a, b| {
+        let (a, b) = (key(a), key(b));
+        b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1))
+    });
+    scored.truncate(NAME_DEPTH);
+    scored
+        .into_iter()
+        .enumerate()
+        .map(|(i, (record, score))| Ranked {
+            record,
+            score,
+            rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
+        })
+        .collect()
+}
+
 /// The outcome of [`WorkspaceIndex::search_hybrid`].
 #[derive(Debug)]
 pub enum Hybrid<'a> {
@@ -114,7 +147,8 @@ pub enum Hybrid<'a> {
 
 impl WorkspaceIndex {
     /// HYBRID search that embeds the query (`embed`, on a second thread) while BM25 ranks, so
-    /// the two overlap; when embedding fails the BM25 ranking is answered alone.
+    /// the two overlap; when embedding fails the BM25 ranking is answered alone (with the
+    /// named items).
     pub fn search_hybrid(
         &self,
         text: &str,
@@ -132,16 +166,17 @@ impl WorkspaceIndex {
             (vector, bm25)
         });
         let bm25 = bm25?;
+        let names = self.rank_names(text, filters, rrf);
         match vector {
-            Ok(vector) => Ok(Hybrid::Fused(
-                self.fuse_with_dense(bm25, &vector, filters, top_k, rrf)?,
-            )),
-            Err(e) => {
-                let mut bm25 = bm25;
-                bm25.truncate(top_k);
-                let found = self.found(bm25.into_iter().map(|r| (r, r.rank, 0)).collect())?;
-                Ok(Hybrid::Bm25Only(found, e))
+            Ok(vector) => {
+                let dense = self.rank_dense(&vector, filters, dense_depth(top_k))?;
+                Ok(Hybrid::Fused(self.fused(
+                    [bm25, dense, names],
+                    rrf,
+                    top_k,
+                )?))
             }
+            Err(e) => Ok(Hybrid::Bm25Only(self.lexical(bm25, names, rrf, top_k)?, e)),
         }
     }
 
@@ -152,53 +187,60 @@ impl WorkspaceIndex {
         filters: &Filters,
         top_k: usize,
     ) -> Result<Vec<Found<'_>>, IndexError> {
-        let ranked: Vec<(Ranked<'_>, u32, u32)> = match query {
-            Query::Bm25(text) => self
-                .rank_bm25(text, filters, top_k)?
-                .into_iter()
-                .map(|r| (r, r.rank, 0))
-                .collect(),
-            Query::Dense(vector) => self
-                .rank_dense(vector, filters, top_k)?
-                .into_iter()
-                .map(|r| (r, 0, r.rank))
-                .collect(),
+        match query {
+            Query::Bm25 { text, rrf } => {
+                let bm25 = self.rank_bm25(text, filters, bm25_depth(top_k))?;
+                let names = self.rank_names(text, filters, rrf);
+                self.lexical(bm25, names, rrf, top_k)
+            }
+            Query::Dense(vector) => {
+                let ranked = self.rank_dense(vector, filters, top_k)?;
+                self.found(ranked.into_iter().map(|r| (r, 0, r.rank)).collect())
+            }
             Query::Hybrid { text, vector, rrf } => {
                 let bm25 = self.rank_bm25(text, filters, bm25_depth(top_k))?;
-                return self.fuse_with_dense(bm25, vector, filters, top_k, rrf);
+                let dense = self.rank_dense(vector, filters, dense_depth(top_k))?;
+                let names = self.rank_names(text, filters, rrf);
+                self.fused([bm25, dense, names], rrf, top_k)
             }
-        };
-        self.found(ranked)
+        }
     }
 
-    /// The BM25 ranking fused with the dense ranking of `vector`, with texts.
-    fn fuse_with_dense<'a>(
+    /// BM25 fused with the named items; BM25 alone (its own scores) when nothing is named.
+    fn lexical<'a>(
         &'a self,
-        bm25: Vec<Ranked<'a>>,
-        vector: &[f32],
-        filters: &Filters,
-        top_k: usize,
+        mut bm25: Vec<Ranked<'a>>,
+        names: Vec<Ranked<'a>>,
         rrf: Rrf,
+        top_k: usize,
     ) -> Result<Vec<Found<'a>>, IndexError> {
-        let dense = self.rank_dense(vector, filters, dense_depth(top_k))?;
-        self.fused(bm25, dense, rrf, top_k)
+        if names.is_empty() {
+            bm25.truncate(top_k);
+            return self.found(bm25.into_iter().map(|r| (r, r.rank, 0)).collect());
+        }
+        self.fused([bm25, Vec::new(), names], rrf, top_k)
     }
 
-    /// Two rankings fused with RRF, with texts.
+    /// The rankings (BM25, dense, named) fused with RRF, with texts.
     fn fused<'a>(
         &'a self,
-        bm25: Vec<Ranked<'a>>,
-        dense: Vec<Ranked<'a>>,
+        [bm25, dense, names]: [Vec<Ranked<'a>>; 3],
         rrf: Rrf,
         top_k: usize,
     ) -> Result<Vec<Found<'a>>, IndexError> {
-        let bm25_ids: Vec<u64> = bm25.iter().map(|h| h.record.id).collect();
-        let dense_ids: Vec<u64> = dense.iter().map(|h| h.record.id).collect();
+        let ids = |list: &[Ranked<'_>]| -> Vec<u64> { list.iter().map(|h| h.record.id).collect() };
+        let (bm25_ids, dense_ids) = (ids(&bm25), ids(&dense));
+        let name_ids: Vec<(u64, f32)> = names.iter().map(|h| (h.record.id, h.score)).collect();
         let mut pool: HashMap<u64, Ranked<'_>> = HashMap::new();
-        for h in bm25.into_iter().chain(dense) {
+        for h in bm25.into_iter().chain(dense).chain(names) {
             pool.entry(h.record.id).or_insert(h);
         }
-        let ranked = fusion::fuse(&bm25_ids, &dense_ids, rrf, top_k)
+        let lists = Lists {
+            bm25: &bm25_ids,
+            dense: &dense_ids,
+            names: &name_ids,
+        };
+        let ranked = fusion::fuse(lists, rrf, top_k)
             .into_iter()
             .filter_map(|f| {
                 let r = pool.remove(&f.id)?;
@@ -213,6 +255,25 @@ impl WorkspaceIndex {
             })
             .collect();
         self.found(ranked)
+    }
+
+    /// The items the query names, best first, after the ranking priors (none when names
+    /// weigh nothing).
+    pub fn rank_names(&self, text: &str, filters: &Filters, rrf: Rrf) -> Vec<Ranked<'_>> {
+        let names = if rrf.name_weight > 0.0 {
+            query_names(text)
+        } else {
+            QueryNames::default()
+        };
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let scored = self.items.names().matches(&names, |id| {
+            self.items
+                .get(&id)
+                .filter(|r| super::dense::passes(r, filters))
+        });
+        ranked(scored, self.prior, NAME_DEPTH)
     }
 
     /// Ranked items (with their BM25 and dense ranks) with texts.

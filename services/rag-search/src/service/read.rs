@@ -109,7 +109,7 @@ fn search_base(
         ),
         _ => (
             Strategy::Bm25,
-            index.search(Query::Bm25(text), f, query.top_k)?,
+            index.search(Query::Bm25 { text, rrf }, f, query.top_k)?,
             reason,
         ),
     };

@@ -113,7 +113,7 @@ pub(in crate::service) fn search(
             vector: v,
             rrf,
         },
-        _ => Query::Bm25(text),
+        _ => Query::Bm25 { text, rrf },
     };
     let base = slot.index.read().map_err(|_| lock_poisoned())?;
     let hits = ranked(&base, overlay, q, &query.filters, query.top_k)?;

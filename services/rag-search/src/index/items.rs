@@ -1,0 +1,62 @@
+//! The items of one index by id, with their names indexed beside them ([`NameIndex`]): one
+//! place changes both, so a name never outlives its item.
+
+use std::collections::HashMap;
+
+use crate::names::NameIndex;
+
+use super::ItemRecord;
+
+/// Items by id and by name. Reads go through `Deref` to the map; writes through the methods.
+#[derive(Debug, Clone, Default)]
+pub struct Items {
+    by_id: HashMap<u64, ItemRecord>,
+    names: NameIndex,
+}
+
+impl Items {
+    /// Adds (or replaces) an item.
+    pub fn insert(&mut self, id: u64, record: ItemRecord) {
+        if let Some(old) = self.by_id.remove(&id) {
+            self.names.remove(&old);
+        }
+        self.names.insert(&record);
+        self.by_id.insert(id, record);
+    }
+
+    /// Removes an item.
+    pub fn remove(&mut self, id: &u64) -> Option<ItemRecord> {
+        let old = self.by_id.remove(id)?;
+        self.names.remove(&old);
+        Some(old)
+    }
+
+    /// Forgets every item.
+    pub fn clear(&mut self) {
+        self.by_id.clear();
+        self.names.clear();
+    }
+
+    /// The items' names.
+    pub fn names(&self) -> &NameIndex {
+        &self.names
+    }
+}
+
+impl std::ops::Deref for Items {
+    type Target = HashMap<u64, ItemRecord>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.by_id
+    }
+}
+
+impl FromIterator<(u64, ItemRecord)> for Items {
+    fn from_iter<T: IntoIterator<Item = (u64, ItemRecord)>>(iter: T) -> Self {
+        let mut items = Self::default();
+        for (id, record) in iter {
+            items.insert(id, record);
+        }
+        items
+    }
+}

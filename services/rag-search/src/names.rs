@@ -1,0 +1,429 @@
+//! Names as their own retrieval signal: the identifiers, paths and `Type::method`s a query
+//! writes are looked up among the items' names (case and `_` ignored, a plural `s` forgiven),
+//! and the items so found form a ranked list that fusion weighs beside BM25 and the dense
+//! list — so an item the user names comes first even when its body shares few of the query's
+//! words. A name written as code (`snake_case`, `CamelCase`, `a::b`, in backticks, with `()`)
+//! counts more than a plain word that happens to name something, and a name many items share
+//! (`new`, `poll`) counts less than a rare one. Among items sharing a name, the one whose
+//! path holds more of the query's other words (`blocking` in "add bytes to blocking::Response")
+//! wins. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
+
+use std::collections::{HashMap, HashSet};
+
+use crate::index::ItemRecord;
+use crate::parse::Kind;
+use crate::tokenize::{is_stopword, word_parts};
+
+/// How much a name written as code counts, against a plain word (1.0).
+const CODE_STRENGTH: f32 = 1.0;
+/// A capitalised word (`Token`, `Server`): often a type, sometimes the start of a sentence.
+const CAPITALISED_STRENGTH: f32 = 0.3;
+/// A plain lowercase word that is also some item's name.
+const WORD_STRENGTH: f32 = 0.1;
+/// Factor when the query qualifies a name (`Type::method`) and the item's path has the
+/// qualifier; and when it has none of them.
+const QUALIFIED: f32 = 1.5;
+const OTHERWISE_QUALIFIED: f32 = 0.4;
+/// A type, trait or module named counts half: a change or a question that names a type is as
+/// often about one of its methods, which the type's name then finds as context.
+const NOT_A_FUNCTION: f32 = 0.5;
+/// A plural written for a singular name (`headers` for `header`).
+const PLURAL: f32 = 0.8;
+/// Shortest name looked up (shorter ones are mostly noise: `id`, `io`).
+const MIN_LEN: usize = 3;
+/// Gain per other query word in the item's path (`blocking` and `response` for
+/// `blocking::response::Response::bytes` asked as "bytes … blocking::Response"), up to
+/// [`MAX_CONTEXT`] words.
+const CONTEXT: f32 = 1.0;
+const MAX_CONTEXT: usize = 4;
+
+/// A name's lookup key: lowercase without `_` (`read_mem`, `readMem` and `ReadMem` are one).
+pub fn key(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A name the query writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryName {
+    /// Its lookup key.
+    pub key: String,
+    /// Keys of the path segments written before it (`Type` of `Type::method`).
+    pub qualifiers: Vec<String>,
+    /// How surely it is meant as a name.
+    pub strength: f32,
+}
+
+/// What a query says about names: the names it writes, and its words (identifier parts,
+/// stemmed) to find them in items' paths.
+#[derive(Debug, Clone, Default)]
+pub struct QueryNames {
+    /// The names, strongest first, each key once.
+    pub names: Vec<QueryName>,
+    /// The query's words, without function words.
+    pub words: HashSet<String>,
+}
+
+impl QueryNames {
+    /// Whether the query names nothing.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// The names in a query, and its words.
+pub fn query_names(text: &str) -> QueryNames {
+    // A commit prefix names no item, but its scope (`fix(client):`, `wasm:`) is context.
+    let words = word_parts(text)
+        .into_iter()
+        .filter(|w| !is_stopword(w))
+        .collect();
+    QueryNames {
+        names: names_in(strip_commit_prefix(text)),
+        words,
+    }
+}
+
+/// The names in a query (its commit prefix left out), strongest first, each key once.
+fn names_in(text: &str) -> Vec<QueryName> {
+    let mut names: Vec<QueryName> = Vec::new();
+    let bytes = text.as_bytes();
+    let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == ':';
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(start) = rest.find(is_part) {
+        let run_len = rest[start..]
+            .find(|c: char| !is_part(c))
+            .unwrap_or(rest.len() - start);
+        let run = &rest[start..start + run_len];
+        let before = (offset + start).checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(offset + start + run_len).copied();
+        let as_code = before == Some(b'`') || after == Some(b'(') || after == Some(b'`');
+        let at_start = offset + start == 0;
+        if let Some(name) = parse_run(run, as_code, at_start) {
+            match names.iter_mut().find(|n| n.key == name.key) {
+                Some(seen) if seen.strength < name.strength => *seen = name,
+                Some(_) => {}
+                None => names.push(name),
+            }
+        }
+        offset += start + run_len;
+        rest = &rest[start + run_len..];
+    }
+    names.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+    names
+}
+
+/// A conventional-commit prefix (`fix(h1): `, `feat!: `) says what kind of change, not what
+/// it names.
+fn strip_commit_prefix(text: &str) -> &str {
+    let Some((head, rest)) = text.split_once(": ") else {
+        return text;
+    };
+    let kind = head.split('(').next().unwrap_or(head).trim_end_matches('!');
+    let is_prefix = !kind.is_empty()
+        && kind.len() <= 12
+        && kind.chars().all(|c| c.is_ascii_lowercase())
+        && (!head.contains('(') || head.trim_end_matches('!').ends_with(')'));
+    if is_prefix { rest } else { text }
+}
+
+/// One run of identifier characters (`a::b::c`, `read_mem`, `Token`) as a name, if it is one.
+fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
+    let segments: Vec<&str> = run
+        .split("::")
+        .map(|s| s.trim_matches(':'))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (last, before) = segments.split_last()?;
+    let last = last.trim_matches('_');
+    if last.chars().count() < MIN_LEN || last.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let qualifiers: Vec<String> = before
+        .iter()
+        .filter(|s| !matches!(**s, "crate" | "self" | "super" | "Self"))
+        .map(|s| key(s))
+        .collect();
+    let lower = last.to_lowercase();
+    let looks_like_code = as_code
+        || !before.is_empty()
+        || last.contains('_')
+        || has_inner_capital(last)
+        || (last.chars().any(|c| c.is_ascii_digit()) && last.chars().any(char::is_alphabetic));
+    let strength = if looks_like_code {
+        CODE_STRENGTH
+    } else if is_stopword(&lower) {
+        return None;
+    } else if last.starts_with(char::is_uppercase) && !at_start {
+        CAPITALISED_STRENGTH
+    } else {
+        WORD_STRENGTH
+    };
+    Some(QueryName {
+        key: key(last),
+        qualifiers,
+        strength,
+    })
+}
+
+/// `readMem`, `ReadMem`, `HTTPServer`: a capital after the first character.
+fn has_inner_capital(word: &str) -> bool {
+    word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase)
+}
+
+/// The items of one index by name key, with the words of the path around each one's name.
+#[derive(Debug, Clone, Default)]
+pub struct NameIndex {
+    by_key: HashMap<String, Vec<u64>>,
+    path_words: HashMap<u64, Box<[String]>>,
+}
+
+impl NameIndex {
+    /// Whether an item is found by its name (impl blocks and text windows have none).
+    fn named(record: &ItemRecord) -> bool {
+        !matches!(record.item.kind, Kind::Impl | Kind::TextWindow)
+    }
+
+    /// Adds an item.
+    pub fn insert(&mut self, record: &ItemRecord) {
+        if !Self::named(record) {
+            return;
+        }
+        self.by_key
+            .entry(key(&record.item.name))
+            .or_default()
+            .push(record.id);
+        // The words of the path around the name (its module, type, trait), not the name's own.
+        let own = word_parts(&record.item.name);
+        let mut words = word_parts(&record.item.canon_path);
+        words.retain(|w| w != "crate" && !own.contains(w));
+        words.sort_unstable();
+        words.dedup();
+        self.path_words.insert(record.id, words.into_boxed_slice());
+    }
+
+    /// Removes an item.
+    pub fn remove(&mut self, record: &ItemRecord) {
+        let k = key(&record.item.name);
+        if let Some(ids) = self.by_key.get_mut(&k) {
+            ids.retain(|id| *id != record.id);
+            if ids.is_empty() {
+                self.by_key.remove(&k);
+            }
+        }
+        self.path_words.remove(&record.id);
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.by_key.clear();
+        self.path_words.clear();
+    }
+
+    /// The items a query's names find, with their name score. `item` resolves an id (and says
+    /// whether the item may be answered: filters, shadowing).
+    pub fn matches<'a>(
+        &self,
+        query: &QueryNames,
+        item: impl Fn(u64) -> Option<&'a ItemRecord>,
+    ) -> Vec<(&'a ItemRecord, f32)> {
+        let mut found: HashMap<u64, (&'a ItemRecord, f32)> = HashMap::new();
+        for name in &query.names {
+            let (ids, form) = match self.by_key.get(&name.key) {
+                Some(ids) => (ids, 1.0),
+                None => match name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)) {
+                    Some(ids) => (ids, PLURAL),
+                    None => continue,
+                },
+            };
+            // Its qualifiers already count (QUALIFIED): not again as context.
+            let qualifier_words: Vec<String> =
+                name.qualifiers.iter().flat_map(|q| word_parts(q)).collect();
+            // A name many items share says less about which one is meant.
+            let specificity = 1.0 / (1.0 + (ids.len() as f32).ln());
+            for id in ids {
+                let Some(record) = item(*id) else { continue };
+                let qualified = if name.qualifiers.is_empty() {
+                    1.0
+                } else if qualified_by(record, &name.qualifiers) {
+                    QUALIFIED
+                } else {
+                    OTHERWISE_QUALIFIED
+                };
+                let context = self.path_words.get(id).map_or(0, |words| {
+                    words
+                        .iter()
+                        .filter(|w| query.words.contains(*w) && !qualifier_words.contains(*w))
+                        .count()
+                        .min(MAX_CONTEXT)
+                });
+                let score = name.strength
+                    * form
+                    * specificity
+                    * qualified
+                    * (1.0 + CONTEXT * context as f32)
+                    * kind_factor(record.item.kind);
+                let e = found.entry(*id).or_insert((record, 0.0));
+                e.1 = e.1.max(score);
+            }
+        }
+        found.into_values().collect()
+    }
+}
+
+fn kind_factor(kind: Kind) -> f32 {
+    match kind {
+        Kind::Function | Kind::Method => 1.0,
+        _ => NOT_A_FUNCTION,
+    }
+}
+
+/// Whether the item's path has one of the qualifiers as a segment (`Type` of
+/// `crate::m::<Type as Trait>::method`).
+fn qualified_by(record: &ItemRecord, qualifiers: &[String]) -> bool {
+    let path = &record.item.canon_path;
+    path.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|s| !s.is_empty())
+        .any(|segment| qualifiers.contains(&key(segment)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(text: &str) -> Vec<(String, f32)> {
+        query_names(text)
+            .names
+            .into_iter()
+            .map(|n| (n.key, n.strength))
+            .collect()
+    }
+
+    #[test]
+    fn names_written_as_code_are_strongest_and_plain_words_weakest() {
+        assert_eq!(
+            keys("fix(armv7): split record_header_indices loop to work around a Token bug"),
+            vec![
+                ("recordheaderindices".into(), CODE_STRENGTH),
+                ("token".into(), CAPITALISED_STRENGTH),
+                ("split".into(), WORD_STRENGTH),
+                ("loop".into(), WORD_STRENGTH),
+                ("work".into(), WORD_STRENGTH),
+                ("around".into(), WORD_STRENGTH),
+                ("bug".into(), WORD_STRENGTH),
+            ]
+        );
+        // Backticks, a call, CamelCase and a path are code; the commit prefix is not a name.
+        assert_eq!(
+            keys("feat!: make `poll` and read_buf() use HttpConnector::new"),
+            vec![
+                ("poll".into(), CODE_STRENGTH),
+                ("readbuf".into(), CODE_STRENGTH),
+                ("new".into(), CODE_STRENGTH),
+                ("make".into(), WORD_STRENGTH),
+                ("use".into(), WORD_STRENGTH),
+            ]
+        );
+        let q = query_names("use crate::client::HttpConnector::new here").names;
+        let new = q.iter().find(|n| n.key == "new").unwrap();
+        assert_eq!(
+            new.qualifiers,
+            vec!["client".to_owned(), "httpconnector".to_owned()]
+        );
+    }
+
+    fn item(id: u64, canon_path: &str, kind: Kind) -> ItemRecord {
+        let name = canon_path
+            .rsplit("::")
+            .next()
+            .unwrap_or(canon_path)
+            .to_owned();
+        ItemRecord {
+            id,
+            file: format!("src/f{id}.rs"),
+            language: "rust".into(),
+            file_hash: String::new(),
+            item: crate::parse::ParsedItem {
+                canon_path: canon_path.into(),
+                name: name.clone(),
+                qualname: name,
+                kind,
+                byte_start: 0,
+                byte_end: 0,
+                line_start: 1,
+                line_end: 1,
+                signature: String::new(),
+                doc: String::new(),
+            },
+            embed_hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_named_item_whose_path_holds_the_query_s_words_scores_highest() {
+        let items = [
+            item(
+                1,
+                "crate::blocking::response::Response::bytes",
+                Kind::Method,
+            ),
+            item(
+                2,
+                "crate::async_impl::response::Response::bytes",
+                Kind::Method,
+            ),
+            item(3, "crate::wasm::response::Response::bytes", Kind::Method),
+            item(4, "crate::blocking::response::Response", Kind::Struct),
+            item(5, "crate::util::read_mem", Kind::Function),
+        ];
+        let mut index = NameIndex::default();
+        for i in &items {
+            index.insert(i);
+        }
+        let score = |index: &NameIndex, query: &str, keep: &dyn Fn(u64) -> bool| {
+            let mut found: Vec<(u64, f32)> = index
+                .matches(&query_names(query), |id| {
+                    items.iter().find(|i| i.id == id).filter(|_| keep(id))
+                })
+                .into_iter()
+                .map(|(r, s)| (r.id, s))
+                .collect();
+            found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            found
+        };
+        let all = |_: u64| true;
+        let found = score(&index, "Add `bytes` to blocking::Response", &all);
+        let order: Vec<u64> = found.iter().map(|(id, _)| *id).collect();
+        assert_eq!(order, vec![1, 2, 3, 4]);
+        // Three items named `bytes`: 1/(1+ln 3) each, times 1 + the words of the path
+        // around it that the query has (blocking, response / response).
+        let specificity = 1.0 / (1.0 + 3f32.ln());
+        assert!((found[0].1 - specificity * 3.0).abs() < 1e-6, "{found:?}");
+        assert!((found[1].1 - specificity * 2.0).abs() < 1e-6, "{found:?}");
+        // The struct is named as `blocking::Response`: qualified (its qualifier is not counted
+        // again as context), and a type (half).
+        assert!(
+            (found[3].1 - QUALIFIED * NOT_A_FUNCTION).abs() < 1e-6,
+            "{found:?}"
+        );
+        // Case and `_` do not matter; a filtered-out item is not found; removal forgets it.
+        assert_eq!(score(&index, "why does ReadMem block", &all).len(), 1);
+        assert!(score(&index, "why does read_mem block", &|id| id != 5).is_empty());
+        index.remove(&items[4]);
+        assert!(score(&index, "read_mem", &all).is_empty());
+    }
+
+    #[test]
+    fn a_sentence_is_not_a_commit_prefix() {
+        assert_eq!(strip_commit_prefix("fix(h1): reduce logs"), "reduce logs");
+        assert_eq!(strip_commit_prefix("docs: typo"), "typo");
+        assert_eq!(
+            strip_commit_prefix("Note: HttpConnector keeps alive"),
+            "Note: HttpConnector keeps alive"
+        );
+        assert_eq!(strip_commit_prefix("no prefix here"), "no prefix here");
+    }
+}
