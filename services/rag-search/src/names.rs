@@ -357,6 +357,7 @@ mod tests {
                 line_end: 1,
                 signature: String::new(),
                 doc: String::new(),
+                crate_name: String::new(),
             },
             embed_hash: String::new(),
         }

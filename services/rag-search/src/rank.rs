@@ -86,6 +86,7 @@ mod tests {
                 line_end,
                 signature: String::new(),
                 doc: String::new(),
+                crate_name: String::new(),
             },
             embed_hash: String::new(),
         }

@@ -196,6 +196,8 @@ pub fn build(
     });
     let (files, skipped) = scan::scan(&root);
     let total = files.len() as u64;
+    let layout = super::layout::discover(&root, &files.iter().map(|f| f.rel.clone()).collect());
+    index.write(|i| i.set_layout(layout.clone()))?;
     let mut summary = Summary {
         files_skipped: skipped,
         ..Summary::default()
@@ -224,7 +226,7 @@ pub fn build(
     let parse_started = Instant::now();
     let mut done = 0u64;
     for batch in files.chunks(BATCH_FILES) {
-        let prepared = update::prepare_batch(batch, force, &known);
+        let prepared = update::prepare_batch(batch, (&layout, force), &known);
         let counts = run.step(|i| {
             for (file, p) in batch.iter().zip(prepared) {
                 let now = i.files.get(&file.rel).map(|r| r.hash.as_str());

@@ -12,6 +12,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::embed;
+use crate::parse::CrateLayout;
 use crate::scan;
 use crate::vectors::TextHash;
 
@@ -36,14 +37,14 @@ impl Contents {
     /// not be indexed by name ([`scan::indexable_name`]: hidden, unknown language) are left
     /// out; content that is not text is skipped, as a walk skips it. A file whose parser
     /// panics is skipped, never taking the others with it.
-    pub fn parse(files: Vec<(String, Vec<u8>)>) -> Self {
+    pub fn parse(files: Vec<(String, Vec<u8>)>, layout: &CrateLayout) -> Self {
         let files = files
             .into_par_iter()
             .filter(|(rel, _)| scan::indexable_name(rel))
             .filter_map(|(rel, bytes)| {
                 let language = crate::parse::language_of(Path::new(&rel))?;
                 let prepared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    update::prepare_bytes(&rel, language, bytes, true, None)
+                    update::prepare_bytes(&rel, language, bytes, (layout, true), None)
                 }))
                 .unwrap_or_else(|_| {
                     tracing::error!(file = %rel, "the parser panicked; skipping the file");

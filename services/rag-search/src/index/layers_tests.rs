@@ -42,6 +42,7 @@ fn stack(dense: Option<DenseSpec<'_>>, overlay_files: &[(&str, &str)]) -> Stack 
             .iter()
             .map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec()))
             .collect(),
+        &crate::parse::CrateLayout::default(),
     );
     overlay
         .apply_contents(contents, &[], &HashMap::new())
@@ -186,10 +187,13 @@ fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
     s.base.set_vector(start, vec![1.0, 0.0]).unwrap();
     s.base.set_vector(load, vec![0.0, 1.0]).unwrap();
     // The developer's version of config.rs: its method's vector points the same way.
-    let contents = Contents::parse(vec![(
-        "src/config.rs".to_owned(),
-        CHANGED_CONFIG_RS.as_bytes().to_vec(),
-    )]);
+    let contents = Contents::parse(
+        vec![(
+            "src/config.rs".to_owned(),
+            CHANGED_CONFIG_RS.as_bytes().to_vec(),
+        )],
+        &crate::parse::CrateLayout::default(),
+    );
     let vectors: HashMap<TextHash, Vec<f32>> = contents
         .embed_hashes()
         .into_iter()

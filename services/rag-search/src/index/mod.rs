@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Error, Boosts};
 use crate::embed::EmbedError;
-use crate::parse::{Kind, ParsedItem};
+use crate::parse::{CrateLayout, Kind, ParsedItem};
 use crate::rank::LengthPrior;
 use crate::scan::ScannedFile;
 use crate::vectors::{TextHash, VectorError, Vectors};
@@ -44,6 +44,19 @@ struct FileRecord {
     hash: String,
     language: String,
     item_ids: Vec<u64>,
+    /// A Rust file's crate and module ([`crate::parse::ModuleLoc::key`]); a new place re-parses
+    /// it even when its content is the same.
+    #[serde(default)]
+    module: String,
+}
+
+impl FileRecord {
+    fn known(&self) -> update::Known<'_> {
+        update::Known {
+            hash: &self.hash,
+            module: &self.module,
+        }
+    }
 }
 
 /// [`Meta`] borrowed from the index, to serialise without copying it.
@@ -259,6 +272,9 @@ pub struct WorkspaceIndex {
     last_indexed_at: Option<SystemTime>,
     vectors: Option<Vectors>,
     prior: LengthPrior,
+    /// The crates of the workspace, from its Cargo manifests (rebuilt by each run and by a
+    /// refresh that adds, removes or changes a manifest or a Rust file).
+    layout: CrateLayout,
     closed: bool,
     /// Generation of the last metadata snapshot taken, and of the last one written.
     meta_generation: AtomicU64,
@@ -331,6 +347,7 @@ impl WorkspaceIndex {
                 .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
             vectors,
             prior,
+            layout: CrateLayout::default(),
             closed: false,
             meta_generation: AtomicU64::new(0),
             meta_written: Arc::default(),
@@ -434,6 +451,11 @@ impl WorkspaceIndex {
         meta + self.bm25.disk_bytes()
     }
 
+    /// The crates of the workspace.
+    pub fn layout(&self) -> &CrateLayout {
+        &self.layout
+    }
+
     /// One item by id.
     pub fn item(&self, id: u64) -> Option<&ItemRecord> {
         self.items.get(&id)
@@ -445,8 +467,8 @@ impl WorkspaceIndex {
         force: bool,
         summary: &mut Summary,
     ) -> Result<(), IndexError> {
-        let known = self.files.get(&file.rel).map(|f| f.hash.clone());
-        let prepared = update::prepare(file, force, known.as_deref());
+        let known = self.files.get(&file.rel).map(FileRecord::known);
+        let prepared = update::prepare(file, &self.layout, force, known);
         let outcome = self.commit_prepared(&file.into(), prepared)?;
         record(summary, outcome);
         Ok(())
@@ -526,9 +548,18 @@ impl WorkspaceIndex {
         self.bm25.close();
     }
 
-    /// Items with this exact canonical path.
+    /// Items with this exact canonical path: `crate::a::Item`, or with the crate named
+    /// (`my_crate::a::Item`) where several crates have the same path.
     pub fn lookup_canon(&self, canon: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
-        self.lookup(|r| r.item.canon_path == canon, kind)
+        let named = |r: &ItemRecord| {
+            let krate = r.item.crate_name.as_str();
+            !krate.is_empty()
+                && canon
+                    .strip_prefix(krate)
+                    .and_then(|rest| rest.strip_prefix("::"))
+                    .is_some_and(|rest| r.item.canon_path.strip_prefix("crate::") == Some(rest))
+        };
+        self.lookup(|r| r.item.canon_path == canon || named(r), kind)
     }
 
     /// Items with this bare name (or qualified name).
@@ -577,6 +608,7 @@ mod contents;
 mod dense;
 mod items;
 mod layers;
+mod layout;
 mod refresh;
 mod search;
 

@@ -45,9 +45,11 @@ impl WorkspaceIndex {
         // Only what this refresh adds is embedded here (ids only grow): items an index run is
         // still embedding are left to it, not embedded under this write lock.
         let first_new = self.next_id;
+        let mut relayout = false;
         for rel in self.expand(rels) {
             let rel = &rel;
             let language = parse::language_of(Path::new(rel));
+            let known = self.files.contains_key(rel);
             let indexable = self.files.contains_key(rel) || scan::is_indexable(&self.root, rel);
             match (scan::own_file(&self.root, rel), language) {
                 (Some(abs), Some(language)) if indexable && !scan::excluded(rel) => {
@@ -57,8 +59,12 @@ impl WorkspaceIndex {
                         language,
                     };
                     self.apply(&file, false, &mut summary)?;
+                    // A new crate root, module or manifest can move other files.
+                    relayout |= super::layout::is_manifest(rel) || (language == "rust" && !known);
                 }
                 _ => {
+                    relayout |=
+                        known && (language == Some("rust") || super::layout::is_manifest(rel));
                     if self.files.contains_key(rel) {
                         summary.items_removed += self.drop_file(rel);
                         summary.files_removed += 1;
@@ -67,6 +73,9 @@ impl WorkspaceIndex {
                     }
                 }
             }
+        }
+        if relayout {
+            self.relayout(&mut summary)?;
         }
         let embedded = self.embed_missing(embedder, &mut summary, first_new);
         self.commit()?;

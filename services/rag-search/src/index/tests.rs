@@ -172,6 +172,75 @@ fn lookup_by_canonical_path_name_and_kind() {
 }
 
 #[test]
+fn canonical_paths_follow_the_cargo_targets_and_are_unique_in_each_crate() {
+    let f = Fixture::new();
+    // ripgrep's shape: a [[bin]] outside src/, two functions named `generate`.
+    let manifest = |bin: &str| {
+        format!(
+            "[package]\nname = \"demo-app\"\n[[bin]]\nname = \"{bin}\"\npath = \"crates/core/main.rs\"\n"
+        )
+    };
+    f.write("Cargo.toml", &manifest("rg"));
+    f.write("crates/core/main.rs", "mod flags;\nfn main() {}\n");
+    f.write(
+        "crates/core/flags/mod.rs",
+        "pub mod hiargs;\npub fn generate() {}\n",
+    );
+    f.write(
+        "crates/core/flags/hiargs.rs",
+        "pub struct HiArgs;\nimpl HiArgs {\n    pub fn new() -> Self { HiArgs }\n}\n",
+    );
+    f.write(
+        "crates/core/flags/complete/mod.rs",
+        "pub fn generate() {}\n",
+    );
+    f.write("src/bin/tool.rs", "fn main() {}\n");
+    f.write("examples/demo.rs", "fn main() {}\n");
+    f.write("tests/it.rs", "#[test]\nfn works() {}\n");
+    let mut index = f.open();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    let one = |index: &WorkspaceIndex, canon: &str| {
+        let found = index.lookup_canon(canon, None);
+        assert_eq!(found.len(), 1, "{canon}: {found:?}");
+        (found[0].item.crate_name.clone(), found[0].file.clone())
+    };
+    assert_eq!(
+        one(&index, "crate::flags::hiargs::HiArgs"),
+        ("rg".into(), "crates/core/flags/hiargs.rs".into())
+    );
+    assert_eq!(one(&index, "rg::flags::hiargs::HiArgs::new").0, "rg");
+    assert_eq!(
+        one(&index, "crate::flags::generate").1,
+        "crates/core/flags/mod.rs"
+    );
+    assert_eq!(
+        one(&index, "crate::flags::complete::generate").1,
+        "crates/core/flags/complete/mod.rs"
+    );
+    assert_eq!(one(&index, "crate::config::Config").0, "demo_app");
+    assert_eq!(one(&index, "it::works").1, "tests/it.rs");
+    // Three crates have a `crate::main`; each is found by its crate's name.
+    assert_eq!(index.lookup_canon("crate::main", None).len(), 3);
+    assert_eq!(one(&index, "tool::main").1, "src/bin/tool.rs");
+    assert_eq!(one(&index, "demo::main").1, "examples/demo.rs");
+    // No two items of a crate share a canonical path (impl blocks are not looked up by it).
+    let mut seen = std::collections::HashSet::new();
+    for r in index.items.values().filter(|r| r.item.kind != Kind::Impl) {
+        let key = (r.item.crate_name.clone(), r.item.canon_path.clone());
+        assert!(seen.insert(key.clone()), "{key:?} twice");
+    }
+    // A manifest changed by a refresh moves the files it concerns, unchanged as they are.
+    f.write("Cargo.toml", &manifest("ripgrep"));
+    let s = index.refresh(&["Cargo.toml".to_owned()], None).unwrap();
+    assert_eq!(one(&index, "crate::flags::hiargs::HiArgs").0, "ripgrep");
+    assert_eq!(
+        s.files_indexed,
+        1 + 4,
+        "the manifest and the four files of the binary"
+    );
+}
+
+#[test]
 fn dense_vectors_are_cached_by_content_and_survive_a_restart() {
     let model = crate::embed::tests::model();
     let spec = || DenseSpec {

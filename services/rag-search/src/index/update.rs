@@ -7,7 +7,7 @@ use ploke_runtime::path_policy::{self, FileError};
 
 use crate::bm25::Bm25Doc;
 use crate::embed;
-use crate::parse::{self, ParsedItem};
+use crate::parse::{self, CrateLayout, ModuleLoc, ParsedItem};
 use crate::scan::{self, ScannedFile};
 
 use super::{FileOutcome, FileRecord, IndexError, ItemRecord, WorkspaceIndex};
@@ -23,24 +23,47 @@ pub(super) enum Prepared {
     Skipped,
     /// Same hash as indexed.
     Unchanged,
-    /// New content.
+    /// New content (or a Rust file now in another module).
     Parsed {
         hash: String,
+        /// Its crate and module ([`ModuleLoc::key`]); empty for other languages.
+        module: String,
         text: String,
         items: Vec<(ParsedItem, String)>,
     },
 }
 
+/// What a file was indexed as: its content's hash and its module.
+#[derive(Clone, Copy)]
+pub(super) struct Known<'a> {
+    pub(super) hash: &'a str,
+    pub(super) module: &'a str,
+}
+
 /// Reads, hashes and parses `file` (no index access). The file is opened by the path policy:
 /// a regular file only (a FIFO, a device or a symlink swapped in since the scan is skipped,
-/// never waited on or followed), at most [`scan::MAX_FILE_BYTES`].
-pub(super) fn prepare(file: &ScannedFile, force: bool, known_hash: Option<&str>) -> Prepared {
+/// never waited on or followed), at most [`scan::MAX_FILE_BYTES`]. A Rust file's module comes
+/// from `layout`.
+pub(super) fn prepare(
+    file: &ScannedFile,
+    layout: &CrateLayout,
+    force: bool,
+    known: Option<Known<'_>>,
+) -> Prepared {
     let bytes = match path_policy::read_regular(&file.abs, scan::MAX_FILE_BYTES) {
         Ok(b) => b,
         Err(FileError::NotFound) => return Prepared::Missing,
         Err(_) => return Prepared::Skipped,
     };
-    prepare_bytes(&file.rel, file.language, bytes, force, known_hash)
+    prepare_bytes(&file.rel, file.language, bytes, (layout, force), known)
+}
+
+/// Where a Rust file sits: in the crate its manifests give it, else where the file tree does.
+pub(super) fn module_of(layout: &CrateLayout, rel: &str) -> ModuleLoc {
+    layout.locate(rel).unwrap_or_else(|| ModuleLoc {
+        crate_name: String::new(),
+        segments: parse::module_path(rel),
+    })
 }
 
 /// [`prepare`] of content already read (an overlay's files come as bytes).
@@ -48,20 +71,21 @@ pub(super) fn prepare_bytes(
     rel: &str,
     language: &str,
     bytes: Vec<u8>,
-    force: bool,
-    known_hash: Option<&str>,
+    (layout, force): (&CrateLayout, bool),
+    known: Option<Known<'_>>,
 ) -> Prepared {
     let hash = blake3::hash(&bytes).to_hex().to_string();
-    if !force && known_hash == Some(hash.as_str()) {
+    let loc = (language == "rust").then(|| module_of(layout, rel));
+    let module = loc.as_ref().map(ModuleLoc::key).unwrap_or_default();
+    if !force && known.is_some_and(|k| k.hash == hash && k.module == module) {
         return Prepared::Unchanged;
     }
     let Some(text) = scan::read_text(bytes) else {
         return Prepared::Skipped;
     };
-    let parsed = if language == "rust" {
-        parse::parse_rust(rel, &text)
-    } else {
-        parse::line_windows(rel, &text)
+    let parsed = match &loc {
+        Some(loc) => parse::parse_rust_in(loc, &text),
+        None => parse::line_windows(rel, &text),
     };
     let items = parsed
         .into_iter()
@@ -72,13 +96,18 @@ pub(super) fn prepare_bytes(
             (item, embed_hash)
         })
         .collect();
-    Prepared::Parsed { hash, text, items }
+    Prepared::Parsed {
+        hash,
+        module,
+        text,
+        items,
+    }
 }
 
 /// [`prepare`] for a batch, on every core.
 pub(super) fn prepare_batch(
     batch: &[ScannedFile],
-    force: bool,
+    (layout, force): (&CrateLayout, bool),
     known: &BTreeMap<String, FileRecord>,
 ) -> Vec<Prepared> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -90,7 +119,9 @@ pub(super) fn prepare_batch(
                 let handle = scope.spawn(move || {
                     files
                         .iter()
-                        .map(|f| prepare(f, force, known.get(&f.rel).map(|r| r.hash.as_str())))
+                        .map(|f| {
+                            prepare(f, layout, force, known.get(&f.rel).map(FileRecord::known))
+                        })
                         .collect::<Vec<_>>()
                 });
                 (files.len(), handle)
@@ -131,7 +162,7 @@ impl WorkspaceIndex {
         file: &FileName<'_>,
         prepared: Prepared,
     ) -> Result<FileOutcome, IndexError> {
-        let (hash, text, items) = match prepared {
+        let (hash, module, text, items) = match prepared {
             Prepared::Missing => {
                 let removed = self.drop_file(file.rel);
                 return Ok(FileOutcome::Removed { removed });
@@ -141,7 +172,12 @@ impl WorkspaceIndex {
                 return Ok(FileOutcome::Skipped { removed });
             }
             Prepared::Unchanged => return Ok(FileOutcome::Unchanged),
-            Prepared::Parsed { hash, text, items } => (hash, text, items),
+            Prepared::Parsed {
+                hash,
+                module,
+                text,
+                items,
+            } => (hash, module, text, items),
         };
         let removed = self.drop_file(file.rel);
         let mut ids = Vec::with_capacity(items.len());
@@ -180,6 +216,7 @@ impl WorkspaceIndex {
                 hash,
                 language: file.language.to_owned(),
                 item_ids: ids,
+                module,
             },
         );
         Ok(FileOutcome::Indexed { added, removed })

@@ -1,12 +1,14 @@
 //! Turning files into code items: Rust through tree-sitter (error-tolerant: a file with syntax
 //! errors yields what the parser recovered), other text files as line windows.
 
+mod crates;
 mod module_path;
 mod rust;
 mod text;
 
+pub use crates::{CrateLayout, ModuleLoc};
 pub use module_path::module_path;
-pub use rust::parse_rust;
+pub use rust::{parse_rust, parse_rust_in};
 pub use text::{WINDOW_LINES, line_windows};
 
 /// What an item is (mirrors `ploke.common.v1.ItemKind`).
@@ -103,6 +105,10 @@ pub struct ParsedItem {
     pub signature: String,
     /// Doc comment text (without `///`).
     pub doc: String,
+    /// The crate it belongs to, as code names it (`my_crate`); empty when no Cargo manifest
+    /// accounts for its file.
+    #[serde(default)]
+    pub crate_name: String,
 }
 
 pub use ploke_runtime::language::language_of;

@@ -4,7 +4,7 @@
 
 use tree_sitter::{Node, Parser};
 
-use super::{Kind, ParsedItem, module_path};
+use super::{Kind, ModuleLoc, ParsedItem, module_path};
 
 /// How deep macro bodies are re-parsed.
 const MAX_MACRO_DEPTH: usize = 3;
@@ -46,16 +46,28 @@ struct Walker<'a> {
     src: &'a str,
     lines: Lines,
     items: Vec<ParsedItem>,
+    crate_name: &'a str,
 }
 
-/// Parses one Rust file (`rel` relative to the workspace root) into items.
+/// Parses one Rust file (`rel` relative to the workspace root) into items, its module path
+/// from its place in the file tree.
 pub fn parse_rust(rel: &str, src: &str) -> Vec<ParsedItem> {
+    let loc = ModuleLoc {
+        crate_name: String::new(),
+        segments: module_path(rel),
+    };
+    parse_rust_in(&loc, src)
+}
+
+/// Parses one Rust file at `loc` (its crate and module, [`super::CrateLayout`]) into items.
+pub fn parse_rust_in(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
     let mut walker = Walker {
         src,
         lines: Lines::new(src),
         items: Vec::new(),
+        crate_name: &loc.crate_name,
     };
-    walker.parse_region(0, src.len(), &module_path(rel), &Scope::Module, 0);
+    walker.parse_region(0, src.len(), &loc.segments, &Scope::Module, 0);
     walker
         .items
         .sort_by_key(|i| (i.byte_start, std::cmp::Reverse(i.byte_end)));
@@ -318,6 +330,7 @@ impl Walker<'_> {
             line_end,
             signature: self.signature(node, offset),
             doc,
+            crate_name: self.crate_name.to_owned(),
         });
     }
 }

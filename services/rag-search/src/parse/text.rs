@@ -40,6 +40,7 @@ pub fn line_windows(rel: &str, text: &str) -> Vec<ParsedItem> {
             line_end,
             signature: head.trim().chars().take(200).collect(),
             doc: String::new(),
+            crate_name: String::new(),
         });
     }
     items

@@ -12,6 +12,7 @@ use super::{Entry, Overlay};
 use crate::embed::{self, Embedder};
 use crate::error::RagError;
 use crate::index::{Contents, Summary, WorkspaceIndex};
+use crate::parse::CrateLayout;
 use crate::scan;
 use crate::service::{Slot, lock_poisoned};
 use crate::vectors::TextHash;
@@ -140,7 +141,17 @@ pub(super) fn commit(
             }
         }
     }
-    let contents = Contents::parse(files);
+    // The developer's files sit in the crates of the base's manifests.
+    let layout = match base {
+        Some(b) => b
+            .index
+            .read()
+            .map_err(|_| lock_poisoned())?
+            .layout()
+            .clone(),
+        None => CrateLayout::default(),
+    };
+    let contents = Contents::parse(files, &layout);
     let mut summary = Summary::default();
     let vectors = match embedder {
         Some(e) if contents.item_count() > 0 => {
