@@ -151,6 +151,28 @@ pub fn result(r: &ToolResult) -> String {
     out
 }
 
+/// A typed error as JSON (`code` by its short name, empty fields left out).
+pub fn error_json(e: &ToolError) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "code".into(),
+        e.code()
+            .as_str_name()
+            .trim_start_matches("TOOL_ERROR_CODE_")
+            .into(),
+    );
+    for (key, value) in [
+        ("field", &e.field),
+        ("message", &e.message),
+        ("retry_hint", &e.retry_hint),
+    ] {
+        if !value.is_empty() {
+            out.insert(key.into(), value.as_str().into());
+        }
+    }
+    serde_json::Value::Object(out)
+}
+
 /// The tool message text of an error.
 pub fn error(e: &ToolError) -> String {
     let mut out = format!(

@@ -79,20 +79,10 @@ pub fn result(r: &ToolResult, max_tokens: u32) -> CallToolResult {
     out
 }
 
-/// The typed error as JSON (`code` by its short name).
-fn error_json(e: &ToolError) -> Value {
-    json!({
-        "code": e.code().as_str_name().trim_start_matches("TOOL_ERROR_CODE_"),
-        "field": e.field,
-        "message": e.message,
-        "retry_hint": e.retry_hint,
-    })
-}
-
 /// A typed tool error as an `isError` result.
 pub fn error(e: &ToolError) -> CallToolResult {
     let mut out = CallToolResult::error(vec![ContentBlock::text(tool_text::error(e))]);
-    out.structured_content = Some(error_json(e));
+    out.structured_content = Some(tool_text::error_json(e));
     out
 }
 

@@ -24,6 +24,7 @@ use crate::tools::v1::{SideEffect, ToolCall, ToolDefinition, ToolResult, tool_ca
 const TOOL_CALL: &str = "ploke.tools.v1.ToolCall";
 const TOOL_RESULT: &str = "ploke.tools.v1.ToolResult";
 const RULES_EXT: &str = "ploke.tools.v1.rules";
+const MODEL_OMITS_EXT: &str = "ploke.tools.v1.model_omits";
 const TOOL_EXT: &str = "ploke.tools.v1.tool";
 
 /// One tool of the registry.
@@ -64,6 +65,7 @@ pub struct ToolRegistry {
     tool_call: MessageDescriptor,
     tool_result: MessageDescriptor,
     rules: ExtensionDescriptor,
+    model_omits: ExtensionDescriptor,
     tools: Vec<Tool>,
 }
 
@@ -91,11 +93,15 @@ impl ToolRegistry {
         let tool_ext = pool
             .get_extension_by_name(TOOL_EXT)
             .ok_or(RegistryError::Missing(TOOL_EXT))?;
+        let model_omits = pool
+            .get_extension_by_name(MODEL_OMITS_EXT)
+            .ok_or(RegistryError::Missing(MODEL_OMITS_EXT))?;
         let mut registry = ToolRegistry {
             pool,
             tool_call: tool_call.clone(),
             tool_result: tool_result.clone(),
             rules,
+            model_omits,
             tools: Vec::new(),
         };
         let mut tools = Vec::new();
@@ -221,6 +227,17 @@ impl ToolRegistry {
         let message = value.as_message()?;
         let name = self.get(field.name())?.name();
         Some((name, render::to_json(self, message)))
+    }
+
+    /// A typed result as a session's model reads it: [`Self::result_json`] without the fields
+    /// marked `(model_omits)` and with times as RFC 3339 text, as one line of JSON. `None` when
+    /// the result holds no tool's.
+    pub fn model_json(&self, result: &ToolResult) -> Option<String> {
+        let bytes = prost::Message::encode_to_vec(result);
+        let dynamic = DynamicMessage::decode(self.tool_result.clone(), bytes.as_slice()).ok()?;
+        let (_, value) = dynamic.fields().next()?;
+        let message = value.as_message()?;
+        Some(render::to_model_json(self, message).to_string())
     }
 
     /// Any ploke message (`full_name` in this registry's pool) as JSON in the shape of results:

@@ -1,23 +1,68 @@
 //! Rendering a dynamic message to JSON in the shape the parser accepts: proto field names,
-//! enums as their short lowercase names, only the fields that are set.
+//! enums as their short lowercase names, only the fields that are set. For a model, fields
+//! marked `(model_omits)` are left out and times are RFC 3339 text.
 
-use prost_reflect::{DynamicMessage, Kind, Value};
+use prost_reflect::{DynamicMessage, Kind, ReflectMessage as _, Value};
 use serde_json::{Map, Value as Json, json};
 
 use super::ToolRegistry;
 use super::schema::enum_value_json_name;
 
+/// Who reads the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    /// A client: every field, in the shape of the result's JSON Schema.
+    Client,
+    /// A session's model: what helps it.
+    Model,
+}
+
 /// The JSON form of `message`.
 pub(crate) fn to_json(registry: &ToolRegistry, message: &DynamicMessage) -> Json {
+    message_json(registry, message, Reader::Client)
+}
+
+/// The JSON form of `message` for a model.
+pub(crate) fn to_model_json(registry: &ToolRegistry, message: &DynamicMessage) -> Json {
+    message_json(registry, message, Reader::Model)
+}
+
+fn message_json(registry: &ToolRegistry, message: &DynamicMessage, reader: Reader) -> Json {
+    if reader == Reader::Model && message.descriptor().full_name() == "google.protobuf.Timestamp" {
+        return timestamp_text(message);
+    }
     let mut object = Map::new();
     for (field, value) in message.fields() {
+        let options = field.options();
+        if reader == Reader::Model
+            && options.has_extension(&registry.model_omits)
+            && options.get_extension(&registry.model_omits).as_bool() == Some(true)
+        {
+            continue;
+        }
         let kind = field.kind();
-        object.insert(field.name().to_owned(), value_json(registry, &kind, value));
+        object.insert(
+            field.name().to_owned(),
+            value_json(registry, &kind, value, reader),
+        );
     }
     Json::Object(object)
 }
 
-fn value_json(registry: &ToolRegistry, kind: &Kind, value: &Value) -> Json {
+/// `google.protobuf.Timestamp` as RFC 3339 (`2026-11-25T10:00:00Z`).
+fn timestamp_text(message: &DynamicMessage) -> Json {
+    let get = |name: &str| {
+        message
+            .descriptor()
+            .get_field_by_name(name)
+            .map(|f| message.get_field(&f).into_owned())
+    };
+    let seconds = get("seconds").and_then(|v| v.as_i64()).unwrap_or(0);
+    let nanos = get("nanos").and_then(|v| v.as_i32()).unwrap_or(0);
+    json!(prost_types::Timestamp { seconds, nanos }.to_string())
+}
+
+fn value_json(registry: &ToolRegistry, kind: &Kind, value: &Value, reader: Reader) -> Json {
     match value {
         Value::Bool(b) => json!(b),
         Value::I32(n) => json!(n),
@@ -35,11 +80,11 @@ fn value_json(registry: &ToolRegistry, kind: &Kind, value: &Value) -> Json {
             },
             _ => json!(n),
         },
-        Value::Message(m) => to_json(registry, m),
+        Value::Message(m) => message_json(registry, m, reader),
         Value::List(items) => Json::Array(
             items
                 .iter()
-                .map(|v| value_json(registry, kind, v))
+                .map(|v| value_json(registry, kind, v, reader))
                 .collect(),
         ),
         Value::Map(_) => Json::Null,

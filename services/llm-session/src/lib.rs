@@ -116,7 +116,10 @@ pub async fn serve(
         tools: turn::tools::ToolRunner::new(
             channel,
             registry,
-            Duration::from_millis(config.session.tool_timeout_ms),
+            (
+                Duration::from_millis(config.session.tool_timeout_ms),
+                config.session.tool_results,
+            ),
         ),
         settings: config.session.clone(),
     };

@@ -392,6 +392,20 @@ pub struct SessionConfig {
     /// Most bytes the model may stream in one turn (text and tool-call arguments, retried
     /// attempts included); then it ends with `turn_failed{output_limit}`.
     pub max_turn_output_bytes: u64,
+    /// How the model reads tool results: `json` (the typed result's fields that help it) or
+    /// `text` (a compact rendering, code unescaped).
+    pub tool_results: ToolResults,
+}
+
+/// How the model reads tool results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolResults {
+    /// The typed result as JSON, without what only confuses a model (`(model_omits)` fields).
+    #[default]
+    Json,
+    /// The compact text rendering.
+    Text,
 }
 
 impl Default for SessionConfig {
@@ -409,6 +423,7 @@ impl Default for SessionConfig {
             provider_idle_timeout_secs: 120,
             max_turn_secs: 30 * 60,
             max_turn_output_bytes: 4 * 1024 * 1024,
+            tool_results: ToolResults::Json,
         }
     }
 }

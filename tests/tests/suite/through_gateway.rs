@@ -82,9 +82,18 @@ async fn an_answer_is_built_from_retrieved_code() {
         .unwrap()
         .1;
     let root = c.sandbox.workspace_root().canonicalize().unwrap();
+    let context: serde_json::Value = serde_json::from_str(&tool).unwrap();
+    let part = &context["parts"][0];
+    let snippet = part["snippet"].as_str().unwrap_or_default();
     assert!(
-        tool.contains(&format!("<code=\"{}/src/lib.rs\" #0:", root.display()))
-            && tool.contains("a + b"),
+        snippet.starts_with(&format!("<code=\"{}/src/lib.rs\" #0:", root.display()))
+            && snippet.contains("a + b"),
+        "{tool}"
+    );
+    // Each part names its item.
+    assert_eq!(
+        (&part["name"], &part["kind"]),
+        (&serde_json::json!("add"), &serde_json::json!("function")),
         "{tool}"
     );
     c.sandbox.stop().await.unwrap();
@@ -178,8 +187,13 @@ async fn an_approved_edit_changes_the_file_and_the_index_a_denied_one_nothing() 
         .rfind(|m| m.0 == "tool")
         .unwrap()
         .1;
+    let error = &serde_json::from_str::<serde_json::Value>(&told).unwrap()["error"];
     assert!(
-        told.starts_with("error DENIED") && told.contains("keep wrapping"),
+        error["code"] == "DENIED"
+            && error["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("keep wrapping"),
         "{told}"
     );
     c.sandbox.stop().await.unwrap();

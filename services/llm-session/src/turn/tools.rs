@@ -25,6 +25,7 @@ use crate::provider::AssembledCall;
 use crate::provider::wire::{FunctionSpec, ToolSpec};
 use crate::store::StoreError;
 use ploke_proto::tool_text as render;
+use ploke_runtime::config::ToolResults;
 
 /// tool-executor as the loop uses it.
 #[derive(Debug, Clone)]
@@ -32,6 +33,7 @@ pub struct ToolRunner {
     client: ToolExecutorClient<TracedChannel>,
     registry: &'static ToolRegistry,
     timeout: Duration,
+    format: ToolResults,
 }
 
 /// Where a call's events go.
@@ -61,12 +63,39 @@ pub struct CallOutcome {
 }
 
 impl ToolRunner {
-    /// A runner over `channel`; `timeout` bounds read-only tools (edits wait for approval).
-    pub fn new(channel: TracedChannel, registry: &'static ToolRegistry, timeout: Duration) -> Self {
+    /// A runner over `channel`; `timeout` bounds read-only tools (edits wait for approval);
+    /// the model reads results in `format`.
+    pub fn new(
+        channel: TracedChannel,
+        registry: &'static ToolRegistry,
+        (timeout, format): (Duration, ToolResults),
+    ) -> Self {
         Self {
             client: ToolExecutorClient::new(channel),
             registry,
             timeout,
+            format,
+        }
+    }
+
+    /// The tool message of a result.
+    fn result_text(&self, result: &ToolResult) -> String {
+        match self.format {
+            ToolResults::Json => self
+                .registry
+                .model_json(result)
+                .unwrap_or_else(|| render::result(result)),
+            ToolResults::Text => render::result(result),
+        }
+    }
+
+    /// The tool message of an error.
+    fn error_text(&self, error: &ToolError) -> String {
+        match self.format {
+            ToolResults::Json => {
+                serde_json::json!({ "error": render::error_json(error) }).to_string()
+            }
+            ToolResults::Text => render::error(error),
         }
     }
 
@@ -254,7 +283,7 @@ impl ToolRunner {
                 if let Some(id) = &proposal_id {
                     decided(scope, correlation, id, Ok(&result)).await?;
                 }
-                let text = render::result(&result);
+                let text = self.result_text(&result);
                 scope
                     .log
                     .append(
@@ -293,7 +322,7 @@ impl ToolRunner {
         if let Some(id) = &proposal_id {
             decided(scope, correlation, id, Err(&error)).await?;
         }
-        let text = render::error(&error);
+        let text = self.error_text(&error);
         tracing::info!(call_id = %call.id, tool = %call.name, code = error.code().as_str_name(), "tool call failed");
         scope
             .log

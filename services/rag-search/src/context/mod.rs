@@ -71,6 +71,8 @@ pub struct Candidate {
     pub score: f32,
     /// File hash at indexing.
     pub file_hash: String,
+    /// The item's crate (empty when no manifest names it).
+    pub crate_name: String,
 }
 
 impl Candidate {
@@ -88,6 +90,7 @@ impl Candidate {
             text,
             score,
             file_hash: record.file_hash.clone(),
+            crate_name: record.item.crate_name.clone(),
         }
     }
 }

@@ -16,6 +16,7 @@ fn cand(file: &str, lines: (u32, u32), bytes: (usize, usize), text: &str, score:
         text: text.into(),
         score,
         file_hash: "h".into(),
+        crate_name: String::new(),
     }
 }
 

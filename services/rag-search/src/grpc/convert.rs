@@ -213,6 +213,7 @@ pub(super) fn hit_to_pb(h: SearchHit) -> pb::SearchHit {
             score: h.score,
             file_hash: h.record.file_hash.clone(),
             tokens: 0,
+            crate_name: i.crate_name.clone(),
         }),
         score: h.score,
         bm25_rank: h.bm25_rank,
@@ -301,6 +302,7 @@ pub(super) fn assembled_to_pb(
                 score: c.score,
                 file_hash: c.file_hash,
                 tokens: p.tokens,
+                crate_name: c.crate_name,
             }
         })
         .collect();

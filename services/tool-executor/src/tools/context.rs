@@ -51,7 +51,7 @@ pub async fn request_code_context(
         .parts
         .into_iter()
         .map(|p| {
-            let span = p.span.unwrap_or_default();
+            let span = p.span.clone().unwrap_or_default();
             ContextSnippet {
                 snippet: ploke_proto::snippet::render(
                     &ctx.root,
@@ -60,6 +60,9 @@ pub async fn request_code_context(
                     span.byte_end,
                     &p.snippet,
                 ),
+                name: item_name(&p.canon_path, p.kind()),
+                kind: p.kind,
+                crate_name: p.crate_name,
                 file_path: p.file_path,
                 canon_path: p.canon_path,
                 line_start: span.line_start,
@@ -75,6 +78,19 @@ pub async fn request_code_context(
         truncated: !stats.cut.is_empty(),
         index_note: index_note(&stats.index_state),
     })
+}
+
+/// An item's name from its canonical path (`method` of `crate::a::<T as Tr>::method`); none
+/// for a text window.
+fn item_name(canon_path: &str, kind: ItemKind) -> String {
+    if kind == ItemKind::TextWindow {
+        return String::new();
+    }
+    canon_path
+        .rsplit("::")
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// What the model should know about the index that answered.

@@ -36,6 +36,9 @@ async fn request_code_context_returns_parts_in_the_snippet_format() {
                 super::NET_RS.trim_end().len(),
                 super::NET_RS.trim_end()
             ),
+            name: "connect_socket".into(),
+            kind: ItemKind::Function as i32,
+            crate_name: String::new(),
         }
     );
     h.stop().await;

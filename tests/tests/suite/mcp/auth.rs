@@ -76,7 +76,6 @@ async fn a_read_only_token_sees_and_runs_read_only_tools_only() {
         refused.structured_content,
         Some(json!({
             "code": "PERMISSION_DENIED",
-            "field": "",
             "message": "create_file changes files; rita may run read-only tools only",
             "retry_hint": "this token may not do that; ask the team's ploke operator",
         }))

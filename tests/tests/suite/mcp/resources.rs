@@ -101,9 +101,7 @@ async fn the_url_names_the_workspace() {
         r.structured_content.unwrap(),
         json!({
             "code": "NOT_FOUND",
-            "field": "",
             "message": format!("no workspace `nope` among yours ({name}); name one in the MCP URL's ?workspace="),
-            "retry_hint": "",
         })
     );
     client.cancel().await.unwrap();

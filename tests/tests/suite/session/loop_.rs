@@ -4,6 +4,7 @@
 use ploke_e2e::fake_provider::Reply;
 use ploke_proto::session::v1::*;
 use ploke_proto::tools::v1::{DecideEditRequest, Decision, ToolErrorCode, tool_result};
+use serde_json::json;
 
 use super::{chat, chat_with, failure, kinds, messages};
 
@@ -78,10 +79,21 @@ async fn one_tool_call_then_an_answer_built_from_its_result() {
     assert_eq!(second[1], ("user".into(), "what does add return?".into()));
     assert_eq!(second[2], ("assistant".into(), "read_file#call_1".into()));
     assert_eq!(second[3].0, "tool");
+    // The model reads the typed result as JSON (`[session] tool_results`, default "json").
+    let read: serde_json::Value = serde_json::from_str(&second[3].1).unwrap();
+    assert_eq!(
+        (
+            &read["file_path"],
+            &read["start_line"],
+            &read["end_line"],
+            &read["total_lines"]
+        ),
+        (&json!("src/lib.rs"), &json!(2), &json!(4), &json!(4)),
+        "{read}"
+    );
     assert!(
-        second[3].1.starts_with("src/lib.rs lines 2-4 of 4"),
-        "{:?}",
-        second[3]
+        read.get("file_hash").is_none(),
+        "hashes only confuse a model: {read}"
     );
     assert_eq!(requests[1].body["messages"][3]["tool_call_id"], "call_1");
     let Some(session_event::Event::TurnCompleted(end)) = &events.last().unwrap().event else {
@@ -151,8 +163,13 @@ async fn parallel_calls_answered_out_of_order_reach_the_model_in_its_order() {
         .filter(|m| m.0 == "tool")
         .map(|m| m.1.as_str())
         .collect();
-    assert!(tools[0].starts_with("applied (proposal"), "{tools:?}");
-    assert!(tools[1].starts_with("src/lib.rs lines 1-4"), "{tools:?}");
+    let json = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+    assert_eq!(json(tools[0])["state"], "applied", "{tools:?}");
+    assert_eq!(
+        (&json(tools[1])["file_path"], &json(tools[1])["end_line"]),
+        (&json!("src/lib.rs"), &json!(4)),
+        "{tools:?}"
+    );
     assert_eq!(
         c.requests()[1].body["messages"][3]["tool_call_id"],
         "call_a"
@@ -216,10 +233,12 @@ async fn unknown_tools_and_malformed_arguments_are_errors_the_model_reads() {
         .filter(|m| m.0 == "tool")
         .map(|m| m.1)
         .collect();
-    assert!(tools[0].starts_with("error UNKNOWN_TOOL"), "{tools:?}");
-    assert!(tools[1].starts_with("error BAD_JSON"), "{tools:?}");
-    assert!(
-        tools[2].starts_with("error UNKNOWN_FIELD in `path`"),
+    let error = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap()["error"].clone();
+    assert_eq!(error(&tools[0])["code"], "UNKNOWN_TOOL", "{tools:?}");
+    assert_eq!(error(&tools[1])["code"], "BAD_JSON", "{tools:?}");
+    assert_eq!(
+        (&error(&tools[2])["code"], &error(&tools[2])["field"]),
+        (&json!("UNKNOWN_FIELD"), &json!("path")),
         "{tools:?}"
     );
     assert!(matches!(
@@ -398,6 +417,37 @@ async fn light_auto_context_adds_retrieved_code_before_the_first_call() {
         sent[1].1.contains("pub fn add(a: i32, b: i32)"),
         "{:?}",
         sent[1]
+    );
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn tool_results_as_text_when_configured() {
+    let c = chat_with(|c| c.session.tool_results = ploke_runtime::config::ToolResults::Text).await;
+    c.fake.push([
+        Reply::tool_calls(&[
+            (
+                "call_1",
+                "read_file",
+                r#"{"file": "src/lib.rs", "start_line": 2}"#,
+            ),
+            ("call_2", "read_file", r#"{"file": "src/missing.rs"}"#),
+        ]),
+        Reply::text(&["ok"]),
+    ]);
+    c.turn("what does add return?").await;
+    let tools: Vec<String> = messages(&c.requests()[1])
+        .into_iter()
+        .filter(|m| m.0 == "tool")
+        .map(|m| m.1)
+        .collect();
+    assert!(
+        tools[0].starts_with("src/lib.rs lines 2-4 of 4 (blake3 "),
+        "{tools:?}"
+    );
+    assert!(
+        tools[1].starts_with("error NOT_FOUND in `file`"),
+        "{tools:?}"
     );
     c.sandbox.stop().await.unwrap();
 }

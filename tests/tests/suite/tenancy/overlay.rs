@@ -233,7 +233,15 @@ async fn a_developers_changes_are_theirs_alone_and_approved_edits_land_in_their_
         r#"{"pattern": "removed_thing"}"#,
     )
     .await;
-    assert!(answer.contains("src/gone.rs:2:"), "{answer}");
+    let found: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        (
+            &found["matches"][0]["file_path"],
+            &found["matches"][0]["line_number"]
+        ),
+        (&serde_json::json!("src/gone.rs"), &serde_json::json!(2)),
+        "{answer}"
+    );
 
     // An edit she approves: her checkout changes, the served tree does not.
     let edit = r#"{"edits": [{"search_replace": {"file_path": "src/old.rs", "search": "n + 1", "replace": "n + 2"}}]}"#;
