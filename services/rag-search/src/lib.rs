@@ -80,6 +80,7 @@ impl From<&PlokeConfig> for Config {
                     dense_weight: c.rag_search.dense_weight,
                     name_weight: c.rag_search.name_weight,
                 },
+                skip_dense_when_named: c.rag_search.skip_dense_when_named,
             },
             watch: c.rag_search.watch,
             index_on_start: c.rag_search.index_on_start,

@@ -223,6 +223,14 @@ impl NameIndex {
         self.path_words.clear();
     }
 
+    /// Whether one of the query's names written as code is an item's name here.
+    pub fn names_code(&self, query: &QueryNames) -> bool {
+        query
+            .names
+            .iter()
+            .any(|n| n.strength >= CODE_STRENGTH && self.by_key.contains_key(&n.key))
+    }
+
     /// The items a query's names find, with their name score. `item` resolves an id (and says
     /// whether the item may be answered: filters, shadowing).
     pub fn matches<'a>(

@@ -256,6 +256,9 @@ pub struct RagSearchConfig {
     pub dense_weight: f32,
     /// Weight of the items the query names (identifiers, paths, `Type::method`) in fusion.
     pub name_weight: f32,
+    /// HYBRID skips its dense side (the query embedding) when the query names an item in code
+    /// form: BM25 and names decide those.
+    pub skip_dense_when_named: bool,
     /// Watch the workspaces and refresh changed files.
     pub watch: bool,
     /// Bring every workspace's index up to date in the background at start (searches answer
@@ -287,6 +290,7 @@ impl Default for RagSearchConfig {
             bm25_weight: 1.0,
             dense_weight: 0.2,
             name_weight: 1.0,
+            skip_dense_when_named: true,
             watch: true,
             index_on_start: true,
             git_poll_secs: 300,

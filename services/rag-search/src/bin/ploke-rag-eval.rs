@@ -47,6 +47,10 @@ struct Args {
     /// Fusion `k,bm25_weight,dense_weight[,name_weight]` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     rrf: Option<Vec<f32>>,
+    /// Skip HYBRID's dense side when the query names an item in code form (default: the
+    /// service's).
+    #[arg(long)]
+    skip_dense_when_named: Option<bool>,
     /// BM25 field boosts `name,path,signature,doc,body` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     boosts: Option<Vec<f32>>,
@@ -145,6 +149,9 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or(ploke_rag_search::fusion::NAME_WEIGHT),
         };
     }
+    if let Some(skip) = args.skip_dense_when_named {
+        rag_config.retrieval.skip_dense_when_named = skip;
+    }
     let server = tokio::spawn(ploke_rag_search::serve(
         rag_config,
         listener,
@@ -188,6 +195,7 @@ async fn main() -> anyhow::Result<()> {
         let path = args.out.join(format!("{name}.jsonl"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
         let started = Instant::now();
+        let mut without_dense = 0;
         for q in &queries {
             let krate = str_of(q, "repo")?;
             let (Some(root), Some(files)) = (roots.get(krate), corpus.get(krate)) else {
@@ -207,6 +215,7 @@ async fn main() -> anyhow::Result<()> {
                 })
                 .await?
                 .into_inner();
+            without_dense += usize::from(strategy == Strategy::Hybrid && !response.dense_used);
             let ranked: Vec<Value> = response
                 .hits
                 .iter()
@@ -229,7 +238,7 @@ async fn main() -> anyhow::Result<()> {
         }
         out.flush()?;
         eprintln!(
-            "{name}: {} queries in {:.1} s -> {}",
+            "{name}: {} queries in {:.1} s ({without_dense} without the dense side) -> {}",
             queries.len(),
             started.elapsed().as_secs_f64(),
             path.display()

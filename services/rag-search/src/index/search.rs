@@ -257,6 +257,12 @@ impl WorkspaceIndex {
         self.found(ranked)
     }
 
+    /// Whether the query names, written as code, an item of this index: then the lexical
+    /// signal decides and a dense ranking adds little (docs/RETRIEVAL.md).
+    pub fn names_decisive(&self, text: &str, rrf: Rrf) -> bool {
+        rrf.name_weight > 0.0 && self.items.names().names_code(&query_names(text))
+    }
+
     /// The items the query names, best first, after the ranking priors (none when names
     /// weigh nothing).
     pub fn rank_names(&self, text: &str, filters: &Filters, rrf: Rrf) -> Vec<Ranked<'_>> {

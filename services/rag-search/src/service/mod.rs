@@ -73,6 +73,7 @@ pub struct RagService {
     changes: tokio::sync::broadcast::Sender<(PathBuf, bool)>,
     embedder: Option<Arc<Embedder>>,
     rrf: Rrf,
+    skip_dense_when_named: bool,
     refreshed: tokio::sync::broadcast::Sender<Refreshed>,
     pool: BlockingPool,
     readiness: Option<Readiness>,
@@ -124,6 +125,8 @@ pub struct Retrieval {
     pub prior: LengthPrior,
     /// Hybrid fusion.
     pub rrf: Rrf,
+    /// HYBRID answers with BM25 and names alone when the query names an item in code form.
+    pub skip_dense_when_named: bool,
 }
 
 const NO_MODEL: &str =
@@ -177,6 +180,7 @@ impl RagService {
             changes: tokio::sync::broadcast::channel(64).0,
             embedder,
             rrf: retrieval.rrf,
+            skip_dense_when_named: retrieval.skip_dense_when_named,
             refreshed: tokio::sync::broadcast::channel(64).0,
             pool: BlockingPool::new(PoolSize::new(0, 5000)),
             readiness: None,

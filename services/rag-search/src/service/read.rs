@@ -21,6 +21,9 @@ use crate::index::{Found, Hybrid, ItemRecord, Query};
 use crate::parse::Kind;
 use crate::scan;
 
+/// Why a HYBRID search that names an item ran without its dense side.
+const NAMED: &str = "the query names an item: BM25 and names decide, the dense side was skipped";
+
 /// The strategy, hits and dense-unavailable reason a HYBRID search ended with.
 fn hybrid_outcome<'a>(outcome: Hybrid<'a>, reason: &str) -> (Strategy, Vec<Found<'a>>, String) {
     match outcome {
@@ -140,6 +143,7 @@ impl RagService {
         let overlay = self.overlay_view(&query.session_id, &root)?;
         let embedder = self.embedder.clone();
         let rrf = self.rrf;
+        let skip_when_named = self.skip_dense_when_named;
         let reason = self.dense_reason();
         self.blocking(move || {
             let mut embedded = slot
@@ -155,12 +159,24 @@ impl RagService {
                     .index
                     .embedded_count();
             }
-            let plan = usable(
+            let mut plan = usable(
                 strategy,
                 embedded == 0 && embedder.is_some(),
                 &index_state,
                 reason,
             )?;
+            // A query that names an item in code form is decided by the lexical signal; the
+            // query embedding (most of a HYBRID search's CPU) is not computed.
+            if plan.0 == Strategy::Hybrid
+                && skip_when_named
+                && slot
+                    .index
+                    .read()
+                    .map_err(|_| lock_poisoned())?
+                    .names_decisive(&query.query, rrf)
+            {
+                plan = (Strategy::Bm25, NAMED.to_owned());
+            }
             let (strategy, hits, reason) = match &overlay {
                 None => search_base(&slot, &query, plan, embedder.as_deref(), rrf)?,
                 Some(o) => overlay::search(&slot, o, &query, plan, embedder.as_deref(), rrf)?,

@@ -467,6 +467,24 @@ async fn dense_and_hybrid_with_the_real_model() {
     // Default fusion: k = 10, dense weighted 0.2 (docs/RETRIEVAL.md).
     let expected = 1.0 / (10.0 + top.bm25_rank as f32) + 0.2 / (10.0 + top.dense_rank as f32);
     assert!((top.score - expected).abs() < 1e-6);
+    // A query that names an item in code form: BM25 and the names decide; the query is not
+    // embedded, and the answer says so.
+    let r = s
+        .search("why does `load_from_file` fail", Strategy::Hybrid, None)
+        .await;
+    assert_eq!(
+        (
+            r.strategy,
+            r.dense_used,
+            r.dense_unavailable_reason.as_str()
+        ),
+        (
+            Strategy::Bm25 as i32,
+            false,
+            "the query names an item: BM25 and names decide, the dense side was skipped"
+        )
+    );
+    assert_eq!(names(&r)[0], "crate::config::Settings::load_from_file");
     s.stop().await;
 
     // A restart embeds nothing again.
