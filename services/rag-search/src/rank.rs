@@ -37,10 +37,12 @@ impl Default for LengthPrior {
 /// Whether an item is test code (inside `mod tests` / `mod test`).
 pub fn is_test_code(record: &ItemRecord) -> bool {
     let p = &record.item.canon_path;
-    p.contains("::tests::")
-        || p.ends_with("::tests")
-        || p.contains("::test::")
-        || p.ends_with("::test")
+    // One scan for the common case (no `::test` anywhere), then the exact forms.
+    p.contains("::test")
+        && (p.contains("::tests::")
+            || p.ends_with("::tests")
+            || p.contains("::test::")
+            || p.ends_with("::test"))
 }
 
 /// The factor a hit's score is multiplied by before ranking.
