@@ -23,11 +23,10 @@ use std::collections::{HashMap, HashSet};
 
 use crate::bm25::{CorpusStats, Filters, Scope};
 use crate::fusion::{self, Lists, Rrf};
-use crate::names::{QueryNames, query_names};
 use crate::rank;
 
 use super::dense::passes;
-use super::search::{NAME_DEPTH, bm25_depth, dense_depth, ranked, ranked_names};
+use super::search::{NAME_DEPTH, bm25_depth, dense_depth, ranked, ranked_names, weighed_names};
 use super::{Found, Hit, IndexError, Query, Ranked, WorkspaceIndex};
 
 /// One index of a layered search, with the files of it that a layer above shadows.
@@ -135,11 +134,7 @@ pub fn rank_names_layers<'a>(
     filters: &Filters,
     rrf: Rrf,
 ) -> Vec<Tagged<'a>> {
-    let names = if rrf.name_weight > 0.0 {
-        query_names(text)
-    } else {
-        QueryNames::default()
-    };
+    let names = weighed_names(text, rrf);
     if names.is_empty() {
         return Vec::new();
     }

@@ -102,6 +102,11 @@ pub(super) fn ranked<'a>(
     }
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     scored.truncate(limit);
+    numbered(scored)
+}
+
+/// Scored items in their order, with 1-based ranks.
+fn numbered(scored: Vec<(&ItemRecord, f32)>) -> Vec<Ranked<'_>> {
     scored
         .into_iter()
         .enumerate()
@@ -111,6 +116,15 @@ pub(super) fn ranked<'a>(
             rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
         })
         .collect()
+}
+
+/// The names of `text` when names weigh anything in fusion (none otherwise).
+pub(super) fn weighed_names(text: &str, rrf: Rrf) -> QueryNames {
+    if rrf.name_weight > 0.0 {
+        query_names(text)
+    } else {
+        QueryNames::default()
+    }
 }
 
 /// Named items best first — by name score, then by the ranking priors — cut to
@@ -125,15 +139,7 @@ pub(super) fn ranked_names<'a>(
         b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1))
     });
     scored.truncate(NAME_DEPTH);
-    scored
-        .into_iter()
-        .enumerate()
-        .map(|(i, (record, score))| Ranked {
-            record,
-            score,
-            rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
-        })
-        .collect()
+    numbered(scored)
 }
 
 /// The outcome of [`WorkspaceIndex::search_hybrid`].
@@ -266,11 +272,7 @@ impl WorkspaceIndex {
     /// The items the query names, best first, after the ranking priors (none when names
     /// weigh nothing).
     pub fn rank_names(&self, text: &str, filters: &Filters, rrf: Rrf) -> Vec<Ranked<'_>> {
-        let names = if rrf.name_weight > 0.0 {
-            query_names(text)
-        } else {
-            QueryNames::default()
-        };
+        let names = weighed_names(text, rrf);
         if names.is_empty() {
             return Vec::new();
         }
