@@ -38,7 +38,8 @@ async fn request_code_context_returns_parts_in_the_snippet_format() {
             ),
             name: "connect_socket".into(),
             kind: ItemKind::Function as i32,
-            crate_name: String::new(),
+            // The fixture's Cargo.toml names the package `demo`.
+            crate_name: "demo".into(),
         }
     );
     h.stop().await;
