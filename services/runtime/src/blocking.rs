@@ -68,6 +68,26 @@ pub struct BlockingPool {
 struct Gauges {
     service: OnceLock<String>,
     queued: AtomicUsize,
+    /// Work running now. Counted, not read off the semaphore: a slot handed straight to a
+    /// waiter that only probes (`responsive`) would read as busy after the work ended.
+    running: AtomicUsize,
+}
+
+/// Work running on the pool, counted in the busy gauge while it lives.
+struct Running(Arc<Gauges>, usize);
+
+impl Running {
+    fn start(gauges: Arc<Gauges>, size: usize) -> Self {
+        gauges.running.fetch_add(1, Ordering::Relaxed);
+        Self(gauges, size)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+        self.0.report(self.1);
+    }
 }
 
 /// One caller waiting for a slot, counted in the queue gauge while it lives.
@@ -76,7 +96,7 @@ struct Queued<'a>(&'a BlockingPool);
 impl<'a> Queued<'a> {
     fn enter(pool: &'a BlockingPool) -> Self {
         pool.gauges.queued.fetch_add(1, Ordering::Relaxed);
-        pool.gauges.report(&pool.slots, pool.size.threads.max(1));
+        pool.gauges.report(pool.size.threads.max(1));
         Self(pool)
     }
 }
@@ -85,17 +105,17 @@ impl Drop for Queued<'_> {
     fn drop(&mut self) {
         let pool = self.0;
         pool.gauges.queued.fetch_sub(1, Ordering::Relaxed);
-        pool.gauges.report(&pool.slots, pool.size.threads.max(1));
+        pool.gauges.report(pool.size.threads.max(1));
     }
 }
 
 impl Gauges {
-    fn report(&self, slots: &Semaphore, size: usize) {
+    fn report(&self, size: usize) {
         if !crate::metrics::enabled() {
             return;
         }
         if let Some(service) = self.service.get() {
-            let busy = size.saturating_sub(slots.available_permits());
+            let busy = self.running.load(Ordering::Relaxed);
             let queued = self.queued.load(Ordering::Relaxed);
             crate::metrics::record::pool_state(service, size, busy, queued);
         }
@@ -148,11 +168,12 @@ impl BlockingPool {
                 });
             }
         };
-        let (gauges, slots) = (self.gauges.clone(), self.slots.clone());
+        let running = Running::start(self.gauges.clone(), size);
         tokio::task::spawn_blocking(move || {
             let out = f();
+            // Counted out (and reported) even when `f` panics: the guard drops on unwind.
+            drop(running);
             drop(permit);
-            gauges.report(&slots, size);
             out
         })
         .await
@@ -197,7 +218,7 @@ impl BlockingPool {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
-                pool.gauges.report(&pool.slots, pool.size.threads.max(1));
+                pool.gauges.report(pool.size.threads.max(1));
                 let wait = pool.size.queue_wait;
                 let fault = (!pool.responsive(wait).await).then(|| {
                     format!(
