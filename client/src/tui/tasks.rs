@@ -226,6 +226,17 @@ pub fn model_picker(listed: &ListModelsResponse, current: &str) -> Picker {
             rows.push(PickerRow { id: full, label });
         }
     }
+    // A model named with `/model NAME` that the configuration does not list is still the
+    // current one: shown first, marked.
+    if !current.is_empty() && !rows.iter().any(|r| r.id == current) {
+        rows.insert(
+            0,
+            PickerRow {
+                id: current.to_owned(),
+                label: format!("● {current} · not in the configuration"),
+            },
+        );
+    }
     let cursor = rows.iter().position(|r| r.id == current).unwrap_or(0);
     Picker {
         kind: PickerKind::Models,

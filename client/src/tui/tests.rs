@@ -463,6 +463,16 @@ fn the_model_picker_lists_every_configured_model_and_starts_on_the_current_one()
         Action::SwitchModel("openrouter/deepseek/deepseek-r1".into())
     );
     assert_eq!(app.picker, None);
+    // A model named by hand is listed first, as the current one.
+    let picker = super::tasks::model_picker(&configured(), "ollama/qwen3:32b");
+    assert_eq!(
+        (
+            picker.rows[0].label.as_str(),
+            picker.cursor,
+            picker.rows.len()
+        ),
+        ("● ollama/qwen3:32b · not in the configuration", 0, 4)
+    );
 }
 
 #[test]
