@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ploke_e2e::Sandbox;
-use ploke_e2e::bench::{arg, number, pct};
-use ploke_proto::rag::v1::IndexWorkspaceRequest;
+use ploke_e2e::bench::{arg, copy_of, number, pct};
 use ploke_proto::tools::v1::{
     ExecuteToolRequest, ReadFileArgs, RequestCodeContextArgs, ToolCall, tool_call,
 };
@@ -98,14 +97,7 @@ async fn main() {
     let rounds = number(&args, "--rounds", 200) as usize;
     let clients = number(&args, "--clients", 32) as usize;
     let model = arg(&args, "--embed-model").map(PathBuf::from);
-    let served = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(format!("{}/.", workspace.display()))
-        .arg(served.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let served = copy_of(&workspace);
     let file = "bench_300_lines.rs";
     let text: String = (1..=300)
         .map(|i| format!("pub fn item_{i}(x: u64) -> u64 {{ x * {i} }}\n"))
@@ -119,13 +111,7 @@ async fn main() {
     })
     .await
     .unwrap();
-    let mut progress = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
+    sandbox.index().await.unwrap();
     let url = sandbox.mcp_url().unwrap();
     println!(
         "mcp: serving {} ({}), {rounds} rounds",

@@ -22,7 +22,7 @@ use std::time::Instant;
 use ploke_e2e::Sandbox;
 use ploke_e2e::bench::{arg, number, pct};
 use ploke_proto::gateway::v1::GetSystemStatusRequest;
-use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
+use ploke_proto::rag::v1::{SearchRequest, Strategy};
 use ploke_proto::session::v1::CreateSessionRequest;
 use ploke_proto::tools::v1::{ReadFileArgs, RequestCodeContextArgs, tool_call};
 use ploke_runtime::ServiceKind;
@@ -103,13 +103,7 @@ async fn main() {
     })
     .await
     .unwrap();
-    let mut progress = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
+    sandbox.index().await.unwrap();
     println!(
         "tenancy: {} files served ({}), {principals} principals, {}",
         files.len(),

@@ -12,8 +12,7 @@
 use std::path::PathBuf;
 
 use ploke_e2e::Sandbox;
-use ploke_e2e::bench::arg;
-use ploke_proto::rag::v1::IndexWorkspaceRequest;
+use ploke_e2e::bench::{arg, copy_of};
 use ploke_proto::registry::ToolRegistry;
 use ploke_proto::tools::v1::{
     CodeItemLookupArgs, ExecuteToolRequest, ListDirArgs, ReadFileArgs, RequestCodeContextArgs,
@@ -77,14 +76,7 @@ async fn main() {
             .collect(),
         None => QUERIES.iter().map(|q| (*q).to_owned()).collect(),
     };
-    let served = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(format!("{}/.", workspace.display()))
-        .arg(served.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let served = copy_of(&workspace);
     let root = served.path().to_owned();
     let sandbox = Sandbox::start_with(move |c| {
         c.workspaces = vec![root];
@@ -92,13 +84,7 @@ async fn main() {
     })
     .await
     .unwrap();
-    let mut progress = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
+    sandbox.index().await.unwrap();
     let registry = ToolRegistry::global().unwrap();
     let bpe = tiktoken_rs::o200k_base().unwrap();
     let tokens = |s: &str| bpe.encode_ordinary(s).len();

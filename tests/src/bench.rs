@@ -17,6 +17,23 @@ pub fn number(args: &[String], name: &str, default: u64) -> u64 {
     })
 }
 
+/// A copy of `workspace` in a temporary directory, for a bench to serve (and write into)
+/// without touching the original.
+pub fn copy_of(workspace: &std::path::Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(format!("{}/.", workspace.display()))
+        .arg(copy.path())
+        .status();
+    assert!(
+        status.is_ok_and(|s| s.success()),
+        "copying {} failed",
+        workspace.display()
+    );
+    copy
+}
+
 /// The `q`th percentile of `sorted`, in milliseconds.
 pub fn ms(sorted: &[Duration], q: usize) -> f64 {
     sorted[(sorted.len() * q / 100).min(sorted.len().saturating_sub(1))].as_secs_f64() * 1000.0

@@ -252,6 +252,11 @@ impl Sandbox {
             }
             std::fs::write(abs, text)?;
         }
+        self.index().await
+    }
+
+    /// Indexes the workspace (its changed files) and waits for the run to end.
+    pub async fn index(&self) -> Result<(), SandboxError> {
         let mut progress = self
             .rag()
             .index_workspace(ploke_proto::rag::v1::IndexWorkspaceRequest::default())
