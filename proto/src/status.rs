@@ -1,7 +1,10 @@
 //! Error-code mapping helpers shared by every gRPC adapter: field-level `INVALID_ARGUMENT`
-//! with `google.rpc.BadRequest` details, and the other codes with consistent wording.
+//! with `google.rpc.BadRequest` details, the other codes with consistent wording, and a failed
+//! call as the typed tool error a model reads.
 
 use tonic::{Code, Status};
+
+use crate::tools::v1::{ToolError, ToolErrorCode};
 use tonic_types::{ErrorDetails, StatusExt};
 
 /// `INVALID_ARGUMENT` naming the field and the reason, with a `BadRequest` field violation so
@@ -33,6 +36,42 @@ pub fn field_violations(status: &Status) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The typed error a failed or refused call is for a model: the gRPC code as the nearest
+/// `ToolErrorCode` (an INVALID_ARGUMENT stays a fault of the arguments, not an outage), the
+/// message, and what to do. Shared by llm-session (its calls to tool-executor) and the
+/// gateway's MCP front door.
+pub fn tool_error(s: &Status) -> ToolError {
+    let (code, hint) = match s.code() {
+        Code::InvalidArgument | Code::OutOfRange => (
+            ToolErrorCode::InvalidArgument,
+            "fix the arguments and call again",
+        ),
+        Code::NotFound => (ToolErrorCode::NotFound, ""),
+        Code::PermissionDenied | Code::Unauthenticated => (
+            ToolErrorCode::PermissionDenied,
+            "this token may not do that; ask the team's ploke operator",
+        ),
+        Code::DeadlineExceeded => (ToolErrorCode::Timeout, "call again, or ask for less"),
+        Code::Cancelled => (ToolErrorCode::Cancelled, ""),
+        Code::Unavailable | Code::ResourceExhausted | Code::Aborted => {
+            (ToolErrorCode::Unavailable, "call again in a moment")
+        }
+        Code::FailedPrecondition => (ToolErrorCode::InvalidArgument, ""),
+        Code::Ok
+        | Code::Unknown
+        | Code::AlreadyExists
+        | Code::Unimplemented
+        | Code::Internal
+        | Code::DataLoss => (ToolErrorCode::Internal, ""),
+    };
+    ToolError {
+        code: code as i32,
+        field: String::new(),
+        message: s.message().to_owned(),
+        retry_hint: hint.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,6 +84,31 @@ mod tests {
         assert_eq!(
             field_violations(&status),
             vec![("top_k".to_owned(), "must be 1..=1000, got 0".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_failed_call_keeps_its_meaning_for_the_model() {
+        let code = |s: Status| tool_error(&s).code();
+        assert_eq!(
+            code(Status::invalid_argument("x")),
+            ToolErrorCode::InvalidArgument
+        );
+        assert_eq!(code(Status::not_found("x")), ToolErrorCode::NotFound);
+        assert_eq!(
+            code(Status::unauthenticated("x")),
+            ToolErrorCode::PermissionDenied
+        );
+        assert_eq!(code(Status::deadline_exceeded("x")), ToolErrorCode::Timeout);
+        assert_eq!(code(Status::internal("x")), ToolErrorCode::Internal);
+        let down = tool_error(&Status::unavailable("connection refused"));
+        assert_eq!(
+            (down.code(), down.message.as_str(), down.retry_hint.as_str()),
+            (
+                ToolErrorCode::Unavailable,
+                "connection refused",
+                "call again in a moment"
+            )
         );
     }
 }

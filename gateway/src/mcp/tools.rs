@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use ploke_proto::registry::ToolRegistry;
 use ploke_proto::tool_text;
-use ploke_proto::tools::v1::{SideEffect, ToolDefinition, ToolError, ToolErrorCode, ToolResult};
+use ploke_proto::tools::v1::{SideEffect, ToolDefinition, ToolError, ToolResult};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
-use tonic::{Code, Status};
 
 use super::size;
 
@@ -87,41 +86,12 @@ pub fn error(e: &ToolError) -> CallToolResult {
 }
 
 /// The typed error a refused or failed gateway call is for the model.
-pub fn status_error(s: &Status) -> ToolError {
-    let (code, hint) = match s.code() {
-        Code::InvalidArgument | Code::OutOfRange => (
-            ToolErrorCode::InvalidArgument,
-            "fix the arguments and call again",
-        ),
-        Code::NotFound => (ToolErrorCode::NotFound, ""),
-        Code::PermissionDenied | Code::Unauthenticated => (
-            ToolErrorCode::PermissionDenied,
-            "this token may not do that; ask the team's ploke operator",
-        ),
-        Code::DeadlineExceeded => (ToolErrorCode::Timeout, "call again, or ask for less"),
-        Code::Cancelled => (ToolErrorCode::Cancelled, ""),
-        Code::Unavailable | Code::ResourceExhausted | Code::Aborted => {
-            (ToolErrorCode::Unavailable, "call again in a moment")
-        }
-        Code::FailedPrecondition => (ToolErrorCode::InvalidArgument, ""),
-        Code::Ok
-        | Code::Unknown
-        | Code::AlreadyExists
-        | Code::Unimplemented
-        | Code::Internal
-        | Code::DataLoss => (ToolErrorCode::Internal, ""),
-    };
-    ToolError {
-        code: code as i32,
-        field: String::new(),
-        message: s.message().to_owned(),
-        retry_hint: hint.to_owned(),
-    }
-}
+pub use ploke_proto::status::tool_error as status_error;
 
 #[cfg(test)]
 mod tests {
-    use ploke_proto::tools::v1::{ReadFileResult, tool_result};
+    use ploke_proto::tools::v1::{ReadFileResult, ToolErrorCode, tool_result};
+    use tonic::Status;
 
     use super::*;
 

@@ -206,12 +206,12 @@ impl ToolRunner {
                 .clone()
                 .execute_tool(request)
                 .await
-                .map_err(|s| Ended::Tool(unavailable(&s)))?
+                .map_err(|s| Ended::Tool(call_failed(&s)))?
                 .into_inner();
             while let Some(e) = stream
                 .message()
                 .await
-                .map_err(|s| Ended::Tool(unavailable(&s)))?
+                .map_err(|s| Ended::Tool(call_failed(&s)))?
             {
                 match e.event {
                     Some(execute_tool_event::Event::Progress(p)) => {
@@ -400,11 +400,10 @@ async fn decided(
         .map(|_| ())
 }
 
-fn unavailable(s: &tonic::Status) -> ToolError {
-    ToolError {
-        code: ToolErrorCode::Unavailable as i32,
-        field: String::new(),
-        message: format!("tool-executor: {}", s.message()),
-        retry_hint: "retry in a moment".into(),
-    }
+/// A failed call to tool-executor as the model reads it: by its gRPC code (a refused argument
+/// is not an outage), naming the service.
+fn call_failed(s: &tonic::Status) -> ToolError {
+    let mut e = ploke_proto::status::tool_error(s);
+    e.message = format!("tool-executor: {}", e.message);
+    e
 }
