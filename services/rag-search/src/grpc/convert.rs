@@ -214,6 +214,7 @@ pub(super) fn hit_to_pb(h: SearchHit) -> pb::SearchHit {
             file_hash: h.record.file_hash.clone(),
             tokens: 0,
             crate_name: i.crate_name.clone(),
+            rendered: String::new(),
         }),
         score: h.score,
         bm25_rank: h.bm25_rank,
@@ -285,6 +286,7 @@ pub(super) fn assembled_to_pb(
         .parts
         .into_iter()
         .map(|p| {
+            let rendered = p.rendered;
             let c = p.candidate;
             common::ContextPart {
                 span: Some(common::CodeSpan {
@@ -303,6 +305,7 @@ pub(super) fn assembled_to_pb(
                 file_hash: c.file_hash,
                 tokens: p.tokens,
                 crate_name: c.crate_name,
+                rendered,
             }
         })
         .collect();

@@ -50,16 +50,23 @@ pub async fn request_code_context(
     let parts = assembled
         .parts
         .into_iter()
-        .map(|p| {
+        .map(|mut p| {
             let span = p.span.clone().unwrap_or_default();
-            ContextSnippet {
-                snippet: ploke_proto::snippet::render(
+            // rag-search rendered the part as it counted its tokens against the budget; an
+            // older rag-search (a rolling upgrade) sends none, and the part is rendered here.
+            let snippet = if p.rendered.is_empty() {
+                ploke_proto::snippet::render(
                     &ctx.root,
                     &p.file_path,
                     span.byte_start,
                     span.byte_end,
                     &p.snippet,
-                ),
+                )
+            } else {
+                std::mem::take(&mut p.rendered)
+            };
+            ContextSnippet {
+                snippet,
                 name: item_name(&p.canon_path, p.kind()),
                 kind: p.kind,
                 crate_name: p.crate_name,
