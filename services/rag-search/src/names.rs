@@ -90,13 +90,24 @@ pub fn query_names(text: &str) -> QueryNames {
 fn names_in(text: &str) -> Vec<QueryName> {
     let mut names: Vec<QueryName> = Vec::new();
     let bytes = text.as_bytes();
-    let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == ':';
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let is_part = |c: char| is_ident(c) || c == ':';
     let mut rest = text;
     let mut offset = 0;
     while let Some(start) = rest.find(is_part) {
-        let run_len = rest[start..]
-            .find(|c: char| !is_part(c))
-            .unwrap_or(rest.len() - start);
+        // A `.` between identifier characters joins a path (`Session.request`, `pkg.mod.f`).
+        let mut run_len = 0;
+        let mut chars = rest[start..].char_indices().peekable();
+        let mut prev = None;
+        while let Some((i, c)) = chars.next() {
+            let next_ident = chars.peek().is_some_and(|(_, n)| is_ident(*n));
+            let dotted = c == '.' && prev.is_some_and(is_ident) && next_ident;
+            if !(is_part(c) || dotted) {
+                break;
+            }
+            run_len = i + c.len_utf8();
+            prev = Some(c);
+        }
         let run = &rest[start..start + run_len];
         let before = (offset + start).checked_sub(1).map(|i| bytes[i]);
         let after = bytes.get(offset + start + run_len).copied();
@@ -130,10 +141,22 @@ fn strip_commit_prefix(text: &str) -> &str {
     if is_prefix { rest } else { text }
 }
 
-/// One run of identifier characters (`a::b::c`, `read_mem`, `Token`) as a name, if it is one.
+/// Extensions of file names a query may write (`config.rs`, `api.py`): the name is the stem.
+const FILE_EXTENSIONS: [&str; 20] = [
+    "rs", "py", "go", "ts", "tsx", "js", "jsx", "mjs", "java", "toml", "md", "json", "yaml", "yml",
+    "proto", "c", "h", "cpp", "sh", "txt",
+];
+
+/// One run of identifier characters (`a::b::c`, `a.b.c`, `read_mem`, `Token`) as a name, if it
+/// is one.
 fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
+    let run = match run.rsplit_once('.') {
+        Some((stem, ext)) if FILE_EXTENSIONS.contains(&ext) => stem,
+        _ => run,
+    };
     let segments: Vec<&str> = run
         .split("::")
+        .flat_map(|s| s.split('.'))
         .map(|s| s.trim_matches(':'))
         .filter(|s| !s.is_empty())
         .collect();
@@ -340,6 +363,35 @@ mod tests {
         assert_eq!(
             new.qualifiers,
             vec!["client".to_owned(), "httpconnector".to_owned()]
+        );
+    }
+
+    #[test]
+    fn dotted_paths_are_names_and_file_names_are_their_stem() {
+        let named = |text: &str| -> Vec<(String, Vec<String>, f32)> {
+            query_names(text)
+                .names
+                .into_iter()
+                .map(|n| (n.key, n.qualifiers, n.strength))
+                .collect()
+        };
+        assert_eq!(
+            named("Why does Session.request retry? See sessions.py, e.g. v1.2."),
+            vec![
+                ("request".into(), vec!["session".into()], CODE_STRENGTH),
+                ("see".into(), vec![], CAPITALISED_STRENGTH),
+                ("why".into(), vec![], WORD_STRENGTH),
+                ("retry".into(), vec![], WORD_STRENGTH),
+                ("sessions".into(), vec![], WORD_STRENGTH),
+            ]
+        );
+        assert_eq!(
+            named("requests.api.get"),
+            vec![(
+                "get".into(),
+                vec!["requests".into(), "api".into()],
+                CODE_STRENGTH
+            )]
         );
     }
 

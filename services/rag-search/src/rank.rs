@@ -34,15 +34,31 @@ impl Default for LengthPrior {
     }
 }
 
-/// Whether an item is test code (inside `mod tests` / `mod test`).
+/// Whether an item is test code: inside Rust's `mod tests` / `mod test`, or in a file other
+/// languages keep tests in (`*_test.go`, `test_*.py`, `*_test.py`, `*.test.ts`, `*.spec.js`,
+/// `__tests__/`, Maven's `src/test/`).
 pub fn is_test_code(record: &ItemRecord) -> bool {
     let p = &record.item.canon_path;
     // One scan for the common case (no `::test` anywhere), then the exact forms.
-    p.contains("::test")
+    let rust_test = p.contains("::test")
         && (p.contains("::tests::")
             || p.ends_with("::tests")
             || p.contains("::test::")
-            || p.ends_with("::test"))
+            || p.ends_with("::test"));
+    rust_test || is_test_file(&record.file)
+}
+
+/// A file of tests by another language's convention (Rust's are found by module).
+fn is_test_file(file: &str) -> bool {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    name.ends_with("_test.go")
+        || name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || file.starts_with("__tests__/")
+        || file.contains("/__tests__/")
+        || file.starts_with("src/test/")
+        || file.contains("/src/test/")
 }
 
 /// The factor a hit's score is multiplied by before ranking.
@@ -128,6 +144,36 @@ mod tests {
             factor(&record("crate::T::m", Kind::Method, 1, 900), flat),
             1.0
         ));
+    }
+
+    #[test]
+    fn test_files_of_every_language_are_test_code() {
+        let tests = [
+            "cmd/root_test.go",
+            "tests/test_api.py",
+            "pkg/util_test.py",
+            "src/map.test.ts",
+            "lib/parse.spec.js",
+            "src/__tests__/client.tsx",
+            "core/src/test/java/com/acme/ParserTest.java",
+        ];
+        let code = [
+            "src/lib.rs",
+            "tests/it.rs",
+            "cmd/root.go",
+            "requests/testing.py",
+            "src/latest.ts",
+            "src/main/java/com/acme/Test.java",
+        ];
+        let in_file = |file: &str| {
+            let mut r = record("x", Kind::Function, 1, 1);
+            r.file = file.into();
+            is_test_code(&r)
+        };
+        assert_eq!(
+            (tests.map(in_file), code.map(in_file)),
+            ([true; 7], [false; 6])
+        );
     }
 
     #[test]

@@ -15,9 +15,11 @@ pub fn language_of(path: &Path) -> Option<&'static str> {
         "yaml" | "yml" => "yaml",
         "proto" => "protobuf",
         "py" => "python",
-        "js" | "mjs" | "cjs" => "javascript",
-        "ts" | "tsx" => "typescript",
+        "js" | "mjs" | "cjs" | "jsx" => "javascript",
+        "ts" | "tsx" | "mts" | "cts" => "typescript",
         "go" => "go",
+        // Read for Go's module paths (and searchable as text, like Cargo.toml).
+        "mod" if name == "go.mod" => "gomod",
         "c" | "h" => "c",
         "cc" | "cpp" | "hpp" | "cxx" => "cpp",
         "java" => "java",

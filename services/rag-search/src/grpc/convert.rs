@@ -56,6 +56,8 @@ pub fn kind_from_pb(field: &str, value: i32) -> Result<Option<Kind>, Status> {
         Ok(K::TypeAlias) => Kind::TypeAlias,
         Ok(K::Macro) => Kind::Macro,
         Ok(K::TextWindow) => Kind::TextWindow,
+        Ok(K::Class) => Kind::Class,
+        Ok(K::Interface) => Kind::Interface,
         Err(_) => {
             return Err(invalid_argument(
                 field,
@@ -83,6 +85,8 @@ pub fn kind_to_pb(kind: Kind) -> common::ItemKind {
         Kind::TypeAlias => K::TypeAlias,
         Kind::Macro => K::Macro,
         Kind::TextWindow => K::TextWindow,
+        Kind::Class => K::Class,
+        Kind::Interface => K::Interface,
     }
 }
 

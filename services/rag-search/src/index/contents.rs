@@ -12,7 +12,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::embed;
-use crate::parse::CrateLayout;
+use crate::parse::Layout;
 use crate::scan;
 use crate::vectors::TextHash;
 
@@ -37,7 +37,7 @@ impl Contents {
     /// not be indexed by name ([`scan::indexable_name`]: hidden, unknown language) are left
     /// out; content that is not text is skipped, as a walk skips it. A file whose parser
     /// panics is skipped, never taking the others with it.
-    pub fn parse(files: Vec<(String, Vec<u8>)>, layout: &CrateLayout) -> Self {
+    pub fn parse(files: Vec<(String, Vec<u8>)>, layout: &Layout) -> Self {
         let files = files
             .into_par_iter()
             .filter(|(rel, _)| scan::indexable_name(rel))

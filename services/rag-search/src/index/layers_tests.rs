@@ -42,7 +42,7 @@ fn stack(dense: Option<DenseSpec<'_>>, overlay_files: &[(&str, &str)]) -> Stack 
             .iter()
             .map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec()))
             .collect(),
-        &crate::parse::CrateLayout::default(),
+        &crate::parse::Layout::default(),
     );
     overlay
         .apply_contents(contents, &[], &HashMap::new())
@@ -192,7 +192,7 @@ fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
             "src/config.rs".to_owned(),
             CHANGED_CONFIG_RS.as_bytes().to_vec(),
         )],
-        &crate::parse::CrateLayout::default(),
+        &crate::parse::Layout::default(),
     );
     let vectors: HashMap<TextHash, Vec<f32>> = contents
         .embed_hashes()

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Error, Boosts};
 use crate::embed::EmbedError;
-use crate::parse::{CrateLayout, Kind, ParsedItem};
+use crate::parse::{Kind, Layout, ParsedItem};
 use crate::rank::LengthPrior;
 use crate::scan::ScannedFile;
 use crate::vectors::{TextHash, VectorError, Vectors};
@@ -272,9 +272,10 @@ pub struct WorkspaceIndex {
     last_indexed_at: Option<SystemTime>,
     vectors: Option<Vectors>,
     prior: LengthPrior,
-    /// The crates of the workspace, from its Cargo manifests (rebuilt by each run and by a
-    /// refresh that adds, removes or changes a manifest or a Rust file).
-    layout: CrateLayout,
+    /// The module systems of the workspace, from its manifests and Python packages (rebuilt
+    /// by each run and by a refresh that adds, removes or changes a manifest, a package
+    /// marker or a Rust file).
+    layout: Layout,
     closed: bool,
     /// Generation of the last metadata snapshot taken, and of the last one written.
     meta_generation: AtomicU64,
@@ -347,7 +348,7 @@ impl WorkspaceIndex {
                 .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
             vectors,
             prior,
-            layout: CrateLayout::default(),
+            layout: Layout::default(),
             closed: false,
             meta_generation: AtomicU64::new(0),
             meta_written: Arc::default(),
@@ -451,8 +452,8 @@ impl WorkspaceIndex {
         meta + self.bm25.disk_bytes()
     }
 
-    /// The crates of the workspace.
-    pub fn layout(&self) -> &CrateLayout {
+    /// The module systems of the workspace.
+    pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
@@ -616,6 +617,8 @@ pub use build::{COMMIT_EVERY, Guarded, build, eta};
 pub use contents::Contents;
 pub use layers::{Layer, LayeredFound, rank_bm25_layers, rank_dense_layers, search_layers};
 pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};
+#[cfg(test)]
+mod polyglot_tests;
 #[cfg(test)]
 mod tests;
 mod update;

@@ -59,12 +59,11 @@ impl WorkspaceIndex {
                         language,
                     };
                     self.apply(&file, false, &mut summary)?;
-                    // A new crate root, module or manifest can move other files.
-                    relayout |= super::layout::is_manifest(rel) || (language == "rust" && !known);
+                    // A new crate root, module, package marker or manifest can move other files.
+                    relayout |= parse::shapes_layout(rel) || (language == "rust" && !known);
                 }
                 _ => {
-                    relayout |=
-                        known && (language == Some("rust") || super::layout::is_manifest(rel));
+                    relayout |= known && (language == Some("rust") || parse::shapes_layout(rel));
                     if self.files.contains_key(rel) {
                         summary.items_removed += self.drop_file(rel);
                         summary.files_removed += 1;

@@ -7,7 +7,7 @@ use ploke_runtime::path_policy::{self, FileError};
 
 use crate::bm25::Bm25Doc;
 use crate::embed;
-use crate::parse::{self, CrateLayout, ModuleLoc, ParsedItem};
+use crate::parse::{self, Layout, ModuleLoc, ParsedItem};
 use crate::scan::{self, ScannedFile};
 
 use super::{FileOutcome, FileRecord, IndexError, ItemRecord, WorkspaceIndex};
@@ -23,10 +23,11 @@ pub(super) enum Prepared {
     Skipped,
     /// Same hash as indexed.
     Unchanged,
-    /// New content (or a Rust file now in another module).
+    /// New content (or a file now in another module).
     Parsed {
         hash: String,
-        /// Its crate and module ([`ModuleLoc::key`]); empty for other languages.
+        /// Its place in its language's module system ([`module_key`]); empty for files read as
+        /// line windows.
         module: String,
         text: String,
         items: Vec<(ParsedItem, String)>,
@@ -42,11 +43,11 @@ pub(super) struct Known<'a> {
 
 /// Reads, hashes and parses `file` (no index access). The file is opened by the path policy:
 /// a regular file only (a FIFO, a device or a symlink swapped in since the scan is skipped,
-/// never waited on or followed), at most [`scan::MAX_FILE_BYTES`]. A Rust file's module comes
+/// never waited on or followed), at most [`scan::MAX_FILE_BYTES`]. A source file's module comes
 /// from `layout`.
 pub(super) fn prepare(
     file: &ScannedFile,
-    layout: &CrateLayout,
+    layout: &Layout,
     force: bool,
     known: Option<Known<'_>>,
 ) -> Prepared {
@@ -58,12 +59,19 @@ pub(super) fn prepare(
     prepare_bytes(&file.rel, file.language, bytes, (layout, force), known)
 }
 
-/// Where a Rust file sits: in the crate its manifests give it, else where the file tree does.
-pub(super) fn module_of(layout: &CrateLayout, rel: &str) -> ModuleLoc {
-    layout.locate(rel).unwrap_or_else(|| ModuleLoc {
-        crate_name: String::new(),
-        segments: parse::module_path(rel),
-    })
+/// Bumped when a parser other than Rust's changes what it finds: files indexed before are
+/// parsed again (their recorded module key no longer matches).
+const PARSERS_VERSION: u32 = 1;
+
+/// What a file's place is recorded as, to notice when it moves: a Rust file's
+/// [`ModuleLoc::key`] (as indexes before other languages recorded it), the parser version
+/// and key for other parsed languages, empty for line windows.
+pub(super) fn module_key(language: &str, loc: Option<&ModuleLoc>) -> String {
+    match loc {
+        Some(loc) if language == "rust" => loc.key(),
+        Some(loc) => format!("{language}@{PARSERS_VERSION}:{}", loc.key()),
+        None => String::new(),
+    }
 }
 
 /// [`prepare`] of content already read (an overlay's files come as bytes).
@@ -71,22 +79,19 @@ pub(super) fn prepare_bytes(
     rel: &str,
     language: &str,
     bytes: Vec<u8>,
-    (layout, force): (&CrateLayout, bool),
+    (layout, force): (&Layout, bool),
     known: Option<Known<'_>>,
 ) -> Prepared {
     let hash = blake3::hash(&bytes).to_hex().to_string();
-    let loc = (language == "rust").then(|| module_of(layout, rel));
-    let module = loc.as_ref().map(ModuleLoc::key).unwrap_or_default();
+    let loc = layout.locate(rel, language);
+    let module = module_key(language, loc.as_ref());
     if !force && known.is_some_and(|k| k.hash == hash && k.module == module) {
         return Prepared::Unchanged;
     }
     let Some(text) = scan::read_text(bytes) else {
         return Prepared::Skipped;
     };
-    let parsed = match &loc {
-        Some(loc) => parse::parse_rust_in(loc, &text),
-        None => parse::line_windows(rel, &text),
-    };
+    let parsed = parse::parse_file(rel, language, loc.as_ref(), &text);
     let items = parsed
         .into_iter()
         .map(|item| {
@@ -107,7 +112,7 @@ pub(super) fn prepare_bytes(
 /// [`prepare`] for a batch, on every core.
 pub(super) fn prepare_batch(
     batch: &[ScannedFile],
-    (layout, force): (&CrateLayout, bool),
+    (layout, force): (&Layout, bool),
     known: &BTreeMap<String, FileRecord>,
 ) -> Vec<Prepared> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -1,15 +1,66 @@
-//! Turning files into code items: Rust through tree-sitter (error-tolerant: a file with syntax
-//! errors yields what the parser recovered), other text files as line windows.
+//! Turning files into code items: Rust, Python, Go, TypeScript/JavaScript and Java through
+//! tree-sitter (error-tolerant: a file with syntax errors yields what the parser recovered),
+//! each qualified by its language's module system ([`Layout`]); other text files as line
+//! windows.
 
 mod crates;
+mod golang;
+mod java;
+mod layout;
 mod module_path;
+mod python;
 mod rust;
+mod source;
 mod text;
+mod typescript;
 
 pub use crates::{CrateLayout, ModuleLoc};
+pub use golang::parse_go;
+pub use java::parse_java;
+pub use layout::{Layout, is_manifest, shapes_layout};
 pub use module_path::module_path;
+pub use python::parse_python;
 pub use rust::{parse_rust, parse_rust_in};
 pub use text::{WINDOW_LINES, line_windows};
+pub use typescript::parse_typescript;
+
+/// Items of one file: parsed by its language at `loc` ([`Layout::locate`]), else line windows.
+pub fn parse_file(
+    rel: &str,
+    language: &str,
+    loc: Option<&ModuleLoc>,
+    text: &str,
+) -> Vec<ParsedItem> {
+    match (language, loc) {
+        ("rust", Some(loc)) => parse_rust_in(loc, text),
+        ("python", Some(loc)) => parse_python(loc, text),
+        ("go", Some(loc)) => parse_go(loc, text),
+        ("typescript" | "javascript", Some(loc)) => parse_typescript(rel, loc, text),
+        ("java", Some(loc)) => parse_java(loc, text),
+        _ => line_windows(rel, text),
+    }
+}
+
+/// One line per item (kind, canonical path, lines, the doc's first line), for snapshots.
+#[cfg(test)]
+pub(crate) fn test_outline(items: &[ParsedItem]) -> String {
+    items
+        .iter()
+        .map(|i| {
+            format!(
+                "{:<10} {:<50} L{}-{} {}",
+                i.kind.as_str(),
+                i.canon_path,
+                i.line_start,
+                i.line_end,
+                i.doc.lines().next().unwrap_or("")
+            )
+            .trim_end()
+            .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// What an item is (mirrors `ploke.common.v1.ItemKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -39,6 +90,10 @@ pub enum Kind {
     TypeAlias,
     /// `macro_rules!`.
     Macro,
+    /// A class (Python, TypeScript/JavaScript, Java).
+    Class,
+    /// An interface (Go, TypeScript, Java).
+    Interface,
     /// Lines of a non-Rust text file.
     TextWindow,
 }
@@ -59,12 +114,14 @@ impl Kind {
             Kind::Static => "static",
             Kind::TypeAlias => "type_alias",
             Kind::Macro => "macro",
+            Kind::Class => "class",
+            Kind::Interface => "interface",
             Kind::TextWindow => "text_window",
         }
     }
 
     /// Every kind.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 15] = [
         Kind::Function,
         Kind::Method,
         Kind::Struct,
@@ -77,6 +134,8 @@ impl Kind {
         Kind::Static,
         Kind::TypeAlias,
         Kind::Macro,
+        Kind::Class,
+        Kind::Interface,
         Kind::TextWindow,
     ];
 }
@@ -84,8 +143,10 @@ impl Kind {
 /// One item of a file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ParsedItem {
-    /// Canonical path (`crate::a::Type::method`, `crate::a::<Type as Trait>::method`); for text
-    /// windows `path#Lstart-end`.
+    /// Canonical path (Rust `crate::a::Type::method`, `crate::a::<Type as Trait>::method`;
+    /// Python `pkg.mod.Class.method`; Go `example.com/m/pkg.Type.Method`; TypeScript
+    /// `pkg/src/file.Class.method`; Java `com.acme.Class.method`); for text windows
+    /// `path#Lstart-end`.
     pub canon_path: String,
     /// Bare name (`method`; for impls `impl Trait for Type`).
     pub name: String,

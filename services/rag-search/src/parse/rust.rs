@@ -4,6 +4,7 @@
 
 use tree_sitter::{Node, Parser};
 
+use super::source::{Lines, collapse_ws};
 use super::{Kind, ModuleLoc, ParsedItem, module_path};
 
 /// How deep macro bodies are re-parsed.
@@ -19,27 +20,6 @@ enum Scope {
     Trait {
         name: String,
     },
-}
-
-struct Lines {
-    starts: Vec<usize>,
-}
-
-impl Lines {
-    fn new(src: &str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
-        Self { starts }
-    }
-
-    /// 1-based line of a byte offset.
-    fn line_of(&self, byte: usize) -> u32 {
-        let idx = match self.starts.binary_search(&byte) {
-            Ok(i) => i,
-            Err(i) => i.saturating_sub(1),
-        };
-        u32::try_from(idx + 1).unwrap_or(u32::MAX)
-    }
 }
 
 struct Walker<'a> {
@@ -80,10 +60,6 @@ fn new_parser() -> Option<Parser> {
         .set_language(&tree_sitter_rust::LANGUAGE.into())
         .ok()?;
     Some(parser)
-}
-
-fn collapse_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `Foo<T>` → `Foo`, `&'a mut Bar<'a, T>` → `&'a mut Bar`.

@@ -12,7 +12,7 @@ use super::{Entry, Overlay};
 use crate::embed::{self, Embedder};
 use crate::error::RagError;
 use crate::index::{Contents, Summary, WorkspaceIndex};
-use crate::parse::CrateLayout;
+use crate::parse::Layout;
 use crate::scan;
 use crate::service::{Slot, lock_poisoned};
 use crate::vectors::TextHash;
@@ -149,7 +149,7 @@ pub(super) fn commit(
             .map_err(|_| lock_poisoned())?
             .layout()
             .clone(),
-        None => CrateLayout::default(),
+        None => Layout::default(),
     };
     let contents = Contents::parse(files, &layout);
     let mut summary = Summary::default();

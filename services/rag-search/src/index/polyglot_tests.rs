@@ -1,0 +1,139 @@
+//! A workspace of several languages: every parsed language's items under its module system's
+//! canonical paths, found by lookup and by search with a language filter, and moved when a
+//! refresh changes a package marker.
+
+use super::*;
+use crate::bm25::Filters;
+use crate::rank::LengthPrior;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+#[test]
+fn each_language_is_parsed_into_items_of_its_module_system() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "src/shop/__init__.py", "");
+    write(
+        root,
+        "src/shop/cart.py",
+        "class Cart:\n    \"\"\"A basket.\"\"\"\n\n    def add_item(self, sku, qty=1):\n        \"\"\"Adds an item to the cart.\"\"\"\n        self.items.append((sku, qty))\n",
+    );
+    write(
+        root,
+        "src/shop/util/fmt.py",
+        "def money(cents):\n    return f\"{cents / 100:.2f}\"\n",
+    );
+    write(root, "go.mod", "module example.com/shop\n\ngo 1.22\n");
+    write(
+        root,
+        "pricing/price.go",
+        "package pricing\n\n// Total sums the cart's prices.\nfunc Total(prices []int) int {\n\treturn 0\n}\n",
+    );
+    write(root, "web/package.json", "{\"name\": \"shop-web\"}\n");
+    write(
+        root,
+        "web/src/cart.ts",
+        "/** Shows the cart. */\nexport class CartView {\n  /** Renders every item of the cart. */\n  render(items: Item[]): string { return \"\"; }\n}\n",
+    );
+    write(
+        root,
+        "server/Main.java",
+        "package com.shop;\n\npublic class Main {\n    public static void main(String[] args) {}\n}\n",
+    );
+    write(root, "README.md", "# Shop\n\nAdd items to a cart.\n");
+    let mut index = WorkspaceIndex::open(
+        root,
+        data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        None,
+    )
+    .unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+
+    let one = |index: &WorkspaceIndex, canon: &str| {
+        let found = index.lookup_canon(canon, None);
+        assert_eq!(found.len(), 1, "{canon}: {found:?}");
+        let r = found[0];
+        (
+            r.file.clone(),
+            r.item.kind,
+            r.item.crate_name.clone(),
+            r.item.doc.clone(),
+        )
+    };
+    assert_eq!(
+        one(&index, "shop.cart.Cart.add_item"),
+        (
+            "src/shop/cart.py".into(),
+            Kind::Method,
+            "shop".into(),
+            "Adds an item to the cart.".into()
+        )
+    );
+    assert_eq!(one(&index, "shop.cart.Cart").1, Kind::Class);
+    assert_eq!(
+        one(&index, "example.com/shop/pricing.Total"),
+        (
+            "pricing/price.go".into(),
+            Kind::Function,
+            "example.com/shop".into(),
+            "Total sums the cart's prices.".into()
+        )
+    );
+    assert_eq!(
+        one(&index, "shop-web/src/cart.CartView.render"),
+        (
+            "web/src/cart.ts".into(),
+            Kind::Method,
+            "shop-web".into(),
+            "Renders every item of the cart.".into()
+        )
+    );
+    assert_eq!(one(&index, "com.shop.Main.main").1, Kind::Method);
+    // Outside a package a Python file is named by its path after `src/`.
+    assert_eq!(one(&index, "shop.util.fmt.money").2, "");
+
+    // Search with a language filter answers only that language.
+    let languages = |langs: &[&str]| Filters {
+        languages: langs.iter().map(|l| (*l).to_owned()).collect(),
+        ..Filters::default()
+    };
+    let hits = |filters: &Filters| -> Vec<String> {
+        index
+            .search_bm25("add an item to the cart", filters, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.record.item.canon_path.clone())
+            .collect()
+    };
+    assert_eq!(hits(&languages(&["python"]))[0], "shop.cart.Cart.add_item");
+    let mut ts = hits(&languages(&["typescript"]));
+    ts.sort();
+    assert_eq!(
+        ts,
+        vec![
+            "shop-web/src/cart.CartView",
+            "shop-web/src/cart.CartView.render"
+        ]
+    );
+    assert_eq!(
+        hits(&languages(&["go"])),
+        vec!["example.com/shop/pricing.Total"]
+    );
+
+    // A new package marker moves the files below it, unchanged as they are.
+    write(root, "src/shop/util/__init__.py", "");
+    let s = index
+        .refresh(&["src/shop/util/__init__.py".to_owned()], None)
+        .unwrap();
+    assert_eq!(one(&index, "shop.util.fmt.money").2, "shop");
+    assert_eq!(
+        s.files_indexed, 3,
+        "the marker (under the old layout, then in its package) and the one file it moved"
+    );
+}
