@@ -196,7 +196,8 @@ pub fn build(
     });
     let (files, skipped) = scan::scan(&root);
     let total = files.len() as u64;
-    let layout = super::layout::discover(&root, &files.iter().map(|f| f.rel.clone()).collect());
+    let rels = files.iter().map(|f| f.rel.clone()).collect();
+    let layout = super::layout::discover(&root, &rels, None);
     index.write(|i| i.set_layout(layout.clone()))?;
     let mut summary = Summary {
         files_skipped: skipped,

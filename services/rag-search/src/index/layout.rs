@@ -12,18 +12,55 @@ use crate::scan::{self, ScannedFile};
 
 use super::{IndexError, Summary, WorkspaceIndex};
 
-/// The layout of `root` from the manifests among `files` (relative paths).
-pub(super) fn discover(root: &Path, files: &BTreeSet<String>) -> Layout {
+/// The text of a workspace file, read through the path policy.
+fn read_text(root: &Path, rel: &str) -> Option<String> {
+    let abs = scan::own_file(root, rel)?;
+    let bytes = path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// A Rust file's `#[path]` declarations as it is on disk now.
+fn path_modules_of(root: &Path, rel: &str) -> Vec<parse::PathModule> {
+    read_text(root, rel).map_or_else(Vec::new, |t| parse::path_modules(rel, &t))
+}
+
+/// Whether a Rust file declares `#[path]` modules (as it is on disk now).
+pub(super) fn declares_path_modules(root: &Path, rel: &str) -> bool {
+    !path_modules_of(root, rel).is_empty()
+}
+
+/// The layout of `root` from the manifests among `files` (relative paths) and the Rust
+/// files' `#[path]` declarations. With `known` (the layout before, and the files changed
+/// since), only the changed files and the known declaring ones are read for declarations.
+pub(super) fn discover(
+    root: &Path,
+    files: &BTreeSet<String>,
+    known: Option<(&Layout, &[String])>,
+) -> Layout {
     let manifests: Vec<(&str, String)> = files
         .iter()
         .filter(|rel| parse::is_manifest(rel))
-        .filter_map(|rel| {
-            let abs = scan::own_file(root, rel)?;
-            let bytes = path_policy::read_regular(&abs, scan::MAX_FILE_BYTES).ok()?;
-            Some((rel.as_str(), String::from_utf8(bytes).ok()?))
-        })
+        .filter_map(|rel| Some((rel.as_str(), read_text(root, rel)?)))
         .collect();
-    Layout::from_manifests(manifests.iter().map(|(p, t)| (*p, t.as_str())), files)
+    let candidates: BTreeSet<&String> = match known {
+        Some((layout, changed)) => layout
+            .crates
+            .path_declarations()
+            .keys()
+            .chain(changed)
+            .filter(|rel| files.contains(*rel))
+            .collect(),
+        None => files.iter().collect(),
+    };
+    let declarations = candidates
+        .into_iter()
+        .filter(|rel| rel.ends_with(".rs"))
+        .map(|rel| (rel.clone(), path_modules_of(root, rel)))
+        .filter(|(_, modules)| !modules.is_empty())
+        .collect();
+    let mut layout = Layout::from_manifests(manifests.iter().map(|(p, t)| (*p, t.as_str())), files);
+    layout.crates = std::mem::take(&mut layout.crates).with_path_modules(declarations);
+    layout
 }
 
 impl WorkspaceIndex {
@@ -32,11 +69,16 @@ impl WorkspaceIndex {
         self.layout = layout;
     }
 
-    /// After a refresh touched manifests or package markers, or added or removed source
-    /// files: the layout found again, and every file whose place in it changed parsed again.
-    pub(super) fn relayout(&mut self, summary: &mut Summary) -> Result<(), IndexError> {
+    /// After a refresh (of `changed`) touched manifests or package markers, `#[path]`
+    /// declarations, or added or removed source files: the layout found again, and every file
+    /// whose place in it changed parsed again.
+    pub(super) fn relayout(
+        &mut self,
+        changed: &[String],
+        summary: &mut Summary,
+    ) -> Result<(), IndexError> {
         let files: BTreeSet<String> = self.files.keys().cloned().collect();
-        let layout = discover(&self.root, &files);
+        let layout = discover(&self.root, &files, Some((&self.layout, changed)));
         if layout == self.layout {
             return Ok(());
         }

@@ -618,7 +618,7 @@ pub use contents::Contents;
 pub use layers::{Layer, LayeredFound, rank_bm25_layers, rank_dense_layers, search_layers};
 pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};
 #[cfg(test)]
-mod polyglot_tests;
+mod layout_tests;
 #[cfg(test)]
 mod tests;
 mod update;

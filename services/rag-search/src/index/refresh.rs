@@ -46,8 +46,8 @@ impl WorkspaceIndex {
         // still embedding are left to it, not embedded under this write lock.
         let first_new = self.next_id;
         let mut relayout = false;
-        for rel in self.expand(rels) {
-            let rel = &rel;
+        let expanded = self.expand(rels);
+        for rel in &expanded {
             let language = parse::language_of(Path::new(rel));
             let known = self.files.contains_key(rel);
             let indexable = self.files.contains_key(rel) || scan::is_indexable(&self.root, rel);
@@ -59,8 +59,13 @@ impl WorkspaceIndex {
                         language,
                     };
                     self.apply(&file, false, &mut summary)?;
-                    // A new crate root, module, package marker or manifest can move other files.
-                    relayout |= parse::shapes_layout(rel) || (language == "rust" && !known);
+                    // A new crate root, module, package marker or manifest can move other
+                    // files; so can a Rust file's `#[path]` declarations, old or new.
+                    relayout |= parse::shapes_layout(rel)
+                        || (language == "rust"
+                            && (!known
+                                || self.layout.crates.path_declarations().contains_key(rel)
+                                || super::layout::declares_path_modules(&self.root, rel)));
                 }
                 _ => {
                     relayout |= known && (language == Some("rust") || parse::shapes_layout(rel));
@@ -74,7 +79,7 @@ impl WorkspaceIndex {
             }
         }
         if relayout {
-            self.relayout(&mut summary)?;
+            self.relayout(&expanded, &mut summary)?;
         }
         let embedded = self.embed_missing(embedder, &mut summary, first_new);
         self.commit()?;

@@ -2,12 +2,14 @@
 //! Cargo knows (`[lib] path`, `[[bin]]`, `src/bin/*`, examples, tests, benches, `build.rs`,
 //! each workspace member's own manifest) is a crate root, and a file's module path is its
 //! place under the deepest root directory that holds it. A file no manifest accounts for
-//! falls back to the file-tree rule ([`super::module_path`]). `#[path = …]` attributes are
-//! not followed (such a file gets the module its place in the tree gives it).
+//! falls back to the file-tree rule ([`super::module_path`]). A file a `#[path = …]`
+//! declaration names is the module it declares ([`super::path_attr`]).
 
 use std::collections::BTreeSet;
 
 use serde::Deserialize;
+
+use super::path_attr::PathModule;
 
 /// A file's place: its crate and its module path within it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -56,7 +58,14 @@ struct Target {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrateLayout {
     targets: Vec<Target>,
+    /// Files `#[path]` declarations place, and where: file → its module.
+    path_modules: std::collections::BTreeMap<String, ModuleLoc>,
+    /// The `#[path]` declarations, by declaring file (a change to one may move others).
+    declarations: std::collections::BTreeMap<String, Vec<PathModule>>,
 }
+
+/// How many `#[path]` hops are followed (a declared file declaring more, …).
+const MAX_PATH_HOPS: usize = 4;
 
 #[derive(Debug, Default, Deserialize)]
 struct Manifest {
@@ -137,13 +146,58 @@ impl CrateLayout {
             };
             targets.extend(package_targets(&package, &manifest, files));
         }
-        Self { targets }
+        Self {
+            targets,
+            ..Self::default()
+        }
+    }
+
+    /// Places the files `#[path]` declarations name (`declarations`: each declaring file and
+    /// what it declares): each becomes the declared module of its declaring file's module.
+    pub fn with_path_modules(
+        mut self,
+        declarations: std::collections::BTreeMap<String, Vec<PathModule>>,
+    ) -> Self {
+        self.declarations = declarations;
+        // A declared file may itself declare: each pass places one more hop.
+        for _ in 0..MAX_PATH_HOPS {
+            let mut placed = std::collections::BTreeMap::new();
+            for (declarer, modules) in &self.declarations {
+                let Some(at) = self.locate(declarer) else {
+                    continue;
+                };
+                for m in modules {
+                    let mut segments = at.segments.clone();
+                    segments.push(m.name.clone());
+                    placed.insert(
+                        m.file.clone(),
+                        ModuleLoc {
+                            crate_name: at.crate_name.clone(),
+                            segments,
+                        },
+                    );
+                }
+            }
+            if placed == self.path_modules {
+                break;
+            }
+            self.path_modules = placed;
+        }
+        self
+    }
+
+    /// The `#[path]` declarations, by declaring file.
+    pub fn path_declarations(&self) -> &std::collections::BTreeMap<String, Vec<PathModule>> {
+        &self.declarations
     }
 
     /// Where `rel` (a `.rs` file) sits: the root it is, else the deepest root directory
     /// holding it (a library before a binary sharing its directory); `None` when no target
     /// accounts for it.
     pub fn locate(&self, rel: &str) -> Option<ModuleLoc> {
+        if let Some(loc) = self.path_modules.get(rel) {
+            return Some(loc.clone());
+        }
         if let Some(t) = self.targets.iter().find(|t| t.root == rel) {
             return Some(ModuleLoc {
                 crate_name: t.crate_name.clone(),

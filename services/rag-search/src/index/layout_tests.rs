@@ -1,6 +1,7 @@
-//! A workspace of several languages: every parsed language's items under its module system's
-//! canonical paths, found by lookup and by search with a language filter, and moved when a
-//! refresh changes a package marker.
+//! Canonical paths from module systems: a workspace of several languages (each parsed
+//! language's items under its module system's paths, found by lookup and by search with a
+//! language filter, moved when a refresh changes a package marker), and Rust's `#[path]`
+//! modules.
 
 use super::*;
 use crate::bm25::Filters;
@@ -135,5 +136,59 @@ fn each_language_is_parsed_into_items_of_its_module_system() {
     assert_eq!(
         s.files_indexed, 3,
         "the marker (under the old layout, then in its package) and the one file it moved"
+    );
+}
+
+#[test]
+fn path_attributes_place_the_files_they_name() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "Cargo.toml", "[package]\nname = \"net\"\n");
+    write(
+        root,
+        "src/lib.rs",
+        "#[cfg(unix)]\n#[path = \"imp/unix.rs\"]\nmod sys;\n\n#[path = \"../generated/wire.rs\"]\npub mod proto;\n",
+    );
+    write(root, "src/imp/unix.rs", "pub fn open() {}\n");
+    write(root, "generated/wire.rs", "pub struct Frame;\n");
+    let mut index = WorkspaceIndex::open(
+        root,
+        data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        None,
+    )
+    .unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    let file_of = |index: &WorkspaceIndex, canon: &str| -> Vec<(String, String)> {
+        index
+            .lookup_canon(canon, None)
+            .iter()
+            .map(|r| (r.file.clone(), r.item.crate_name.clone()))
+            .collect()
+    };
+    assert_eq!(
+        file_of(&index, "crate::sys::open"),
+        vec![("src/imp/unix.rs".to_owned(), "net".to_owned())]
+    );
+    assert_eq!(
+        file_of(&index, "net::proto::Frame"),
+        vec![("generated/wire.rs".to_owned(), "net".to_owned())]
+    );
+    // The declaration renamed by a refresh of the declaring file: the named file moves with it.
+    write(
+        root,
+        "src/lib.rs",
+        "#[path = \"imp/unix.rs\"]\nmod platform;\n#[path = \"../generated/wire.rs\"]\npub mod proto;\n",
+    );
+    let s = index.refresh(&["src/lib.rs".to_owned()], None).unwrap();
+    assert_eq!(
+        file_of(&index, "crate::platform::open"),
+        vec![("src/imp/unix.rs".to_owned(), "net".to_owned())]
+    );
+    assert!(file_of(&index, "crate::sys::open").is_empty());
+    assert_eq!(
+        s.files_indexed, 2,
+        "the declaring file and the one it moved"
     );
 }
