@@ -62,6 +62,8 @@ pub struct Config {
     pub internal: InternalConfig,
     /// Bounds on sessions' overlays.
     pub overlays: service::OverlayLimits,
+    /// Tokens of a query the local model embeds.
+    pub query_max_tokens: usize,
 }
 
 impl From<&PlokeConfig> for Config {
@@ -93,6 +95,7 @@ impl From<&PlokeConfig> for Config {
                 .then(|| std::time::Duration::from_secs(c.rag_search.git_poll_secs)),
             embedding: c.embedding.clone(),
             internal: c.internal.clone(),
+            query_max_tokens: c.rag_search.query_max_tokens as usize,
             overlays: service::OverlayLimits {
                 max_bytes: c.rag_search.overlay_max_bytes,
                 max_files: c.rag_search.overlay_max_files,
@@ -150,11 +153,12 @@ pub async fn serve(
     let workspaces = Workspaces::new(&config.workspaces);
     let data_dir = config.data_dir.clone();
     let embed_model = config.embed_model.clone();
+    let query_tokens = config.query_max_tokens;
     let retrieval = config.retrieval;
     let service = tokio::task::spawn_blocking(move || {
         let embedder = match &embed_model {
             Some(dir) => {
-                let e = embed::Embedder::load(dir)?;
+                let e = embed::Embedder::load(dir)?.with_query_tokens(query_tokens);
                 tracing::info!(model = e.name(), dims = e.dims(), "embedding model loaded");
                 Some(std::sync::Arc::new(e))
             }

@@ -259,6 +259,10 @@ pub struct RagSearchConfig {
     /// HYBRID skips its dense side (the query embedding) when the query names an item in code
     /// form: BM25 and names decide those.
     pub skip_dense_when_named: bool,
+    /// Tokens of a query the local model embeds (the rest is left to BM25 and names): the
+    /// forward pass costs in proportion, and HYBRID ranked the same with 16 to 128 on the
+    /// evaluation sets (docs/RETRIEVAL.md). 3 to 128.
+    pub query_max_tokens: u32,
     /// Watch the workspaces and refresh changed files.
     pub watch: bool,
     /// Bring every workspace's index up to date in the background at start (searches answer
@@ -291,6 +295,7 @@ impl Default for RagSearchConfig {
             dense_weight: 0.2,
             name_weight: 1.0,
             skip_dense_when_named: true,
+            query_max_tokens: 32,
             watch: true,
             index_on_start: true,
             git_poll_secs: 300,
@@ -499,6 +504,19 @@ impl Default for GatewayConfig {
             mcp_max_result_tokens: 25_000,
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
         }
+    }
+}
+
+impl RagSearchConfig {
+    /// Settings that cannot work.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(3..=128).contains(&self.query_max_tokens) {
+            return Err(format!(
+                "[rag_search] query_max_tokens = {} is outside 3..=128 (the model's window; [CLS] and [SEP] take two)",
+                self.query_max_tokens
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -51,6 +51,9 @@ struct Args {
     /// service's).
     #[arg(long)]
     skip_dense_when_named: Option<bool>,
+    /// Tokens of a query the local model embeds (default: the service's).
+    #[arg(long)]
+    query_max_tokens: Option<usize>,
     /// BM25 field boosts `name,path,signature,doc,body` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     boosts: Option<Vec<f32>>,
@@ -148,6 +151,9 @@ async fn main() -> anyhow::Result<()> {
                 .copied()
                 .unwrap_or(ploke_rag_search::fusion::NAME_WEIGHT),
         };
+    }
+    if let Some(tokens) = args.query_max_tokens {
+        rag_config.query_max_tokens = tokens;
     }
     if let Some(skip) = args.skip_dense_when_named {
         rag_config.retrieval.skip_dense_when_named = skip;

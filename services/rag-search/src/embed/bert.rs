@@ -32,6 +32,8 @@ pub struct Bert {
     name: String,
     /// Threads a query's forward pass runs on (see [`Bert::embed_query`]).
     query_pool: Option<rayon::ThreadPool>,
+    /// Tokens of a query embedded, [CLS] and [SEP] included.
+    query_tokens: usize,
 }
 
 impl std::fmt::Debug for Bert {
@@ -95,12 +97,19 @@ impl Bert {
             dims: config.hidden_size,
             name,
             query_pool,
+            query_tokens: MAX_TOKENS,
         })
     }
 
     /// Vector length.
     pub fn dims(&self) -> usize {
         self.dims
+    }
+
+    /// Embeds at most `tokens` of a query ([CLS] and [SEP] included; 3 to [`MAX_TOKENS`]).
+    pub fn with_query_tokens(mut self, tokens: usize) -> Self {
+        self.query_tokens = tokens.clamp(3, MAX_TOKENS);
+        self
     }
 
     /// Model name (its directory name).
@@ -122,7 +131,21 @@ impl Bert {
     /// wake-up per layer; 1.3x slower here). Queries from many callers queue on the pool; a
     /// pool thread waiting inside one query's layer may run another query's meanwhile.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
-        let run = || self.embed_batch(&[query]);
+        let mut encoding = self
+            .tokenizer
+            .encode(query, false)
+            .map_err(|e| err("tokenizing")(e.to_string()))?;
+        // Its first tokens, then [CLS] … [SEP] around them.
+        encoding.truncate(
+            self.query_tokens.saturating_sub(2),
+            0,
+            tokenizers::TruncationDirection::Right,
+        );
+        let encoding = self
+            .tokenizer
+            .post_process(encoding, None, true)
+            .map_err(|e| err("tokenizing")(e.to_string()))?;
+        let run = || self.forward(vec![encoding]);
         let mut vectors = match &self.query_pool {
             Some(pool) => pool.install(run),
             None => run(),
@@ -141,6 +164,11 @@ impl Bert {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| err("tokenizing")(e.to_string()))?;
+        self.forward(encodings)
+    }
+
+    /// One forward pass over tokenized texts.
+    fn forward(&self, encodings: Vec<tokenizers::Encoding>) -> Result<Vec<Vec<f32>>, EmbedError> {
         let len = encodings
             .iter()
             .map(|e| e.get_ids().len())

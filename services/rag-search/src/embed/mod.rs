@@ -53,6 +53,14 @@ impl Embedder {
         bert::Bert::load(dir).map(|m| Self::Local(Box::new(m)))
     }
 
+    /// A local model embeds at most `tokens` of a query (an endpoint gets the whole query).
+    pub fn with_query_tokens(self, tokens: usize) -> Self {
+        match self {
+            Self::Local(m) => Self::Local(Box::new(m.with_query_tokens(tokens))),
+            Self::Remote(r) => Self::Remote(r),
+        }
+    }
+
     /// Connects to an endpoint; one probe request learns the vector length.
     pub async fn remote(config: &EmbeddingConfig) -> Result<Self, EmbedError> {
         remote::Remote::connect(config).await.map(Self::Remote)
@@ -303,6 +311,24 @@ pub(crate) mod tests {
         for (a, b) in all.iter().zip(&single) {
             assert!(cosine(a, b) > 0.9999);
         }
+    }
+
+    #[test]
+    fn a_query_past_its_token_limit_is_embedded_as_its_first_tokens() {
+        let dir = std::env::var("PLOKE_EMBED_MODEL").unwrap();
+        let limited = Embedder::load(Path::new(&dir))
+            .unwrap()
+            .with_query_tokens(8);
+        let long = "handle the connection reset ".repeat(20);
+        // Eight tokens: [CLS], six words, [SEP].
+        let head = model()
+            .embed_batch(&["handle the connection reset handle the"])
+            .unwrap()
+            .remove(0);
+        let q = limited.embed_query(&long).unwrap();
+        assert!(cosine(&q, &head) > 0.99999, "{}", cosine(&q, &head));
+        let whole = model().embed_query(&long).unwrap();
+        assert!(cosine(&q, &whole) < 0.9999);
     }
 
     #[test]

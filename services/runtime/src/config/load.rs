@@ -133,6 +133,7 @@ impl PlokeConfig {
         config.apply_flags(service, args);
         config.storage.validate().map_err(ConfigError::Invalid)?;
         config.gateway.validate().map_err(ConfigError::Invalid)?;
+        config.rag_search.validate().map_err(ConfigError::Invalid)?;
         Ok(Layers {
             files: tables,
             files_only,

@@ -385,6 +385,25 @@ fn a_tiny_mcp_result_cap_is_refused() {
 }
 
 #[test]
+fn a_query_token_limit_outside_the_model_window_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ploke.toml");
+    for bad in [0, 2, 129] {
+        std::fs::write(&path, format!("[rag_search]\nquery_max_tokens = {bad}\n")).unwrap();
+        let args = CommonArgs {
+            config: Some(path.clone()),
+            ..CommonArgs::default()
+        };
+        let e = PlokeConfig::load(ServiceKind::RagSearch, &args, &|_| None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("query_max_tokens = {bad} is outside 3..=128")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn layered_files_override_key_by_key_and_every_value_says_where_it_came_from() {
     let dir = tempfile::tempdir().unwrap();
     let user = dir.path().join("config.toml");
