@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use cmd::Target;
+use ploke_proto::rag::v1::SearchFilters;
 
 /// mimalloc reuses freed memory: candle allocates a fresh tensor per operation, and the system
 /// allocator returns large ones to the kernel each time (page faults and zeroing cost ~10 % of
@@ -81,6 +82,12 @@ enum Command {
         /// Hits to show.
         #[arg(long, default_value_t = 10)]
         top_k: u32,
+        /// Only code in this language (`rust`, `python`, `typescript`, `go`, …); repeatable.
+        #[arg(long = "lang", value_name = "LANGUAGE")]
+        languages: Vec<String>,
+        /// Only files under this directory or file (relative to the workspace); repeatable.
+        #[arg(long = "path", value_name = "PREFIX")]
+        paths: Vec<String>,
         #[command(flatten)]
         target: Target,
     },
@@ -184,8 +191,17 @@ async fn main_async() -> anyhow::Result<()> {
             query,
             strategy,
             top_k,
+            languages,
+            paths,
             target,
-        } => cmd::query::search(&target, &query, strategy, top_k).await,
+        } => {
+            let filters = SearchFilters {
+                languages,
+                path_prefixes: paths,
+                ..SearchFilters::default()
+            };
+            cmd::query::search(&target, &query, (strategy, top_k), filters).await
+        }
         Command::Index { force, target } => cmd::query::index(&target, force).await,
         Command::Sessions { everyone, target } => cmd::query::sessions(&target, everyone).await,
         Command::Edits { command, target } => {

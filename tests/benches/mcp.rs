@@ -145,6 +145,7 @@ async fn main() {
             tool_call::Args::RequestCodeContext(RequestCodeContextArgs {
                 search_term: Some("index a workspace in the background".into()),
                 token_budget: None,
+                languages: vec![],
             }),
         ),
     ] {

@@ -241,6 +241,7 @@ async fn main() {
                     RequestCodeContextArgs {
                         search_term: Some(format!("bench_local_{}", i % edited.len())),
                         token_budget: None,
+                        languages: vec![],
                     },
                 )))
                 .await

@@ -98,6 +98,7 @@ async fn main() {
             tool_call::Args::RequestCodeContext(RequestCodeContextArgs {
                 search_term: Some(q.clone()),
                 token_budget: None,
+                languages: vec![],
             }),
         ));
     }

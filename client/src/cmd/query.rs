@@ -1,7 +1,7 @@
 //! `ploke search`, `ploke index` and `ploke sessions`.
 
 use ploke_proto::common::v1::ItemKind;
-use ploke_proto::rag::v1::{SearchRequest, Strategy};
+use ploke_proto::rag::v1::{SearchFilters, SearchRequest, Strategy};
 use ploke_proto::session::v1::{ListSessionsRequest, SessionState};
 
 use super::{Conn, Target, up};
@@ -21,8 +21,8 @@ pub enum StrategyArg {
 pub async fn search(
     target: &Target,
     query: &str,
-    strategy: StrategyArg,
-    top_k: u32,
+    (strategy, top_k): (StrategyArg, u32),
+    filters: SearchFilters,
 ) -> anyhow::Result<()> {
     let mut conn = Conn::open(target).await?;
     let strategy = match strategy {
@@ -36,6 +36,7 @@ pub async fn search(
             query: query.to_owned(),
             strategy: strategy as i32,
             top_k,
+            filters: Some(filters),
             ..Default::default()
         })
         .await

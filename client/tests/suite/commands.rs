@@ -29,6 +29,44 @@ async fn search_prints_ranked_hits() {
 }
 
 #[tokio::test]
+async fn search_keeps_the_languages_asked_for_and_names_an_unknown_one() {
+    let e = env().await;
+    let out = e
+        .ploke(&[
+            "search",
+            "add two numbers",
+            "--strategy",
+            "bm25",
+            "--lang",
+            "python",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "no matches\n");
+    let out = e
+        .ploke(&[
+            "search",
+            "add two numbers",
+            "--lang",
+            "rust",
+            "--path",
+            "src",
+        ])
+        .await;
+    assert!(text(&out.stdout).starts_with("  1. src/lib.rs:1-4  crate::add (function)"));
+    let out = e
+        .ploke(&["search", "add two numbers", "--lang", "pyhton"])
+        .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("filters.languages[0]: unknown language `pyhton`; known: c,"),
+        "{}",
+        text(&out.stderr)
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn ask_streams_the_answer_and_summarises_tool_calls() {
     let e = env().await;
     e.fake.push([

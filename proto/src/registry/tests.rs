@@ -55,14 +55,15 @@ fn every_tool_has_description_side_effect_and_timeout() {
 
 #[test]
 fn every_argument_field_is_described_and_has_a_presence_rule() {
-    // Each field is optional (proto3 `optional`), part of a oneof, or declared required: no
-    // silent zero defaults for a field the model forgot.
+    // Each field is optional (proto3 `optional`), part of a oneof, declared required, or a
+    // list (absent = empty, which its description says what it means): no silent zero
+    // defaults for a field the model forgot.
     fn check(registry: &ToolRegistry, m: &MessageDescriptor) {
         for f in m.fields() {
             let comment = schema::comment_of(f.parent_file(), f.path());
             assert!(!comment.is_empty(), "{} has no comment", f.full_name());
             let rules = schema::rules_of(registry, &f);
-            let has_presence = f.containing_oneof().is_some() || rules.required;
+            let has_presence = f.containing_oneof().is_some() || rules.required || f.is_list();
             assert!(
                 has_presence,
                 "{} neither optional nor required",
@@ -126,6 +127,7 @@ fn empty_arguments_mean_an_empty_object() {
             args: Some(Args::RequestCodeContext(RequestCodeContextArgs {
                 search_term: None,
                 token_budget: None,
+                languages: vec![],
             }))
         }
     );
@@ -136,7 +138,7 @@ fn null_is_absent_for_optional_fields() {
     let call = registry()
         .parse_call(
             "request_code_context",
-            r#"{"search_term": null, "token_budget": 500}"#,
+            r#"{"search_term": null, "token_budget": 500, "languages": ["python", "go"]}"#,
         )
         .unwrap();
     assert_eq!(
@@ -145,6 +147,7 @@ fn null_is_absent_for_optional_fields() {
             args: Some(Args::RequestCodeContext(RequestCodeContextArgs {
                 search_term: None,
                 token_budget: Some(500),
+                languages: vec!["python".into(), "go".into()],
             }))
         }
     );
@@ -461,6 +464,7 @@ fn typed_calls_are_held_to_the_json_rules() {
         args: Some(Args::RequestCodeContext(RequestCodeContextArgs {
             search_term: Some(String::new()),
             token_budget: Some(10),
+            languages: vec![],
         })),
     };
     assert_eq!(

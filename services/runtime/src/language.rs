@@ -32,3 +32,49 @@ pub fn language_of(path: &Path) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+/// Every name [`language_of`] gives, for checking a language a caller names.
+pub const LANGUAGES: [&str; 19] = [
+    "c",
+    "cpp",
+    "css",
+    "go",
+    "gomod",
+    "html",
+    "java",
+    "javascript",
+    "json",
+    "markdown",
+    "protobuf",
+    "python",
+    "rust",
+    "shell",
+    "sql",
+    "text",
+    "toml",
+    "typescript",
+    "yaml",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_language_given_is_listed() {
+        let names = [
+            "a.rs", "a.toml", "a.md", "a.json", "a.yml", "a.proto", "a.py", "a.mjs", "a.tsx",
+            "a.mts", "a.go", "go.mod", "a.h", "a.cpp", "A.java", "a.sh", "a.sql", "a.html",
+            "a.css", "a.rst",
+        ];
+        for name in names {
+            let language = language_of(Path::new(name));
+            assert!(
+                language.is_some_and(|l| LANGUAGES.contains(&l)),
+                "{name}: {language:?}"
+            );
+        }
+        assert_eq!(language_of(Path::new("x.mod")), None);
+        assert_eq!(language_of(Path::new("Cargo.lock")), None);
+    }
+}

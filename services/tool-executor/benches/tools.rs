@@ -215,6 +215,7 @@ async fn main() -> anyhow::Result<()> {
         let args = tool_call::Args::RequestCodeContext(RequestCodeContextArgs {
             search_term: Some(q.into()),
             token_budget: Some(budget),
+            languages: vec![],
         });
         if i % 2 == 0 {
             direct.push(run_direct(&mut rag).await);

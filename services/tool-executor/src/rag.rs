@@ -8,7 +8,7 @@ use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::rag::v1::{
     GetContextRequest, GetOverlayRequest, LookupItemRequest, LookupItemResponse, Overlay,
     OverlayFile, PutOverlayFilesRequest, PutOverlayFilesResponse, RefreshFilesRequest,
-    RefreshFilesResponse, Strategy, lookup_item_request,
+    RefreshFilesResponse, SearchFilters, Strategy, lookup_item_request,
 };
 use ploke_proto::tools::v1::ToolErrorCode;
 use ploke_runtime::client::TracedChannel;
@@ -48,7 +48,7 @@ impl Rag {
         root: &Path,
         session: &str,
         query: &str,
-        max_total: u32,
+        (max_total, languages): (u32, &[String]),
     ) -> Result<AssembledContext, ToolFailure> {
         let request = GetContextRequest {
             workspace_root: root.display().to_string(),
@@ -60,7 +60,10 @@ impl Rag {
             }),
             strategy: Strategy::Unspecified as i32,
             top_k: 0,
-            filters: None,
+            filters: (!languages.is_empty()).then(|| SearchFilters {
+                languages: languages.to_vec(),
+                ..SearchFilters::default()
+            }),
             session_id: session.to_owned(),
         };
         let response = self.client.clone().get_context(request).await;

@@ -151,6 +151,7 @@ async fn searches_and_tools_answer_from_the_last_commit_while_a_run_embeds() {
         tool_call::Args::RequestCodeContext(RequestCodeContextArgs {
             search_term: Some("backoff delay".into()),
             token_budget: None,
+            languages: vec![],
         }),
     )
     .await

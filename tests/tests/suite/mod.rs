@@ -4,6 +4,7 @@ mod faults;
 mod indexing;
 mod internal_auth;
 mod mcp;
+mod polyglot;
 mod remote_embeddings;
 mod replicas;
 mod session;

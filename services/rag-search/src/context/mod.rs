@@ -73,6 +73,8 @@ pub struct Candidate {
     pub file_hash: String,
     /// The item's crate (empty when no manifest names it).
     pub crate_name: String,
+    /// The item's bare name (empty for a text window).
+    pub name: String,
 }
 
 impl Candidate {
@@ -91,6 +93,10 @@ impl Candidate {
             score,
             file_hash: record.file_hash.clone(),
             crate_name: record.item.crate_name.clone(),
+            name: match record.item.kind {
+                crate::parse::Kind::TextWindow => String::new(),
+                _ => record.item.name.clone(),
+            },
         }
     }
 }

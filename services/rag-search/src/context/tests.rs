@@ -17,6 +17,7 @@ fn cand(file: &str, lines: (u32, u32), bytes: (usize, usize), text: &str, score:
         score,
         file_hash: "h".into(),
         crate_name: String::new(),
+        name: String::new(),
     }
 }
 

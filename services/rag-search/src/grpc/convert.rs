@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::{self as pb};
 use ploke_proto::status::invalid_argument;
+use ploke_runtime::language::LANGUAGES;
 use tonic::Status;
 
 use super::{DEFAULT_CONTEXT_TOP_K, DEFAULT_TOP_K, MAX_QUERY_CHARS, MAX_TOP_K};
@@ -116,14 +117,25 @@ pub(super) fn filters(f: Option<pb::SearchFilters>) -> Result<Filters, Status> {
             path_prefixes.push(norm);
         }
     }
+    let mut languages = Vec::new();
+    for (i, l) in f.languages.iter().enumerate() {
+        let language = l.trim().to_ascii_lowercase();
+        if !LANGUAGES.contains(&language.as_str()) {
+            return Err(invalid_argument(
+                &format!("filters.languages[{i}]"),
+                format!(
+                    "unknown language `{}`; known: {}",
+                    ploke_runtime::text::shown(l),
+                    LANGUAGES.join(", ")
+                ),
+            ));
+        }
+        languages.push(language);
+    }
     Ok(Filters {
         path_prefixes,
         kinds,
-        languages: f
-            .languages
-            .iter()
-            .map(|l| l.trim().to_ascii_lowercase())
-            .collect(),
+        languages,
     })
 }
 
@@ -219,6 +231,10 @@ pub(super) fn hit_to_pb(h: SearchHit) -> pb::SearchHit {
             tokens: 0,
             crate_name: i.crate_name.clone(),
             rendered: String::new(),
+            name: match i.kind {
+                Kind::TextWindow => String::new(),
+                _ => i.name.clone(),
+            },
         }),
         score: h.score,
         bm25_rank: h.bm25_rank,
@@ -310,6 +326,7 @@ pub(super) fn assembled_to_pb(
                 tokens: p.tokens,
                 crate_name: c.crate_name,
                 rendered,
+                name: c.name,
             }
         })
         .collect();

@@ -83,6 +83,18 @@ async fn bad_search_arguments_name_the_field() {
             "strategy",
             "unknown value 42; use STRATEGY_BM25, STRATEGY_DENSE or STRATEGY_HYBRID",
         ),
+        (
+            SearchRequest {
+                query: "x".into(),
+                filters: Some(SearchFilters {
+                    languages: vec!["Python".into(), "pyhton".into()],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            "filters.languages[1]",
+            "unknown language `pyhton`; known: c, cpp, css, go, gomod, html, java, javascript, json, markdown, protobuf, python, rust, shell, sql, text, toml, typescript, yaml",
+        ),
     ];
     for (request, field, reason) in cases {
         let status = s.client.search(request).await.unwrap_err();

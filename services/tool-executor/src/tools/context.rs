@@ -7,6 +7,8 @@ use ploke_proto::tools::v1::{
     RequestCodeContextResult, ToolErrorCode, code_item_lookup_args,
 };
 
+use ploke_runtime::language::LANGUAGES;
+
 use super::ReadContext;
 use crate::failure::ToolFailure;
 use crate::rag::Lookup;
@@ -42,9 +44,21 @@ pub async fn request_code_context(
             format!("must be between {BUDGET_MIN} and {BUDGET_MAX}, got {budget}"),
         ));
     }
+    let mut languages = Vec::with_capacity(args.languages.len());
+    for (i, l) in args.languages.iter().enumerate() {
+        let language = l.trim().to_ascii_lowercase();
+        if !LANGUAGES.contains(&language.as_str()) {
+            return Err(ToolFailure::invalid(
+                &format!("languages[{i}]"),
+                format!("unknown language `{}`", ploke_runtime::text::shown(l)),
+            )
+            .hint(format!("use some of: {}", LANGUAGES.join(", "))));
+        }
+        languages.push(language);
+    }
     let assembled = ctx
         .rag
-        .context(&ctx.root, &ctx.session, &term, budget)
+        .context(&ctx.root, &ctx.session, &term, (budget, &languages))
         .await?;
     let stats = assembled.stats.unwrap_or_default();
     let parts = assembled
@@ -65,9 +79,15 @@ pub async fn request_code_context(
             } else {
                 std::mem::take(&mut p.rendered)
             };
+            // An older rag-search sends no name: it is read off a Rust canonical path.
+            let name = if p.name.is_empty() {
+                item_name(&p.canon_path, p.kind())
+            } else {
+                std::mem::take(&mut p.name)
+            };
             ContextSnippet {
                 snippet,
-                name: item_name(&p.canon_path, p.kind()),
+                name,
                 kind: p.kind,
                 crate_name: p.crate_name,
                 file_path: p.file_path,
@@ -87,8 +107,8 @@ pub async fn request_code_context(
     })
 }
 
-/// An item's name from its canonical path (`method` of `crate::a::<T as Tr>::method`); none
-/// for a text window.
+/// An item's name from its Rust canonical path (`method` of `crate::a::<T as Tr>::method`);
+/// none for a text window.
 fn item_name(canon_path: &str, kind: ItemKind) -> String {
     if kind == ItemKind::TextWindow {
         return String::new();

@@ -11,6 +11,7 @@ async fn request_code_context_returns_parts_in_the_snippet_format() {
     let args = RequestCodeContextArgs {
         search_term: Some("connect socket".into()),
         token_budget: Some(200),
+        languages: vec![],
     };
     let tool_result::Result::RequestCodeContext(r) =
         h.ok(tool_call::Args::RequestCodeContext(args)).await
@@ -77,6 +78,7 @@ async fn request_code_context_defaults_to_the_user_message_and_config_budget() {
     let tiny = RequestCodeContextArgs {
         search_term: Some("x".into()),
         token_budget: Some(1),
+        languages: vec![],
     };
     let e = h.err(tool_call::Args::RequestCodeContext(tiny)).await;
     assert_eq!(

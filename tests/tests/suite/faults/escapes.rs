@@ -118,6 +118,7 @@ async fn no_tool_reads_through_a_symlink_that_leaves() {
         tool_call::Args::RequestCodeContext(RequestCodeContextArgs {
             search_term: Some("exfiltrated_secret s3cr3t".into()),
             token_budget: None,
+            languages: vec![],
         }),
     )
     .await
