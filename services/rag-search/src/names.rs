@@ -24,6 +24,10 @@ const WORD_STRENGTH: f32 = 0.1;
 /// qualifier; and when it has none of them.
 const QUALIFIED: f32 = 1.5;
 const OTHERWISE_QUALIFIED: f32 = 0.4;
+/// Factor when the query's last qualifier is the item's own type or trait (`Request` of
+/// `blocking::Request::try_clone` for `Request::try_clone`, not `RequestBuilder::try_clone`
+/// in module `request`).
+const OWNER_QUALIFIED: f32 = 2.0;
 /// A type, trait or module named counts half: a change or a question that names a type is as
 /// often about one of its methods, which the type's name then finds as context.
 const NOT_A_FUNCTION: f32 = 0.5;
@@ -279,10 +283,8 @@ impl NameIndex {
                 let Some(record) = item(*id) else { continue };
                 let qualified = if name.qualifiers.is_empty() {
                     1.0
-                } else if qualified_by(record, &name.qualifiers) {
-                    QUALIFIED
                 } else {
-                    OTHERWISE_QUALIFIED
+                    qualification(record, &name.qualifiers)
                 };
                 let context = self.path_words.get(id).map_or(0, |words| {
                     words
@@ -314,6 +316,36 @@ fn kind_factor(kind: Kind) -> f32 {
 
 /// Whether the item's path has one of the qualifiers as a segment (`Type` of
 /// `crate::m::<Type as Trait>::method`).
+fn qualification(record: &ItemRecord, qualifiers: &[String]) -> f32 {
+    let owner_named = qualifiers
+        .last()
+        .is_some_and(|q| owners(&record.item.qualname).any(|o| key(o) == *q));
+    if owner_named {
+        OWNER_QUALIFIED
+    } else if qualified_by(record, qualifiers) {
+        QUALIFIED
+    } else {
+        OTHERWISE_QUALIFIED
+    }
+}
+
+/// The type (and trait) an item belongs to, from its qualified name: `Type` of
+/// `Type::method`, `Type` and `Trait` of `<Type<T> as Trait<S>>::method`, `Class` of
+/// `Outer.Class.method`; nothing for a free item.
+fn owners(qualname: &str) -> impl Iterator<Item = &str> {
+    let head = qualname
+        .rsplit_once("::")
+        .or_else(|| qualname.rsplit_once('.'))
+        .map_or("", |(head, _)| head);
+    let head = head.trim_start_matches('<').trim_end_matches('>');
+    let (ty, tr) = head.split_once(" as ").unwrap_or((head, ""));
+    [ty, tr].into_iter().filter_map(|part| {
+        let bare = part.split('<').next().unwrap_or(part);
+        let last = bare.rsplit(['.', ':', ' ', '&']).next().unwrap_or(bare);
+        (!last.is_empty()).then_some(last)
+    })
+}
+
 fn qualified_by(record: &ItemRecord, qualifiers: &[String]) -> bool {
     let path = &record.item.canon_path;
     path.split(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -475,6 +507,46 @@ mod tests {
         assert!(score(&index, "why does read_mem block", &|id| id != 5).is_empty());
         index.remove(&items[4]);
         assert!(score(&index, "read_mem", &all).is_empty());
+    }
+
+    #[test]
+    fn the_owner_of_an_item_is_its_type_or_trait() {
+        fn of(q: &str) -> Vec<&str> {
+            owners(q).collect()
+        }
+        assert_eq!(of("Type::method"), vec!["Type"]);
+        assert_eq!(
+            of("<Filtered<L, F> as Layer<S>>::on_exit"),
+            vec!["Filtered", "Layer"]
+        );
+        assert_eq!(
+            of("<&'a mut Serializer as ser::Serializer>::collect_str"),
+            vec!["Serializer", "Serializer"]
+        );
+        assert_eq!(of("Outer.Cart.add_item"), vec!["Cart"]);
+        assert!(of("free_function").is_empty());
+        // `blocking::Request::try_clone` names `Request::try_clone` more than
+        // `RequestBuilder::try_clone` in module `request`, and either more than an item with
+        // none of the qualifiers.
+        let mut own = item(
+            1,
+            "crate::blocking::request::Request::try_clone",
+            Kind::Method,
+        );
+        own.item.qualname = "Request::try_clone".into();
+        let mut near = item(
+            2,
+            "crate::blocking::request::RequestBuilder::try_clone",
+            Kind::Method,
+        );
+        near.item.qualname = "RequestBuilder::try_clone".into();
+        let mut other = item(3, "crate::wasm::Body::try_clone", Kind::Method);
+        other.item.qualname = "Body::try_clone".into();
+        let qualifiers = vec!["blocking".to_owned(), "request".to_owned()];
+        assert_eq!(
+            [&own, &near, &other].map(|r| qualification(r, &qualifiers)),
+            [OWNER_QUALIFIED, QUALIFIED, OTHERWISE_QUALIFIED]
+        );
     }
 
     #[test]
