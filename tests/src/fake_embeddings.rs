@@ -38,6 +38,9 @@ struct State {
     script: VecDeque<Answer>,
     down: bool,
     refuse: Option<String>,
+    /// Requests seen so far, and from which one on they are held ([`FakeEmbeddings::hold_after`]).
+    seen: usize,
+    hold_from: Option<usize>,
 }
 
 /// The fake endpoint.
@@ -129,9 +132,20 @@ impl FakeEmbeddings {
         self.hold.send_replace(true);
     }
 
+    /// Answers the first `answered` requests (from now on), then holds the rest until
+    /// [`Self::release`] (a client's probe answered, its work held).
+    pub fn hold_after(&self, answered: usize) {
+        if let Ok(mut s) = self.state.lock() {
+            s.hold_from = Some(s.seen + answered);
+        }
+    }
+
     /// Answers the held requests and stops holding.
     pub fn release(&self) {
-        self.hold.send_replace(false);
+        if let Ok(mut s) = self.state.lock() {
+            s.hold_from = None;
+            self.hold.send_replace(false);
+        }
     }
 
     /// Resolves once a request is waiting on [`Self::hold`] (at once if one already was).
@@ -170,6 +184,12 @@ impl FakeEmbeddings {
                     .collect(),
                 _ => Vec::new(),
             };
+            if let Ok(mut s) = self.state.lock() {
+                if s.hold_from.is_some_and(|from| s.seen >= from) {
+                    self.hold.send_replace(true);
+                }
+                s.seen += 1;
+            }
             let mut held = self.hold.subscribe();
             if *held.borrow_and_update() {
                 self.waiting.notify_one();

@@ -31,7 +31,7 @@ const RESUMES: u32 = 5;
 
 /// Runs one turn.
 pub async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
-    let mut conn = Conn::open_indexing(target, false).await?;
+    let mut conn = Conn::open_indexing(target, None).await?;
     let result = turn(&mut conn, &args).await;
     conn.close().await?;
     result
@@ -43,7 +43,12 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         if conn.provider.is_none() && args.provider.is_none() {
             bail!("no model provider is reachable: {}", providers::NONE_HINT);
         }
-        super::up::index(&mut conn.gateway, false, false).await?;
+        super::up::index(
+            &mut conn.gateway,
+            (false, super::up::Until::Searchable),
+            false,
+        )
+        .await?;
     }
     let session = conn
         .gateway

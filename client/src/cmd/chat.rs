@@ -25,7 +25,7 @@ pub struct Which {
 pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
     let workspace = super::up::workspace(target.workspace.clone())?;
     let (_telemetry, notices, _) = super::tui_logging(&workspace, &Default::default())?;
-    let mut conn = Conn::open_indexing(target, false).await?;
+    let mut conn = Conn::open_indexing(target, None).await?;
     let result = async {
         let session = open_session(&mut conn.gateway, which).await;
         let session = match session {

@@ -34,7 +34,7 @@ pub async fn mcp(
             ploke_runtime::config::GatewayConfig::MIN_MCP_RESULT_TOKENS
         );
     }
-    let conn = Conn::open_indexing(target, false).await?;
+    let conn = Conn::open_indexing(target, None).await?;
     let backend = ploke_client::mcp::Remote::new(conn.gateway.clone());
     let options = Options {
         max_result_tokens,

@@ -71,12 +71,12 @@ pub struct Conn {
 impl Conn {
     /// Opens the target; in-process services index the workspace first.
     pub async fn open(target: &Target) -> anyhow::Result<Self> {
-        Self::open_indexing(target, true).await
+        Self::open_indexing(target, Some(up::Until::Searchable)).await
     }
 
-    /// Opens the target; in-process services index the workspace first when `wait_for_index`,
-    /// else in the background (answering from what is indexed so far).
-    pub async fn open_indexing(target: &Target, wait_for_index: bool) -> anyhow::Result<Self> {
+    /// Opens the target; in-process services index the workspace first, `until` searchable or
+    /// done, or (`None`) in the background (answering from what is indexed so far).
+    pub async fn open_indexing(target: &Target, until: Option<up::Until>) -> anyhow::Result<Self> {
         let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
         let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
@@ -124,14 +124,14 @@ impl Conn {
         cfg.gateway.mcp_listen = None;
         let embedded = Embedded::start(cfg).await?;
         let mut gateway = connect(&embedded.addrs.url(ServiceKind::Gateway), None).await?;
-        if wait_for_index {
-            up::index(&mut gateway, false, false).await?;
+        if let Some(until) = until {
+            up::index(&mut gateway, (false, until), false).await?;
         }
         Ok(Self {
             gateway,
             embedded: Some(embedded),
             provider,
-            indexed: wait_for_index,
+            indexed: until.is_some(),
             local_root: workspace,
             overlays: false,
         })

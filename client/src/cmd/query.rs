@@ -80,10 +80,10 @@ pub async fn search(
 
 /// `ploke index`.
 pub async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
-    let mut conn = Conn::open(target).await?;
+    let mut conn = Conn::open_indexing(target, Some(up::Until::Done)).await?;
     // In-process services have just indexed; a remote or running one is asked to.
     if !conn.indexed || force {
-        up::index(&mut conn.gateway, force, false).await?;
+        up::index(&mut conn.gateway, (force, up::Until::Done), false).await?;
     }
     conn.close().await
 }

@@ -118,7 +118,8 @@ pub async fn embedded_layers(
         }
     }
     cfg.gateway.allow_unauthenticated = true;
-    if cfg.rag_search.embed_model.is_none() {
+    // The cached model, unless the configuration names a model or an embedding endpoint.
+    if cfg.rag_search.embed_model.is_none() && cfg.embedding.is_none() {
         cfg.rag_search.embed_model = cached_model();
     }
     let provider = providers::detect(&mut cfg).await;
@@ -265,7 +266,7 @@ async fn serve(
         super::stop_visibly(embedded.stop()).await?;
         return ran;
     }
-    index(&mut gateway, false, false).await?;
+    index(&mut gateway, (false, Until::Done), false).await?;
     if check {
         embedded.stop().await?;
         return Ok(());
@@ -284,8 +285,22 @@ async fn serve(
     Ok(())
 }
 
+/// How long [`index`] follows a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// To its end, embeddings included (`ploke index`).
+    Done,
+    /// Until keyword search answers from it (its items committed); the embedding goes on in
+    /// the background, and searches use vectors as they come.
+    Searchable,
+}
+
 /// Indexes the gateway's default workspace, with a progress line on stderr unless `quiet`.
-pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::Result<()> {
+pub async fn index(
+    gateway: &mut Gateway,
+    (force, until): (bool, Until),
+    quiet: bool,
+) -> anyhow::Result<()> {
     let mut stream = gateway
         .index_workspace(IndexWorkspaceRequest {
             workspace_root: String::new(),
@@ -313,6 +328,16 @@ pub async fn index(gateway: &mut Gateway, force: bool, quiet: bool) -> anyhow::R
                 p.embedded_done
             );
             let _ = std::io::stderr().flush();
+        }
+        let searchable = p.phase == IndexPhase::Embedding as i32;
+        if until == Until::Searchable && searchable {
+            if !quiet {
+                eprintln!(
+                    "\n  {} items searchable by keywords; embedding {}/{} goes on in the background",
+                    p.items_done, p.embedded_done, p.items_total
+                );
+            }
+            return Ok(());
         }
         last = Some(p);
     }

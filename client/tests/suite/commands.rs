@@ -235,13 +235,61 @@ async fn search_without_a_gateway_runs_the_services_in_process() {
         text(&out.stdout)
     );
     // The services index the workspace on their own as they start; the command waits for
-    // that run (or its own, when the first one ended before it asked) and reports it.
+    // that run (or its own, when the first one ended before it asked) to be searchable and
+    // reports it: done, or its items searchable while it embeds.
+    let stderr = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains(", 1 items,"),
-        "{}",
-        text(&out.stderr)
+        stderr.contains(", 1 items,") || stderr.contains("  1 items searchable by keywords"),
+        "{stderr}"
     );
     assert!(dir.path().join(".ploke").is_dir());
+}
+
+#[tokio::test]
+async fn an_in_process_search_answers_while_the_run_still_embeds() {
+    // An embedding endpoint that answers rag-search's probe, then nothing until released: the
+    // run stays embedding.
+    let fake = ploke_e2e::fake_embeddings::FakeEmbeddings::start(8)
+        .await
+        .unwrap();
+    fake.hold_after(1);
+    let endpoint = fake.config();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), super::LIB_RS).unwrap();
+    std::fs::write(
+        dir.path().join("ploke.toml"),
+        format!(
+            "[embedding]\nbase_url = \"{}\"\nmodel = \"{}\"\n",
+            endpoint.base_url, endpoint.model
+        ),
+    )
+    .unwrap();
+    let out = super::run(
+        dir.path(),
+        vec!["search".into(), "add two numbers".into()],
+        &[
+            ("OPENAI_API_KEY", ""),
+            ("OPENROUTER_API_KEY", ""),
+            ("PLOKE_EMBED_MODEL", ""),
+        ],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Two items (the function and ploke.toml's lines), none embedded; and the command ends
+    // cleanly while the run still waits on the endpoint.
+    assert!(
+        stderr.contains("2 items searchable by keywords; embedding 0/2 goes on in the background"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        text(&out.stdout).contains("src/lib.rs:1-4  crate::add (function)"),
+        "{}",
+        text(&out.stdout)
+    );
+    fake.release();
 }
 
 #[tokio::test]

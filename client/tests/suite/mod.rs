@@ -61,8 +61,13 @@ pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output 
         .current_dir(dir)
         // The developer's own ~/.config/ploke is not the test's (a test may set its own).
         .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
+    // A `PLOKE_*` variable given empty is left out (PLOKE_EMBED_MODEL, to use an endpoint).
     for (k, v) in env {
-        command.env(k, v);
+        if v.is_empty() && k.starts_with("PLOKE_") {
+            command.env_remove(k);
+        } else {
+            command.env(k, v);
+        }
     }
     command.stdin(std::process::Stdio::null());
     tokio::task::spawn_blocking(move || command.output().unwrap())

@@ -109,6 +109,14 @@ impl Embedder {
         }
     }
 
+    /// Stops waiting on an endpoint (the service is stopping); a local model needs nothing.
+    pub fn stop(&self) {
+        match self {
+            Self::Local(_) => {}
+            Self::Remote(r) => r.stop(),
+        }
+    }
+
     /// Whether the vectors come from a remote endpoint (seconds, not milliseconds, when slow).
     pub fn is_remote(&self) -> bool {
         matches!(self, Self::Remote(_))

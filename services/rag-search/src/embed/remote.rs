@@ -38,6 +38,9 @@ pub struct Remote {
     tries: u32,
     dims: usize,
     runtime: tokio::runtime::Handle,
+    /// Cancelled when the service stops: a blocking call waiting on the endpoint returns at
+    /// once instead of outliving the runtime (whose timers panic once it shuts down).
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for Remote {
@@ -122,6 +125,7 @@ impl Remote {
             tries: c.tries,
             dims: 0,
             runtime: tokio::runtime::Handle::current(),
+            stopping: tokio_util::sync::CancellationToken::new(),
         };
         let tries = remote.tries.min(QUERY_TRIES);
         let probe = remote
@@ -156,9 +160,7 @@ impl Remote {
     /// [`QUERY_TIMEOUT`] each (HYBRID then answers from BM25 alone).
     pub fn embed_query_blocking(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         let tries = self.tries.min(QUERY_TRIES);
-        let mut v = self
-            .runtime
-            .block_on(self.embed_with(&[query], tries, Some(QUERY_TIMEOUT)))?;
+        let mut v = self.block_on(self.embed_with(&[query], tries, Some(QUERY_TIMEOUT)))?;
         v.pop()
             .ok_or_else(|| EmbedError::Model("no vector for the query".into()))
     }
@@ -231,7 +233,30 @@ impl Remote {
 
     /// [`Remote::embed`] from a blocking thread.
     pub fn embed_blocking(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.runtime.block_on(self.embed(texts))
+        self.block_on(self.embed(texts))
+    }
+
+    /// Stops: calls waiting on the endpoint return `Unavailable`, and later ones at once.
+    pub fn stop(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Runs `work` from a blocking thread on the service's runtime, unless the service stops.
+    fn block_on<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, EmbedError>>,
+    ) -> Result<T, EmbedError> {
+        let stopped = || EmbedError::Unavailable("the service is stopping".into());
+        if self.stopping.is_cancelled() {
+            return Err(stopped());
+        }
+        self.runtime.block_on(async {
+            tokio::select! {
+                biased;
+                () = self.stopping.cancelled() => Err(stopped()),
+                out = work => out,
+            }
+        })
     }
 
     /// Embeds any number of texts from a blocking thread: batches of `batch_size`, up to
@@ -244,7 +269,7 @@ impl Remote {
         texts: &[String],
         progress: &(dyn Fn(usize) + Sync),
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.runtime.block_on(async {
+        self.block_on(async {
             let batches: Vec<Vec<&str>> = texts
                 .chunks(self.batch)
                 .map(|c| c.iter().map(String::as_str).collect())

@@ -358,6 +358,9 @@ impl RagService {
             }
         }
         self.overlays.close();
+        if let Some(embedder) = &self.embedder {
+            embedder.stop();
+        }
     }
 
     /// Re-reads files; only changed ones are re-parsed.
