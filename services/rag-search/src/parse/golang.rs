@@ -5,7 +5,7 @@
 
 use tree_sitter::Node;
 
-use super::source::{DocStyle, Found, Source, parse_tree, trim_blank_lines};
+use super::source::{DocStyle, Found, Source, dotted, parse_tree, trim_blank_lines};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Go file at `loc` (its package's import path as the one segment; without it the
@@ -158,11 +158,7 @@ fn item(
         }
         None => (outer.start_byte(), String::new()),
     };
-    let canon_path = if package.is_empty() {
-        qualname.clone()
-    } else {
-        format!("{package}.{qualname}")
-    };
+    let canon_path = dotted(package, &qualname);
     source.push(Found {
         outer,
         decl,

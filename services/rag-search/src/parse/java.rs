@@ -4,7 +4,7 @@
 
 use tree_sitter::Node;
 
-use super::source::{DocStyle, Found, Source, block_doc, parse_tree};
+use super::source::{DocStyle, Found, Source, block_doc, dotted, parse_tree};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Java file (`loc` gives only the crate name; the package comes from the file).
@@ -67,11 +67,7 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str, owner: &[St
             ),
             None => (node.start_byte(), String::new()),
         };
-        let canon_path = if package.is_empty() {
-            qualname.clone()
-        } else {
-            format!("{package}.{qualname}")
-        };
+        let canon_path = dotted(package, &qualname);
         source.push(Found {
             outer: node,
             decl: node,

@@ -57,6 +57,23 @@ fn without_extension(rel: &str) -> &str {
     }
 }
 
+/// `path` in the deepest of `roots` (directory, name; deepest first) holding it: the root's
+/// name, and the name followed by what lies below it (`example.com/m/sub`).
+fn in_root(roots: &[(String, String)], path: &str) -> Option<ModuleLoc> {
+    roots.iter().find_map(|(dir, name)| {
+        let within = below(dir, path).or_else(|| (path == dir).then_some(""))?;
+        let module = if within.is_empty() {
+            name.clone()
+        } else {
+            format!("{name}/{within}")
+        };
+        Some(ModuleLoc {
+            crate_name: name.clone(),
+            segments: vec![module],
+        })
+    })
+}
+
 impl Layout {
     /// The layout from the workspace's manifests (path and text each, [`is_manifest`]) and
     /// its files (relative paths). A manifest that does not parse is skipped.
@@ -166,18 +183,8 @@ impl Layout {
     /// without a `go.mod` the directory (the parser falls back to the `package` clause).
     fn go(&self, rel: &str) -> ModuleLoc {
         let dir = parent(rel);
-        for (mod_dir, module) in &self.go_modules {
-            if let Some(within) = below(mod_dir, dir) {
-                let path = if within.is_empty() {
-                    module.clone()
-                } else {
-                    format!("{module}/{within}")
-                };
-                return ModuleLoc {
-                    crate_name: module.clone(),
-                    segments: vec![path],
-                };
-            }
+        if let Some(loc) = in_root(&self.go_modules, dir) {
+            return loc;
         }
         ModuleLoc {
             crate_name: String::new(),
@@ -196,18 +203,8 @@ impl Layout {
         let stem = stem
             .strip_suffix("/index")
             .unwrap_or(if stem == "index" { "" } else { stem });
-        for (dir, name) in &self.npm_packages {
-            if let Some(within) = below(dir, stem).or_else(|| (stem == dir).then_some("")) {
-                let path = if within.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{name}/{within}")
-                };
-                return ModuleLoc {
-                    crate_name: name.clone(),
-                    segments: vec![path],
-                };
-            }
+        if let Some(loc) = in_root(&self.npm_packages, stem) {
+            return loc;
         }
         ModuleLoc {
             crate_name: String::new(),

@@ -5,7 +5,7 @@
 
 use tree_sitter::Node;
 
-use super::source::{Found, Source, parse_tree, trim_blank_lines};
+use super::source::{Found, Source, dotted, parse_tree, trim_blank_lines};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Python file at `loc` (its dotted module path in `segments`).
@@ -74,15 +74,6 @@ fn walk(
         if is_class && let Some(body) = decl.child_by_field_name("body") {
             walk(source, body, module, &path, true);
         }
-    }
-}
-
-/// `module.qualname`, or `qualname` for a file without a module path.
-fn dotted(module: &str, qualname: &str) -> String {
-    if module.is_empty() {
-        qualname.to_owned()
-    } else {
-        format!("{module}.{qualname}")
     }
 }
 

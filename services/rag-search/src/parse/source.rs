@@ -176,6 +176,16 @@ impl<'a> Source<'a> {
     }
 }
 
+/// `prefix.qualname` (a module or package and a name in it), or `qualname` without a prefix:
+/// the canonical path of every language but Rust.
+pub(super) fn dotted(prefix: &str, qualname: &str) -> String {
+    if prefix.is_empty() {
+        qualname.to_owned()
+    } else {
+        format!("{prefix}.{qualname}")
+    }
+}
+
 /// A `/** … */` block's text without its markers and the `*` at the start of each line.
 pub(super) fn block_doc(text: &str) -> String {
     let inner = text

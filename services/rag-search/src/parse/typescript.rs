@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Language, Node};
 
-use super::source::{DocStyle, Found, Source, block_doc, parse_tree};
+use super::source::{DocStyle, Found, Source, block_doc, dotted, parse_tree};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one TypeScript or JavaScript file at `loc` (its module path as the one segment).
@@ -293,11 +293,7 @@ impl Walker<'_, '_> {
         {
             start = start.min(first);
         }
-        let canon_path = if self.module.is_empty() {
-            qualname.clone()
-        } else {
-            format!("{}.{qualname}", self.module)
-        };
+        let canon_path = dotted(self.module, &qualname);
         self.source.push(Found {
             outer: outer_node,
             decl,
