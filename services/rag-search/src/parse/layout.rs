@@ -299,6 +299,11 @@ mod tests {
                 "tools/gen/main.go",
                 loc("example.com/tools", &["example.com/tools/gen"]),
             ),
+            // A file beside a nested go.mod is in that module's root package.
+            (
+                "tools/tools.go",
+                loc("example.com/tools", &["example.com/tools"]),
+            ),
         ];
         for (rel, want) in cases {
             assert_eq!(at(&l, rel, "go"), want, "{rel}");
