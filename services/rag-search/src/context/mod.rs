@@ -173,7 +173,9 @@ fn contains(outer: &Candidate, inner: &Candidate) -> bool {
 }
 
 /// Merges `b` into `a` (same file, overlapping or adjacent), using the file's current text
-/// when it still has the indexed hash; `None` when the union cannot be read exactly.
+/// when it still has the indexed hash; `None` when the union cannot be read exactly. The part
+/// is named after `a` (the better), unless `b` contains it: then the part is `b` (a class
+/// or impl holding the method found first) and carries its name.
 fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candidate> {
     let text = file_text?;
     let start = a.byte_start.min(b.byte_start);
@@ -186,8 +188,7 @@ fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candi
         line_end: a.line_end.max(b.line_end),
         text: union.to_owned(),
         score: a.score.max(b.score),
-        canon_path: a.canon_path.clone(),
-        ..a.clone()
+        ..if contains(b, a) { b.clone() } else { a.clone() }
     })
 }
 

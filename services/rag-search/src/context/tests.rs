@@ -142,3 +142,35 @@ fn contained_spans_are_duplicates_and_adjacent_spans_are_stitched() {
     let reasons: Vec<Cut> = out.cuts.iter().map(|c| c.reason).collect();
     assert_eq!(reasons, vec![Cut::Stitched, Cut::Duplicate]);
 }
+
+#[test]
+fn a_method_stitched_with_its_class_is_named_after_the_class() {
+    let root = Path::new("/ws");
+    let file = "class Cart:\n    def add(self):\n        pass\n    def drop(self):\n        pass\n";
+    let mut method = cand("c.py", (2, 3), (12, 44), &file[12..44], 0.9);
+    method.canon_path = "shop.Cart.add".into();
+    method.name = "add".into();
+    method.kind = Kind::Method;
+    let mut class = cand("c.py", (1, 5), (0, file.len()), file, 0.5);
+    class.canon_path = "shop.Cart".into();
+    class.name = "Cart".into();
+    class.kind = Kind::Class;
+    let out = assemble(
+        root,
+        vec![method, class],
+        Budget::with_defaults(0, 0, 0),
+        &mut |_, _| Some(file.to_owned()),
+    );
+    let c = &out.parts[0].candidate;
+    assert_eq!(
+        (
+            c.canon_path.as_str(),
+            c.name.as_str(),
+            c.kind,
+            c.line_start,
+            c.line_end,
+            c.score
+        ),
+        ("shop.Cart", "Cart", Kind::Class, 1, 5, 0.9)
+    );
+}
