@@ -104,7 +104,8 @@ impl Candidate {
 /// Why a candidate was changed or dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {
-    /// Same or contained span as a better part.
+    /// Same span as a better part, within it, or around it (a class or impl whose method
+    /// already answers: the container would only add what the query did not ask for).
     Duplicate,
     /// Merged into an overlapping or adjacent part.
     Stitched,
@@ -172,10 +173,9 @@ fn contains(outer: &Candidate, inner: &Candidate) -> bool {
         && inner.byte_end <= outer.byte_end
 }
 
-/// Merges `b` into `a` (same file, overlapping or adjacent), using the file's current text
-/// when it still has the indexed hash; `None` when the union cannot be read exactly. The part
-/// is named after `a` (the better), unless `b` contains it: then the part is `b` (a class
-/// or impl holding the method found first) and carries its name.
+/// Merges `b` into `a` (same file, overlapping or adjacent, neither holding the other), using
+/// the file's current text when it still has the indexed hash; `None` when the union cannot be
+/// read exactly.
 fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candidate> {
     let text = file_text?;
     let start = a.byte_start.min(b.byte_start);
@@ -188,7 +188,8 @@ fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candi
         line_end: a.line_end.max(b.line_end),
         text: union.to_owned(),
         score: a.score.max(b.score),
-        ..if contains(b, a) { b.clone() } else { a.clone() }
+        canon_path: a.canon_path.clone(),
+        ..a.clone()
     })
 }
 
@@ -256,7 +257,10 @@ pub fn assemble(
     let mut merged: Vec<(Candidate, Option<u32>)> = Vec::new();
     let mut files: HashMap<String, Option<String>> = HashMap::new();
     for (c, c_cost) in candidates.into_iter().zip(costs) {
-        if merged.iter().any(|(m, _)| contains(m, &c)) {
+        if merged
+            .iter()
+            .any(|(m, _)| contains(m, &c) || contains(&c, m))
+        {
             cuts.push(CutRecord {
                 file: c.file.clone(),
                 canon_path: c.canon_path.clone(),

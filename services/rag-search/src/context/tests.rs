@@ -144,7 +144,7 @@ fn contained_spans_are_duplicates_and_adjacent_spans_are_stitched() {
 }
 
 #[test]
-fn a_method_stitched_with_its_class_is_named_after_the_class() {
+fn a_class_holding_a_better_method_is_left_out() {
     let root = Path::new("/ws");
     let file = "class Cart:\n    def add(self):\n        pass\n    def drop(self):\n        pass\n";
     let mut method = cand("c.py", (2, 3), (12, 44), &file[12..44], 0.9);
@@ -161,16 +161,26 @@ fn a_method_stitched_with_its_class_is_named_after_the_class() {
         Budget::with_defaults(0, 0, 0),
         &mut |_, _| Some(file.to_owned()),
     );
-    let c = &out.parts[0].candidate;
-    assert_eq!(
-        (
-            c.canon_path.as_str(),
-            c.name.as_str(),
-            c.kind,
-            c.line_start,
-            c.line_end,
-            c.score
-        ),
-        ("shop.Cart", "Cart", Kind::Class, 1, 5, 0.9)
-    );
+    // The method answers alone, named as it is (not stitched into a whole class that would
+    // carry its name).
+    let parts: Vec<(&str, &str, u32, u32)> = out
+        .parts
+        .iter()
+        .map(|p| {
+            let c = &p.candidate;
+            (
+                c.canon_path.as_str(),
+                c.name.as_str(),
+                c.line_start,
+                c.line_end,
+            )
+        })
+        .collect();
+    assert_eq!(parts, vec![("shop.Cart.add", "add", 2, 3)]);
+    let cuts: Vec<(&str, Cut)> = out
+        .cuts
+        .iter()
+        .map(|c| (c.canon_path.as_str(), c.reason))
+        .collect();
+    assert_eq!(cuts, vec![("shop.Cart", Cut::Duplicate)]);
 }
