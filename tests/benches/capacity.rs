@@ -16,13 +16,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ploke_e2e::Sandbox;
-use ploke_e2e::bench::{arg, ms, number};
+use ploke_e2e::bench::{ms, number};
 use ploke_e2e::fake_provider::{FakeProvider, Reply};
 use ploke_e2e::postgres::Postgres;
 use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
@@ -35,10 +34,7 @@ async fn main() {
     let seconds = Duration::from_secs(number(&args, "--seconds", 10));
     let clients = number(&args, "--clients", 8) as usize;
     let subscribers = number(&args, "--subscribers", 20) as usize;
-    let workspace = arg(&args, "--workspace").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../services"),
-        PathBuf::from,
-    );
+    let workspace = ploke_e2e::bench::workspace(&args);
     let workspace = std::fs::canonicalize(workspace).unwrap();
     let pg = Postgres::start().expect("this bench needs PostgreSQL (see scripts/test)");
     let url = pg.create_database("capacity").unwrap();

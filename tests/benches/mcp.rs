@@ -90,10 +90,7 @@ fn grpc(args: tool_call::Args) -> ExecuteToolRequest {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let workspace = arg(&args, "--workspace").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../services"),
-        PathBuf::from,
-    );
+    let workspace = ploke_e2e::bench::workspace(&args);
     let rounds = number(&args, "--rounds", 200) as usize;
     let clients = number(&args, "--clients", 32) as usize;
     let model = arg(&args, "--embed-model").map(PathBuf::from);

@@ -64,10 +64,7 @@ fn copy_tree(from: &Path, to: &Path) -> Vec<String> {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let workspace = arg(&args, "--workspace").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../services"),
-        PathBuf::from,
-    );
+    let workspace = ploke_e2e::bench::workspace(&args);
     let workspace = std::fs::canonicalize(workspace).unwrap();
     let principals = number(&args, "--principals", 50);
     let changed = number(&args, "--changed", 10) as usize;

@@ -9,8 +9,6 @@
 //! `--queries`: one search term per line for request_code_context (default: a fixed dozen).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
 use ploke_e2e::Sandbox;
 use ploke_e2e::bench::{arg, copy_of};
 use ploke_proto::registry::ToolRegistry;
@@ -63,10 +61,7 @@ fn median(mut v: Vec<usize>) -> usize {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let workspace = arg(&args, "--workspace").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../services"),
-        PathBuf::from,
-    );
+    let workspace = ploke_e2e::bench::workspace(&args);
     let queries: Vec<String> = match arg(&args, "--queries") {
         Some(f) => std::fs::read_to_string(f)
             .unwrap()

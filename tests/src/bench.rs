@@ -17,6 +17,14 @@ pub fn number(args: &[String], name: &str, default: u64) -> u64 {
     })
 }
 
+/// The workspace a bench serves: `--workspace DIR`, else this repository's `services/`.
+pub fn workspace(args: &[String]) -> std::path::PathBuf {
+    arg(args, "--workspace").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../services"),
+        std::path::PathBuf::from,
+    )
+}
+
 /// A copy of `workspace` in a temporary directory, for a bench to serve (and write into)
 /// without touching the original.
 pub fn copy_of(workspace: &std::path::Path) -> tempfile::TempDir {
