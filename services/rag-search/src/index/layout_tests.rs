@@ -13,6 +13,19 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
+/// `root` indexed (BM25 only) with its index in `data`.
+fn indexed(root: &Path, data: &Path) -> WorkspaceIndex {
+    let mut index = WorkspaceIndex::open(
+        root,
+        data,
+        (Boosts::default(), LengthPrior::default()),
+        None,
+    )
+    .unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    index
+}
+
 #[test]
 fn each_language_is_parsed_into_items_of_its_module_system() {
     let ws = tempfile::tempdir().unwrap();
@@ -47,14 +60,7 @@ fn each_language_is_parsed_into_items_of_its_module_system() {
         "package com.shop;\n\npublic class Main {\n    public static void main(String[] args) {}\n}\n",
     );
     write(root, "README.md", "# Shop\n\nAdd items to a cart.\n");
-    let mut index = WorkspaceIndex::open(
-        root,
-        data.path(),
-        (Boosts::default(), LengthPrior::default()),
-        None,
-    )
-    .unwrap();
-    index.index_all(false, None, &mut |_| {}).unwrap();
+    let mut index = indexed(root, data.path());
 
     let one = |index: &WorkspaceIndex, canon: &str| {
         let found = index.lookup_canon(canon, None);
@@ -152,14 +158,7 @@ fn path_attributes_place_the_files_they_name() {
     );
     write(root, "src/imp/unix.rs", "pub fn open() {}\n");
     write(root, "generated/wire.rs", "pub struct Frame;\n");
-    let mut index = WorkspaceIndex::open(
-        root,
-        data.path(),
-        (Boosts::default(), LengthPrior::default()),
-        None,
-    )
-    .unwrap();
-    index.index_all(false, None, &mut |_| {}).unwrap();
+    let mut index = indexed(root, data.path());
     let file_of = |index: &WorkspaceIndex, canon: &str| -> Vec<(String, String)> {
         index
             .lookup_canon(canon, None)

@@ -5,7 +5,9 @@
 
 use tree_sitter::Node;
 
-use super::source::{DocStyle, Found, Source, dotted, parse_tree, trim_blank_lines};
+use super::source::{
+    DocStyle, Found, Source, child_of, dotted, named_children, parse_tree, trim_blank_lines,
+};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Go file at `loc` (its package's import path as the one segment; without it the
@@ -25,19 +27,13 @@ pub fn parse_go(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
 }
 
 fn package_name(source: &Source<'_>, root: Node<'_>) -> Option<String> {
-    let mut cursor = root.walk();
-    let clause = root
-        .named_children(&mut cursor)
-        .find(|n| n.kind() == "package_clause")?;
-    let mut c = clause.walk();
-    let name = clause.named_children(&mut c).next()?;
+    let clause = child_of(root, |k| k == "package_clause")?;
+    let name = clause.named_child(0)?;
     Some(source.text(name).to_owned())
 }
 
 fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str) {
-    let mut cursor = container.walk();
-    let children: Vec<Node<'_>> = container.named_children(&mut cursor).collect();
-    for node in children {
+    for node in named_children(container) {
         match node.kind() {
             "function_declaration" => {
                 if let Some(name) = source.field(node, "name") {
@@ -60,11 +56,9 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str) {
             }
             "type_declaration" => types(source, node, package),
             "const_declaration" => {
-                let mut c = node.walk();
-                let specs: Vec<Node<'_>> = node
-                    .named_children(&mut c)
-                    .filter(|n| n.kind() == "const_spec")
-                    .collect();
+                let specs = named_children(node)
+                    .into_iter()
+                    .filter(|n| n.kind() == "const_spec");
                 for spec in specs {
                     // A lone spec is documented above `const`; one of a group above itself.
                     let outer = if node.named_child_count() == 1 {
@@ -85,9 +79,8 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str) {
 
 /// `type X struct {…}`, `type ( A int; B interface{…} )`, `type A = B`.
 fn types(source: &mut Source<'_>, decl: Node<'_>, package: &str) {
-    let mut c = decl.walk();
-    let specs: Vec<Node<'_>> = decl
-        .named_children(&mut c)
+    let specs: Vec<Node<'_>> = named_children(decl)
+        .into_iter()
         .filter(|n| matches!(n.kind(), "type_spec" | "type_alias"))
         .collect();
     let lone = specs.len() == 1;
@@ -105,11 +98,9 @@ fn types(source: &mut Source<'_>, decl: Node<'_>, package: &str) {
         let outer = if lone { decl } else { spec };
         item(source, outer, spec, package, (kind, name, None));
         if let Some(iface) = ty.filter(|t| t.kind() == "interface_type") {
-            let mut c = iface.walk();
-            let methods: Vec<Node<'_>> = iface
-                .named_children(&mut c)
-                .filter(|n| n.kind() == "method_elem")
-                .collect();
+            let methods = named_children(iface)
+                .into_iter()
+                .filter(|n| n.kind() == "method_elem");
             for m in methods {
                 if let Some(method) = source.field(m, "name") {
                     item(source, m, m, package, (Kind::Method, method, Some(name)));
@@ -121,10 +112,7 @@ fn types(source: &mut Source<'_>, decl: Node<'_>, package: &str) {
 
 /// `(s *Server[T])` → `Server`.
 fn receiver_type(source: &Source<'_>, receiver: Node<'_>) -> Option<String> {
-    let mut c = receiver.walk();
-    let param = receiver
-        .named_children(&mut c)
-        .find(|n| n.kind() == "parameter_declaration")?;
+    let param = child_of(receiver, |k| k == "parameter_declaration")?;
     let ty = source.field(param, "type")?;
     let ty = ty.trim_start_matches('*');
     Some(ty.split('[').next().unwrap_or(ty).trim().to_owned())
@@ -174,7 +162,7 @@ fn item(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::test_outline;
+    use crate::parse::{signature_and_doc, test_outline};
 
     #[test]
     fn go_items_with_doc_comments_and_import_paths() {
@@ -232,10 +220,7 @@ func after() {}
         };
         let items = parse_go(&loc, src);
         insta::assert_snapshot!(test_outline(&items));
-        let execute = items
-            .iter()
-            .find(|i| i.name == "Execute")
-            .map(|i| (i.signature.as_str(), i.doc.as_str()));
+        let execute = signature_and_doc(&items, "Execute");
         assert_eq!(
             execute,
             Some((

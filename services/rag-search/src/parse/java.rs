@@ -4,7 +4,9 @@
 
 use tree_sitter::Node;
 
-use super::source::{DocStyle, Found, Source, block_doc, dotted, parse_tree};
+use super::source::{
+    DocStyle, Found, Source, block_doc, child_of, dotted, named_children, parse_tree,
+};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Java file (`loc` gives only the crate name; the package comes from the file).
@@ -14,25 +16,16 @@ pub fn parse_java(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
     };
     let mut source = Source::new(src, &loc.crate_name);
     let root = tree.root_node();
-    let mut cursor = root.walk();
-    let package = root
-        .named_children(&mut cursor)
-        .find(|n| n.kind() == "package_declaration")
-        .and_then(|p| {
-            let mut c = p.walk();
-            p.named_children(&mut c)
-                .find(|n| matches!(n.kind(), "scoped_identifier" | "identifier"))
-                .map(|n| source.text(n).to_owned())
-        })
+    let package = child_of(root, |k| k == "package_declaration")
+        .and_then(|p| child_of(p, |k| matches!(k, "scoped_identifier" | "identifier")))
+        .map(|n| source.text(n).to_owned())
         .unwrap_or_default();
     walk(&mut source, root, &package, &[]);
     source.finish()
 }
 
 fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str, owner: &[String]) {
-    let mut cursor = container.walk();
-    let children: Vec<Node<'_>> = container.named_children(&mut cursor).collect();
-    for node in children {
+    for node in named_children(container) {
         let kind = match node.kind() {
             "class_declaration" | "record_declaration" => Kind::Class,
             "interface_declaration" | "annotation_type_declaration" => Kind::Interface,
@@ -89,7 +82,7 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str, owner: &[St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::test_outline;
+    use crate::parse::{signature_and_doc, test_outline};
 
     #[test]
     fn java_items_with_javadoc_and_packages() {
@@ -124,10 +117,7 @@ record Point(int x, int y) {}
 "#;
         let items = parse_java(&ModuleLoc::default(), src);
         insta::assert_snapshot!(test_outline(&items));
-        let next = items
-            .iter()
-            .find(|i| i.name == "next")
-            .map(|i| (i.signature.as_str(), i.doc.as_str()));
+        let next = signature_and_doc(&items, "next");
         assert_eq!(
             next,
             Some((

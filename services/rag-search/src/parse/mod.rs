@@ -43,6 +43,18 @@ pub fn parse_file(
     }
 }
 
+/// The signature and doc of the item named `name`, for parser tests.
+#[cfg(test)]
+pub(crate) fn signature_and_doc<'i>(
+    items: &'i [ParsedItem],
+    name: &str,
+) -> Option<(&'i str, &'i str)> {
+    items
+        .iter()
+        .find(|i| i.name == name)
+        .map(|i| (i.signature.as_str(), i.doc.as_str()))
+}
+
 /// One line per item (kind, canonical path, lines, the doc's first line), for snapshots.
 #[cfg(test)]
 pub(crate) fn test_outline(items: &[ParsedItem]) -> String {

@@ -5,7 +5,7 @@
 
 use tree_sitter::Node;
 
-use super::source::{Found, Source, dotted, parse_tree, trim_blank_lines};
+use super::source::{Found, Source, dotted, named_children, parse_tree, trim_blank_lines};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Python file at `loc` (its dotted module path in `segments`).
@@ -27,9 +27,7 @@ fn walk(
     outer: &[&str],
     in_class: bool,
 ) {
-    let mut cursor = container.walk();
-    let children: Vec<Node<'_>> = container.named_children(&mut cursor).collect();
-    for node in children {
+    for node in named_children(container) {
         let (outer_node, decl) = match node.kind() {
             "decorated_definition" => match node.child_by_field_name("definition") {
                 Some(d) => (node, d),
@@ -121,9 +119,8 @@ fn docstring(source: &Source<'_>, decl: Node<'_>) -> String {
     else {
         return String::new();
     };
-    let mut cursor = first.walk();
-    let content: String = first
-        .named_children(&mut cursor)
+    let content: String = named_children(first)
+        .into_iter()
         .filter(|c| c.kind() == "string_content")
         .map(|c| source.text(c))
         .collect();
@@ -134,7 +131,7 @@ fn docstring(source: &Source<'_>, decl: Node<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::test_outline;
+    use crate::parse::{signature_and_doc, test_outline};
 
     #[test]
     fn python_items_with_docstrings_and_dotted_paths() {
@@ -186,10 +183,7 @@ def after():
         };
         let items = parse_python(&loc, src);
         insta::assert_snapshot!(test_outline(&items));
-        let get = items
-            .iter()
-            .find(|i| i.name == "get")
-            .map(|i| (i.signature.as_str(), i.doc.as_str()));
+        let get = signature_and_doc(&items, "get");
         assert_eq!(
             get,
             Some((

@@ -4,7 +4,7 @@
 
 use tree_sitter::{Node, Parser};
 
-use super::source::{Lines, collapse_ws};
+use super::source::{Lines, child_of, collapse_ws, named_children};
 use super::{Kind, ModuleLoc, ParsedItem, module_path};
 
 /// How deep macro bodies are re-parsed.
@@ -113,9 +113,7 @@ impl Walker<'_> {
         scope: &Scope,
         depth: usize,
     ) {
-        let mut cursor = container.walk();
-        let children: Vec<Node<'_>> = container.named_children(&mut cursor).collect();
-        for node in children {
+        for node in named_children(container) {
             match node.kind() {
                 "function_item" => {
                     let kind = match scope {
@@ -171,11 +169,7 @@ impl Walker<'_> {
                 }
                 "macro_invocation" if matches!(scope, Scope::Module) && depth < MAX_MACRO_DEPTH => {
                     // `cfg_feature! { items }`: parse the braces' content as items.
-                    let mut c = node.walk();
-                    let tree = node
-                        .named_children(&mut c)
-                        .find(|n| n.kind() == "token_tree");
-                    if let Some(tt) = tree {
+                    if let Some(tt) = child_of(node, |k| k == "token_tree") {
                         let text = self.text(tt, offset);
                         if text.starts_with('{') && text.ends_with('}') && text.len() >= 2 {
                             let start = tt.start_byte() + offset + 1;

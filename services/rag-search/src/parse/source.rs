@@ -36,6 +36,18 @@ pub(super) fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A node's named children, in order (collected: a tree-sitter cursor cannot stay borrowed
+/// across the walk's recursion).
+pub(super) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// The first named child of `node` whose kind `is` accepts.
+pub(super) fn child_of<'t>(node: Node<'t>, is: impl Fn(&str) -> bool) -> Option<Node<'t>> {
+    named_children(node).into_iter().find(|n| is(n.kind()))
+}
+
 /// A tree of `src` in `language`; `None` when the grammar does not load (a version mismatch).
 pub(super) fn parse_tree(language: &Language, src: &str) -> Option<Tree> {
     let mut parser = Parser::new();

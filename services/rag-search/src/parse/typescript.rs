@@ -11,7 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Language, Node};
 
-use super::source::{DocStyle, Found, Source, block_doc, dotted, parse_tree};
+use super::source::{
+    DocStyle, Found, Source, block_doc, child_of, dotted, named_children, parse_tree,
+};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one TypeScript or JavaScript file at `loc` (its module path as the one segment).
@@ -52,11 +54,6 @@ fn declaration(node: Node<'_>) -> Node<'_> {
     }
 }
 
-fn children(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
-}
-
 fn is_function_value(node: Node<'_>) -> bool {
     matches!(
         node.kind(),
@@ -67,7 +64,7 @@ fn is_function_value(node: Node<'_>) -> bool {
 impl Walker<'_, '_> {
     /// Statements of a program or namespace body. `outer`: enclosing namespaces.
     fn statements(&mut self, container: Node<'_>, outer: &[String]) {
-        let nodes = children(container);
+        let nodes = named_children(container);
         let implemented: HashSet<&str> = nodes
             .iter()
             .map(|n| declaration(*n))
@@ -158,7 +155,7 @@ impl Walker<'_, '_> {
                 }
             }
             "lexical_declaration" | "variable_declaration" => {
-                let declarators: Vec<Node<'_>> = children(node)
+                let declarators: Vec<Node<'_>> = named_children(node)
                     .into_iter()
                     .filter(|d| d.kind() == "variable_declarator")
                     .collect();
@@ -180,20 +177,18 @@ impl Walker<'_, '_> {
             "internal_module" | "module" => {
                 let name = node
                     .child_by_field_name("name")
-                    .or_else(|| children(node).into_iter().next())
+                    .or_else(|| node.named_child(0))
                     .map(|n| self.source.text(n).trim_matches(['"', '\'']).to_owned());
-                let body = node.child_by_field_name("body").or_else(|| {
-                    children(node)
-                        .into_iter()
-                        .find(|c| c.kind() == "statement_block")
-                });
+                let body = node
+                    .child_by_field_name("body")
+                    .or_else(|| child_of(node, |k| k == "statement_block"));
                 if let (Some(name), Some(body)) = (name, body) {
                     self.item(outer_node, node, Kind::Module, &name, outer);
                     self.statements(body, &scoped(outer, &name));
                 }
             }
             "ambient_declaration" => {
-                for child in children(node) {
+                for child in named_children(node) {
                     self.statement(outer_node, child, outer);
                 }
             }
@@ -211,7 +206,7 @@ impl Walker<'_, '_> {
 
     /// Class and interface members.
     fn members(&mut self, body: Node<'_>, owner: &[String]) {
-        for member in children(body) {
+        for member in named_children(body) {
             let is_method = match member.kind() {
                 "method_definition" | "abstract_method_signature" | "method_signature" => true,
                 "public_field_definition" => member
@@ -316,7 +311,7 @@ fn scoped(outer: &[String], name: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::test_outline;
+    use crate::parse::{signature_and_doc, test_outline};
 
     const TS: &str = r#"import { x } from "./x";
 
@@ -397,10 +392,7 @@ module.exports.helper = (x) => <div>{x}</div>;
         };
         let items = parse_typescript("src/operators/map.ts", &loc, TS);
         insta::assert_snapshot!("typescript", test_outline(&items));
-        let map = items
-            .iter()
-            .find(|i| i.name == "map")
-            .map(|i| (i.signature.as_str(), i.doc.as_str()));
+        let map = signature_and_doc(&items, "map");
         assert_eq!(
             map,
             Some((
