@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
@@ -39,6 +40,7 @@ pub fn text_hash(text: &str) -> TextHash {
 /// Item vectors and the embedding cache of one workspace.
 pub struct Vectors {
     index: Index,
+    contexts: Contexts,
     dims: usize,
     dir: PathBuf,
     cache: HashMap<TextHash, Vec<f32>>,
@@ -56,8 +58,65 @@ impl std::fmt::Debug for Vectors {
     }
 }
 
+/// usearch searches with one context per thread it reserved and fails a search that finds
+/// none free ("Reserve capacity ahead of searches!"); its default is one per core, fewer than
+/// the searches a service runs at once (two per core on its blocking pool). So each index
+/// reserves [`Contexts::wanted`] of them, and a search beyond that waits for one instead of
+/// failing.
+#[derive(Debug)]
+struct Contexts {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Contexts {
+    /// Two per core, at least four: the service's blocking pool runs that many searches.
+    fn wanted() -> usize {
+        std::thread::available_parallelism()
+            .map_or(4, |n| n.get() * 2)
+            .max(4)
+    }
+
+    fn new(count: usize) -> Self {
+        Self {
+            free: Mutex::new(count),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits for a free context; it is given back when the guard drops.
+    fn take(&self) -> ContextTaken<'_> {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        while *free == 0 {
+            free = self
+                .freed
+                .wait(free)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *free -= 1;
+        ContextTaken(self)
+    }
+}
+
+/// A usearch context in use.
+struct ContextTaken<'a>(&'a Contexts);
+
+impl Drop for ContextTaken<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// Reserves room for `members` vectors and [`Contexts::wanted`] searches at once.
+fn reserve(index: &Index, members: usize) -> Result<(), VectorError> {
+    index
+        .reserve_capacity_and_threads(members, Contexts::wanted())
+        .map_err(usearch_err)
+}
+
 fn new_index(dims: usize) -> Result<Index, VectorError> {
-    Index::new(&IndexOptions {
+    let index = Index::new(&IndexOptions {
         dimensions: dims,
         metric: MetricKind::Cos,
         quantization: ScalarKind::F32,
@@ -66,7 +125,9 @@ fn new_index(dims: usize) -> Result<Index, VectorError> {
         expansion_search: 0,
         multi: false,
     })
-    .map_err(usearch_err)
+    .map_err(usearch_err)?;
+    reserve(&index, 0)?;
+    Ok(index)
 }
 
 /// Bumped when the vectors of the same model and text hash would differ: format 2 embeds the
@@ -93,6 +154,8 @@ impl Vectors {
                 index
                     .load(&index_path.to_string_lossy())
                     .map_err(usearch_err)?;
+                // Loading resets the contexts to usearch's default.
+                reserve(&index, index.capacity().max(index.size()))?;
             }
             cache = read_cache(&dir.join("cache.bin"), dims).unwrap_or_default();
             // Embeddings kept while an index run was going (see `keep`), up to its last whole
@@ -106,6 +169,7 @@ impl Vectors {
         }
         Ok(Self {
             index,
+            contexts: Contexts::new(Contexts::wanted()),
             dims,
             dir: dir.to_owned(),
             cache,
@@ -185,10 +249,12 @@ impl Vectors {
         if self.index.size() == 0 || k == 0 {
             return Ok(Vec::new());
         }
+        let taken = self.contexts.take();
         let matches = self
             .index
             .filtered_search(query, k, keep)
             .map_err(usearch_err)?;
+        drop(taken);
         Ok(matches
             .keys
             .into_iter()
@@ -336,6 +402,59 @@ mod tests {
         let v = Vectors::open(dir.path(), "other-model", 3).unwrap();
         assert!(v.is_empty());
         assert!(v.cached(&text_hash("a")).is_none());
+    }
+
+    /// usearch keeps one search context per thread it reserved (the core count by default) and
+    /// fails a search when none is free; more searches than that run at once here, on an index
+    /// freshly built and on one loaded from disk (a restarted service). Each search holds its
+    /// context a millisecond longer (its filter waits once), as a search of a large index does.
+    #[test]
+    fn more_concurrent_searches_than_cores_all_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = Vectors::open(dir.path(), "m", 3).unwrap();
+        for id in 0..200u64 {
+            let x = id as f32;
+            v.add(id, text_hash(&id.to_string()), unit(&[1.0, x, x * x + 1.0]))
+                .unwrap();
+        }
+        let searches = |v: &Vectors| {
+            let threads = 4 * std::thread::available_parallelism().map_or(4, |n| n.get());
+            let start = std::sync::Barrier::new(threads);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|t| {
+                        let start = &start;
+                        s.spawn(move || {
+                            start.wait();
+                            (0..20)
+                                .map(|i| {
+                                    let q = unit(&[1.0, (t * 20 + i) as f32, 3.0]);
+                                    let first = std::cell::Cell::new(true);
+                                    let slow = |_| {
+                                        if first.replace(false) {
+                                            std::thread::sleep(std::time::Duration::from_millis(1));
+                                        }
+                                        true
+                                    };
+                                    v.search(&q, 5, slow).map(|hits| hits.len())
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    for found in h.join().unwrap() {
+                        assert_eq!(found.unwrap(), 5);
+                    }
+                }
+            });
+        };
+        searches(&v);
+        v.save(&HashSet::new()).unwrap();
+        drop(v);
+        let v = Vectors::open(dir.path(), "m", 3).unwrap();
+        assert_eq!(v.len(), 200);
+        searches(&v);
     }
 
     #[test]
