@@ -1,15 +1,16 @@
 //! Search under concurrent load over loopback gRPC, as ghz would run
-//! `deploy/loadtest/rag-search-*.json`: one HTTP/2 connection, `c` requests in flight, a fixed
-//! number of calls; throughput, latency percentiles and the process's CPU time per call (server
-//! and client: they share this process) per strategy and concurrency, with the gRPC health
-//! Check as the floor. Not a test: results go to docs/PERFORMANCE.md.
+//! `deploy/loadtest/rag-search-*.json` against the real `ploke-rag-search` binary in its own
+//! process: one HTTP/2 connection, `c` requests in flight, a fixed number of calls; throughput,
+//! latency percentiles and the CPU time per call of the server process (read from /proc) and of
+//! this client, per strategy and concurrency, with the gRPC health Check as the floor. Not a
+//! test: results go to docs/PERFORMANCE.md.
 //!
 //!   cargo bench -p ploke-rag-search --bench load -- --workspace DIR --queries FILE
 //!       (paths absolute: cargo runs benches in the package's directory)
 //!       [--embed-model DIR] [--data-dir DIR] [--calls N] [--concurrency 1,2,4,8]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -17,8 +18,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
-use ploke_runtime::config::PlokeConfig;
-use ploke_runtime::shutdown::Shutdown;
+use ploke_runtime::testing::RunningBinary;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -48,12 +48,14 @@ struct Args {
     bench: bool,
 }
 
-/// One row: every call's latency, the wall time and the CPU time of the whole run, and how
-/// many HYBRID calls ran without their dense side (the query named an item).
+/// One row: every call's latency, the wall time, the CPU time of the server process and of
+/// this client over the run, and how many HYBRID calls ran without their dense side (the query
+/// named an item).
 struct Run {
     latencies: Vec<Duration>,
     wall: Duration,
-    cpu: Duration,
+    server_cpu: Duration,
+    client_cpu: Duration,
     without_dense: usize,
 }
 
@@ -64,9 +66,10 @@ enum Call {
     Search(Strategy),
 }
 
-/// CPU time this process has used (user + system; USER_HZ is 100 on Linux).
-fn cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// CPU time a process has used (user + system, its ended threads included; USER_HZ is 100 on
+/// Linux): `self` or a pid.
+fn cpu(process: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).unwrap_or_default();
     let after_name = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<u64> = after_name
         .split_whitespace()
@@ -78,6 +81,7 @@ fn cpu() -> Duration {
 
 /// `calls` requests, `concurrency` in flight on one connection, queries in turn.
 async fn run(
+    server: &str,
     channel: &Channel,
     queries: &Arc<Vec<String>>,
     call: Call,
@@ -86,7 +90,7 @@ async fn run(
 ) -> Run {
     let next = Arc::new(AtomicUsize::new(0));
     let without_dense = Arc::new(AtomicUsize::new(0));
-    let cpu_before = cpu();
+    let (server_before, client_before) = (cpu(server), cpu("self"));
     let started = Instant::now();
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
@@ -132,7 +136,8 @@ async fn run(
     Run {
         latencies,
         wall: started.elapsed(),
-        cpu: cpu() - cpu_before,
+        server_cpu: cpu(server).saturating_sub(server_before),
+        client_cpu: cpu("self").saturating_sub(client_before),
         without_dense: without_dense.load(Ordering::Relaxed),
     }
 }
@@ -149,10 +154,12 @@ fn row(name: &str, concurrency: usize, mut r: Run) {
     } else {
         name.to_owned()
     };
+    let per_call = |cpu: Duration| cpu.as_secs_f64() * 1000.0 / n.max(1) as f64;
     println!(
-        "| {name} | {concurrency} | {n} | {:.0} | {:.3} | {:.2} | {:.2} | {:.2} |",
+        "| {name} | {concurrency} | {n} | {:.0} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} |",
         n as f64 / r.wall.as_secs_f64(),
-        r.cpu.as_secs_f64() * 1000.0 / n.max(1) as f64,
+        per_call(r.server_cpu),
+        per_call(r.client_cpu),
         ms(50),
         ms(90),
         ms(99)
@@ -179,23 +186,28 @@ async fn main() -> anyhow::Result<()> {
         .data_dir
         .clone()
         .unwrap_or_else(|| temp.path().to_owned());
-    let mut config = PlokeConfig {
-        workspaces: vec![root.clone()],
-        data_dir: data.join("rag"),
-        ..PlokeConfig::default()
-    };
-    config.rag_search.embed_model = args.embed_model.clone();
-    config.rag_search.watch = false;
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let stop = Shutdown::new();
-    tokio::spawn(ploke_rag_search::serve(
-        ploke_rag_search::Config::from(&config),
-        listener,
-        stop.wait(),
-    ));
-    let channel = Channel::from_shared(url)?.connect().await?;
+    // The server as an operator runs it, without the watcher (nothing changes under it here).
+    let config = temp.path().join("ploke.toml");
+    std::fs::write(&config, "[rag_search]\nwatch = false\n")?;
+    let mut flags = vec![
+        "--config".to_owned(),
+        config.display().to_string(),
+        "--workspace".to_owned(),
+        root.display().to_string(),
+        "--data-dir".to_owned(),
+        data.join("rag").display().to_string(),
+    ];
+    if let Some(model) = &args.embed_model {
+        flags.extend(["--embed-model".to_owned(), model.display().to_string()]);
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = RunningBinary::start(
+        Path::new(env!("CARGO_BIN_EXE_ploke-rag-search")),
+        &flags,
+        Duration::from_secs(120),
+    )?;
+    let pid = server.pid().to_string();
+    let channel = Channel::from_shared(server.url())?.connect().await?;
     let started = Instant::now();
     let mut progress = RagSearchClient::new(channel.clone())
         .index_workspace(IndexWorkspaceRequest {
@@ -225,16 +237,18 @@ async fn main() -> anyhow::Result<()> {
     if args.embed_model.is_some() {
         calls.push(("HYBRID", Call::Search(Strategy::Hybrid)));
     }
-    println!("| call | concurrency | calls | req/s | CPU ms/call | p50 ms | p90 ms | p99 ms |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| call | concurrency | calls | req/s | server CPU ms/call | client CPU ms/call | p50 ms | p90 ms | p99 ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (name, call) in calls {
         // Warm up the connection, the index and the model.
-        run(&channel, &queries, call, 50, 1).await;
+        run(&pid, &channel, &queries, call, 50, 1).await;
         for &c in &args.concurrency {
-            let r = run(&channel, &queries, call, args.calls, c.max(1)).await;
+            let r = run(&pid, &channel, &queries, call, args.calls, c.max(1)).await;
             row(name, c.max(1), r);
         }
     }
-    stop.trigger();
+    server.terminate()?;
     Ok(())
 }
