@@ -26,7 +26,7 @@ use crate::fusion::{self, Lists, Rrf};
 use crate::rank;
 
 use super::dense::passes;
-use super::search::{NAME_DEPTH, bm25_depth, dense_depth, ranked, ranked_names, weighed_names};
+use super::search::{NAME_DEPTH, bm25_depth, dense_depth, ranked, weighed_names};
 use super::{Found, Hit, IndexError, Query, Ranked, WorkspaceIndex};
 
 /// One index of a layered search, with the files of it that a layer above shadows.
@@ -148,7 +148,7 @@ pub fn rank_names_layers<'a>(
                     .get(&id)
                     .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
             });
-            ranked_names(scored, layer.index.prior)
+            ranked(scored, layer.index.prior, NAME_DEPTH)
                 .into_iter()
                 .map(|r| (i, r))
                 .collect()

@@ -18,9 +18,22 @@ struct Stack {
 
 /// A base indexed from a workspace, and an overlay index fed contents.
 fn stack(dense: Option<DenseSpec<'_>>, overlay_files: &[(&str, &str)]) -> Stack {
+    stack_on(
+        &[("src/lib.rs", LIB_RS), ("src/config.rs", CONFIG_RS)],
+        dense,
+        overlay_files,
+    )
+}
+
+/// [`stack`] over a workspace of `base_files`.
+fn stack_on(
+    base_files: &[(&str, &str)],
+    dense: Option<DenseSpec<'_>>,
+    overlay_files: &[(&str, &str)],
+) -> Stack {
     let ws = tempfile::tempdir().unwrap();
     let (base_dir, overlay_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    for (rel, text) in [("src/lib.rs", LIB_RS), ("src/config.rs", CONFIG_RS)] {
+    for &(rel, text) in base_files {
         let p = ws.path().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
@@ -172,6 +185,49 @@ fn the_same_item_scores_the_same_in_either_layer() {
         .search_bm25("entry point start", &Filters::default(), 1)
         .unwrap();
     assert_ne!(alone[0].score, found[0].found.hit.score);
+}
+
+#[test]
+fn a_session_without_changes_ranks_names_as_the_base_does() {
+    // Named items of different lengths: the length prior weighs in the names list, alike for
+    // the base searched alone and for the base under an empty session overlay.
+    let lib = "/// Reads the settings.\npub fn load_settings() {\n    let a = 1;\n    let b = 2;\n    let c = a + b;\n    drop(c);\n}\n\n/// Reads the settings file.\npub fn load_settings_file() {}\n\npub struct Settings;\n";
+    let s = stack_on(&[("src/lib.rs", lib)], None, &[]);
+    let nothing = HashSet::new();
+    let layers = [
+        Layer {
+            index: &s.base,
+            hidden: &nothing,
+        },
+        Layer {
+            index: &s.overlay,
+            hidden: &nothing,
+        },
+    ];
+    let query = Query::Bm25 {
+        text: "`load_settings` and `load_settings_file` read `Settings`",
+        rrf: Rrf::default(),
+    };
+    let through_layers = search_layers(&layers, query, &Filters::default(), 3).unwrap();
+    let alone = s.base.search(query, &Filters::default(), 3).unwrap();
+    let through_layers: Vec<(String, f32)> = through_layers
+        .iter()
+        .map(|f| {
+            (
+                f.found.hit.record.item.canon_path.clone(),
+                f.found.hit.score,
+            )
+        })
+        .collect();
+    let alone: Vec<(String, f32)> = alone
+        .iter()
+        .map(|f| (f.hit.record.item.canon_path.clone(), f.hit.score))
+        .collect();
+    assert_eq!(through_layers, alone);
+    assert_eq!(
+        alone[0].0, "crate::load_settings",
+        "the longer function first"
+    );
 }
 
 #[test]

@@ -127,21 +127,6 @@ pub(super) fn weighed_names(text: &str, rrf: Rrf) -> QueryNames {
     }
 }
 
-/// Named items best first — by name score, then by the ranking priors — cut to
-/// [`NAME_DEPTH`]; each keeps its name score (fusion weighs it as it is).
-pub(super) fn ranked_names<'a>(
-    mut scored: Vec<(&'a ItemRecord, f32)>,
-    prior: LengthPrior,
-) -> Vec<Ranked<'a>> {
-    let key = |(r, s): &(&ItemRecord, f32)| (*s, rank::factor(r, prior));
-    scored.sort_by(|a, b| {
-        let (a, b) = (key(a), key(b));
-        b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1))
-    });
-    scored.truncate(NAME_DEPTH);
-    numbered(scored)
-}
-
 /// The outcome of [`WorkspaceIndex::search_hybrid`].
 #[derive(Debug)]
 pub enum Hybrid<'a> {
