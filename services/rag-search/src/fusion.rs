@@ -2,7 +2,7 @@
 //! that misses `d` adds nothing. The lists: BM25, dense, and the items the query names
 //! ([`crate::names`]). Ties keep BM25 order (then id) so results are deterministic.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Fusion parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,7 +63,7 @@ pub struct Lists<'a> {
 /// `name_weight · name_score / (k + 1)`: what its name says, not where it stands among the
 /// named (a plain word that happens to name something counts little even when it is first).
 pub fn fuse(lists: Lists<'_>, rrf: Rrf, limit: usize) -> Vec<Fused> {
-    let mut by_id: HashMap<u64, Fused> = HashMap::new();
+    let mut by_id: FxHashMap<u64, Fused> = FxHashMap::default();
     let rank = |i: usize| u32::try_from(i + 1).unwrap_or(u32::MAX);
     for (i, id) in lists.bm25.iter().enumerate() {
         let e = slot(&mut by_id, *id);
@@ -92,7 +92,7 @@ pub fn fuse(lists: Lists<'_>, rrf: Rrf, limit: usize) -> Vec<Fused> {
     out
 }
 
-fn slot(by_id: &mut HashMap<u64, Fused>, id: u64) -> &mut Fused {
+fn slot(by_id: &mut FxHashMap<u64, Fused>, id: u64) -> &mut Fused {
     by_id.entry(id).or_insert(Fused {
         id,
         score: 0.0,

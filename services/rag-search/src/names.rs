@@ -10,6 +10,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use crate::index::ItemRecord;
 use crate::parse::Kind;
 use crate::tokenize::{is_stopword, word_parts};
@@ -205,7 +207,7 @@ fn has_inner_capital(word: &str) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct NameIndex {
     by_key: HashMap<String, Vec<u64>>,
-    path_words: HashMap<u64, Box<[String]>>,
+    path_words: FxHashMap<u64, Box<[String]>>,
 }
 
 impl NameIndex {
@@ -265,7 +267,7 @@ impl NameIndex {
         query: &QueryNames,
         item: impl Fn(u64) -> Option<&'a ItemRecord>,
     ) -> Vec<(&'a ItemRecord, f32)> {
-        let mut found: HashMap<u64, (&'a ItemRecord, f32)> = HashMap::new();
+        let mut found: FxHashMap<u64, (&'a ItemRecord, f32)> = FxHashMap::default();
         for name in &query.names {
             let (ids, form) = match self.by_key.get(&name.key) {
                 Some(ids) => (ids, 1.0),

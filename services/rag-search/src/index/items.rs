@@ -1,7 +1,7 @@
 //! The items of one index by id, with their names indexed beside them ([`NameIndex`]): one
 //! place changes both, so a name never outlives its item.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::names::NameIndex;
 
@@ -10,7 +10,7 @@ use super::ItemRecord;
 /// Items by id and by name. Reads go through `Deref` to the map; writes through the methods.
 #[derive(Debug, Clone, Default)]
 pub struct Items {
-    by_id: HashMap<u64, ItemRecord>,
+    by_id: FxHashMap<u64, ItemRecord>,
     names: NameIndex,
 }
 
@@ -44,7 +44,7 @@ impl Items {
 }
 
 impl std::ops::Deref for Items {
-    type Target = HashMap<u64, ItemRecord>;
+    type Target = FxHashMap<u64, ItemRecord>;
 
     fn deref(&self) -> &Self::Target {
         &self.by_id

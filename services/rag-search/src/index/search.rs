@@ -3,7 +3,7 @@
 //! that the ranking priors ([`crate::rank`]) re-order; source texts are read only for the hits
 //! that are kept.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::bm25::Filters;
 use crate::embed::EmbedError;
@@ -222,7 +222,7 @@ impl WorkspaceIndex {
         let ids = |list: &[Ranked<'_>]| -> Vec<u64> { list.iter().map(|h| h.record.id).collect() };
         let (bm25_ids, dense_ids) = (ids(&bm25), ids(&dense));
         let name_ids: Vec<(u64, f32)> = names.iter().map(|h| (h.record.id, h.score)).collect();
-        let mut pool: HashMap<u64, Ranked<'_>> = HashMap::new();
+        let mut pool: FxHashMap<u64, Ranked<'_>> = FxHashMap::default();
         for h in bm25.into_iter().chain(dense).chain(names) {
             pool.entry(h.record.id).or_insert(h);
         }
