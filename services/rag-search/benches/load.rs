@@ -10,7 +10,7 @@
 //!       [--embed-model DIR] [--data-dir DIR] [--calls N] [--concurrency 1,2,4,8]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
-use ploke_runtime::testing::RunningBinary;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
+
+mod common;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -189,22 +190,12 @@ async fn main() -> anyhow::Result<()> {
     // The server as an operator runs it, without the watcher (nothing changes under it here).
     let config = temp.path().join("ploke.toml");
     std::fs::write(&config, "[rag_search]\nwatch = false\n")?;
-    let mut flags = vec![
-        "--config".to_owned(),
-        config.display().to_string(),
-        "--workspace".to_owned(),
-        root.display().to_string(),
-        "--data-dir".to_owned(),
-        data.join("rag").display().to_string(),
-    ];
-    if let Some(model) = &args.embed_model {
-        flags.extend(["--embed-model".to_owned(), model.display().to_string()]);
-    }
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = RunningBinary::start(
-        Path::new(env!("CARGO_BIN_EXE_ploke-rag-search")),
-        &flags,
-        Duration::from_secs(120),
+    let config = config.display().to_string();
+    let server = common::start_server(
+        &root,
+        &data.join("rag"),
+        args.embed_model.as_deref(),
+        &["--config", &config],
     )?;
     let pid = server.pid().to_string();
     let channel = Channel::from_shared(server.url())?.connect().await?;

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::rag::v1::{IndexWorkspaceRequest, SearchRequest, Strategy};
-use ploke_runtime::testing::RunningBinary;
 use tonic::transport::Channel;
+
+mod common;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -88,21 +89,7 @@ async fn main() -> anyhow::Result<()> {
     let temp = tempfile::tempdir()?;
     let data = args.data_dir.clone().unwrap_or_else(|| temp.path().into());
     let workspace = std::fs::canonicalize(&args.workspace)?;
-    let mut flags = vec![
-        "--workspace".to_owned(),
-        workspace.display().to_string(),
-        "--data-dir".to_owned(),
-        data.display().to_string(),
-    ];
-    if let Some(model) = &args.embed_model {
-        flags.extend(["--embed-model".to_owned(), model.display().to_string()]);
-    }
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = RunningBinary::start(
-        Path::new(env!("CARGO_BIN_EXE_ploke-rag-search")),
-        &flags,
-        Duration::from_secs(120),
-    )?;
+    let server = common::start_server(&workspace, &data, args.embed_model.as_deref(), &[])?;
     let pid = server.pid();
     let channel = Channel::from_shared(server.url())?.connect().await?;
     let mut progress = RagSearchClient::new(channel.clone())

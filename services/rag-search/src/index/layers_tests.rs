@@ -67,6 +67,26 @@ fn stack_on(
     }
 }
 
+impl Stack {
+    /// The base with `base_hidden` shadowed, under the overlay with `overlay_hidden`.
+    fn layers<'a>(
+        &'a self,
+        base_hidden: &'a HashSet<&'a str>,
+        overlay_hidden: &'a HashSet<&'a str>,
+    ) -> [Layer<'a>; 2] {
+        [
+            Layer {
+                index: &self.base,
+                hidden: base_hidden,
+            },
+            Layer {
+                index: &self.overlay,
+                hidden: overlay_hidden,
+            },
+        ]
+    }
+}
+
 fn names(found: &[LayeredFound<'_>]) -> Vec<(usize, String)> {
     found
         .iter()
@@ -88,16 +108,7 @@ fn shadowed_files_never_answer_and_overlay_items_do() {
     );
     let hidden = HashSet::from(["src/config.rs"]);
     let nothing = HashSet::new();
-    let layers = [
-        Layer {
-            index: &s.base,
-            hidden: &hidden,
-        },
-        Layer {
-            index: &s.overlay,
-            hidden: &nothing,
-        },
-    ];
+    let layers = s.layers(&hidden, &nothing);
     let none = Filters::default();
     let search = |q: &str| {
         search_layers(
@@ -147,16 +158,7 @@ fn the_same_item_scores_the_same_in_either_layer() {
     // weigh nothing here, so the scores are BM25's).
     let s = stack(None, &[("src/lib.rs", LIB_RS)]);
     let nothing = HashSet::new();
-    let layers = [
-        Layer {
-            index: &s.base,
-            hidden: &nothing,
-        },
-        Layer {
-            index: &s.overlay,
-            hidden: &nothing,
-        },
-    ];
+    let layers = s.layers(&nothing, &nothing);
     let found = search_layers(
         &layers,
         Query::Bm25 {
@@ -194,16 +196,7 @@ fn a_session_without_changes_ranks_names_as_the_base_does() {
     let lib = "/// Reads the settings.\npub fn load_settings() {\n    let a = 1;\n    let b = 2;\n    let c = a + b;\n    drop(c);\n}\n\n/// Reads the settings file.\npub fn load_settings_file() {}\n\npub struct Settings;\n";
     let s = stack_on(&[("src/lib.rs", lib)], None, &[]);
     let nothing = HashSet::new();
-    let layers = [
-        Layer {
-            index: &s.base,
-            hidden: &nothing,
-        },
-        Layer {
-            index: &s.overlay,
-            hidden: &nothing,
-        },
-    ];
+    let layers = s.layers(&nothing, &nothing);
     let query = Query::Bm25 {
         text: "`load_settings` and `load_settings_file` read `Settings`",
         rrf: Rrf::default(),
@@ -260,16 +253,7 @@ fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
     assert_eq!(s.overlay.embedded_count(), 3);
     let hidden = HashSet::from(["src/config.rs"]);
     let nothing = HashSet::new();
-    let layers = [
-        Layer {
-            index: &s.base,
-            hidden: &hidden,
-        },
-        Layer {
-            index: &s.overlay,
-            hidden: &nothing,
-        },
-    ];
+    let layers = s.layers(&hidden, &nothing);
     let none = Filters::default();
     let found = search_layers(&layers, Query::Dense(&[0.0, 1.0]), &none, 10).unwrap();
     assert!(
