@@ -3,10 +3,11 @@
 //! and the items so found form a ranked list that fusion weighs beside BM25 and the dense
 //! list — so an item the user names comes first even when its body shares few of the query's
 //! words. A name written as code (`snake_case`, `CamelCase`, `a::b`, in backticks, with `()`)
-//! counts more than a plain word that happens to name something, and a name many items share
-//! (`new`, `poll`) counts less than a rare one. Among items sharing a name, the one whose
-//! path holds more of the query's other words (`blocking` in "add bytes to blocking::Response")
-//! wins. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
+//! counts more than a plain word that happens to name something, two or three words in a row
+//! that spell a name together (`send error` for `send_error`) count in between, and a name
+//! many items share (`new`, `poll`) counts less than a rare one. Among items sharing a name,
+//! the one whose path holds more of the query's other words (`blocking` in "add bytes to
+//! blocking::Response") wins. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
 
 use std::collections::{HashMap, HashSet};
 
@@ -22,6 +23,10 @@ const CODE_STRENGTH: f32 = 1.0;
 const CAPITALISED_STRENGTH: f32 = 0.3;
 /// A plain lowercase word that is also some item's name.
 const WORD_STRENGTH: f32 = 0.1;
+/// Plain words written apart that together spell a name ([`phrases`]).
+const PHRASE_STRENGTH: f32 = 0.5;
+/// Shortest name spelled by a phrase (`is ok` → `isok` is noise).
+const MIN_PHRASE_LEN: usize = 6;
 /// Factor when the query qualifies a name (`Type::method`) and the item's path has the
 /// qualifier; and when it has none of them.
 const QUALIFIED: f32 = 1.5;
@@ -86,10 +91,58 @@ pub fn query_names(text: &str) -> QueryNames {
         .into_iter()
         .filter(|w| !is_stopword(w))
         .collect();
-    QueryNames {
-        names: names_in(strip_commit_prefix(text)),
-        words,
+    let body = strip_commit_prefix(text);
+    let mut names = names_in(body);
+    for phrase in phrases(body) {
+        if !names.iter().any(|n| n.key == phrase.key) {
+            names.push(phrase);
+        }
     }
+    names.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+    QueryNames { names, words }
+}
+
+/// Two or three plain words written apart that spell an item's name together (`send error`
+/// for `send_error`, `max level hint` for `max_level_hint`): the query describes the item in
+/// words. Stronger than one word that happens to be a name, weaker than a name written as code.
+fn phrases(text: &str) -> Vec<QueryName> {
+    // Runs of plain words: an identifier, a number or punctuation ends a run.
+    let mut runs: Vec<Vec<&str>> = vec![Vec::new()];
+    for raw in text.split_whitespace() {
+        let word = raw.trim_start_matches(['(', '"', '\'']);
+        // An opening bracket or quote starts a run of its own.
+        if word.len() != raw.len() {
+            runs.push(Vec::new());
+        }
+        let trimmed = word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '\'']);
+        let plain = !trimmed.is_empty() && trimmed.chars().all(char::is_alphabetic);
+        if plain && let Some(run) = runs.last_mut() {
+            run.push(trimmed);
+        }
+        if !plain || trimmed.len() != word.len() {
+            runs.push(Vec::new());
+        }
+    }
+    let mut out = Vec::new();
+    for words in &runs {
+        for n in [2usize, 3] {
+            for run in words.windows(n) {
+                if run.iter().any(|w| is_stopword(&w.to_lowercase())) {
+                    continue;
+                }
+                let joined: String = run.concat();
+                if joined.chars().count() < MIN_PHRASE_LEN {
+                    continue;
+                }
+                out.push(QueryName {
+                    key: key(&joined),
+                    qualifiers: Vec::new(),
+                    strength: PHRASE_STRENGTH,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The names in a query (its commit prefix left out), strongest first, each key once.
@@ -368,11 +421,54 @@ mod tests {
     }
 
     #[test]
+    fn plain_words_that_spell_a_name_together_are_a_name() {
+        let phrases =
+            |text: &str| -> Vec<String> { phrases(text).into_iter().map(|n| n.key).collect() };
+        // Two and three words in a row; function words never join a phrase.
+        assert_eq!(
+            phrases("forward the max level hint of the stack"),
+            ["maxlevel", "levelhint", "maxlevelhint"]
+        );
+        // Punctuation, brackets, identifiers and numbers end a run: no `readbody` from
+        // `poll_read_body` nor across the sentence, no `wrongsend`, no `errortimes`.
+        assert_eq!(
+            phrases("poll_read_body read. Body wrong (send error) 200 times"),
+            ["bodywrong", "senderror"]
+        );
+        // Short joins are noise.
+        assert_eq!(phrases("is ok to go up"), Vec::<String>::new());
+        // In the query's names: weaker than code, stronger than a plain word, each key once.
+        assert_eq!(
+            keys("`send_error` fails; send error"),
+            [
+                ("senderror".to_owned(), CODE_STRENGTH),
+                ("fails".to_owned(), WORD_STRENGTH),
+                ("send".to_owned(), WORD_STRENGTH),
+                ("error".to_owned(), WORD_STRENGTH),
+            ]
+        );
+        assert_eq!(
+            keys("fix span data for new events")
+                .into_iter()
+                .filter(|(_, s)| *s == PHRASE_STRENGTH)
+                .collect::<Vec<_>>(),
+            [
+                ("fixspan".to_owned(), PHRASE_STRENGTH),
+                ("spandata".to_owned(), PHRASE_STRENGTH),
+                ("newevents".to_owned(), PHRASE_STRENGTH),
+                ("fixspandata".to_owned(), PHRASE_STRENGTH),
+            ]
+        );
+    }
+
+    #[test]
     fn names_written_as_code_are_strongest_and_plain_words_weakest() {
         assert_eq!(
             keys("fix(armv7): split record_header_indices loop to work around a Token bug"),
             vec![
                 ("recordheaderindices".into(), CODE_STRENGTH),
+                ("workaround".into(), PHRASE_STRENGTH),
+                ("tokenbug".into(), PHRASE_STRENGTH),
                 ("token".into(), CAPITALISED_STRENGTH),
                 ("split".into(), WORD_STRENGTH),
                 ("loop".into(), WORD_STRENGTH),
@@ -455,6 +551,38 @@ mod tests {
             },
             embed_hash: String::new(),
         }
+    }
+
+    #[test]
+    fn a_name_spelled_in_words_finds_its_item_above_the_single_words() {
+        let items = [
+            item(1, "crate::body::Sender::send_error", Kind::Method),
+            item(2, "crate::body::Sender::send", Kind::Method),
+            item(3, "crate::error::error", Kind::Function),
+        ];
+        let mut index = NameIndex::default();
+        for i in &items {
+            index.insert(i);
+        }
+        let mut found: Vec<(u64, f32)> = index
+            .matches(
+                &query_names("Send error on the body when reading fails"),
+                |id| items.iter().find(|i| i.id == id),
+            )
+            .into_iter()
+            .map(|(r, s)| (r.id, s))
+            .collect();
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // `send_error` by the phrase, its path word `body` counting as context (×2); `send`
+        // (capitalised, sentence start: a plain word) also with `body`; `error` plainly.
+        assert_eq!(
+            found,
+            [
+                (1, PHRASE_STRENGTH * 2.0),
+                (2, WORD_STRENGTH * 2.0),
+                (3, WORD_STRENGTH)
+            ]
+        );
     }
 
     #[test]
