@@ -40,6 +40,8 @@ const OWNER_QUALIFIED: f32 = 2.0;
 const NOT_A_FUNCTION: f32 = 0.5;
 /// A plural written for a singular name (`headers` for `header`).
 const PLURAL: f32 = 0.8;
+/// Words spelling a name in another form (`parsing escapes` for `parse_escape`).
+const OTHER_FORM: f32 = 0.8;
 /// Shortest name looked up (shorter ones are mostly noise: `id`, `io`).
 const MIN_LEN: usize = 3;
 /// Gain per other query word in the item's path (`blocking` and `response` for
@@ -65,6 +67,9 @@ pub struct QueryName {
     pub qualifiers: Vec<String>,
     /// How surely it is meant as a name.
     pub strength: f32,
+    /// For words spelling a name ([`phrases`]): their stems joined, to find the name written
+    /// in other forms (`parsing escapes` for `parse_escape`).
+    pub stems: Option<String>,
 }
 
 /// What a query says about names: the names it writes, and its words (identifier parts,
@@ -138,6 +143,7 @@ fn phrases(text: &str) -> Vec<QueryName> {
                     key: key(&joined),
                     qualifiers: Vec::new(),
                     strength: PHRASE_STRENGTH,
+                    stems: Some(run.iter().flat_map(|w| word_parts(w)).collect()),
                 });
             }
         }
@@ -248,6 +254,7 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
         key: key(last),
         qualifiers,
         strength,
+        stems: None,
     })
 }
 
@@ -260,6 +267,8 @@ fn has_inner_capital(word: &str) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct NameIndex {
     by_key: HashMap<String, Vec<u64>>,
+    /// Names of several words by their stems joined (`parse_escape` as `parsescap`).
+    by_stems: HashMap<String, Vec<u64>>,
     path_words: FxHashMap<u64, Box<[String]>>,
 }
 
@@ -278,6 +287,9 @@ impl NameIndex {
             .entry(key(&record.item.name))
             .or_default()
             .push(record.id);
+        if let Some(stems) = stems_of(&record.item.name) {
+            self.by_stems.entry(stems).or_default().push(record.id);
+        }
         // The words of the path around the name (its module, type, trait), not the name's own.
         let own = word_parts(&record.item.name);
         let mut words = word_parts(&record.item.canon_path);
@@ -296,12 +308,21 @@ impl NameIndex {
                 self.by_key.remove(&k);
             }
         }
+        if let Some(stems) = stems_of(&record.item.name)
+            && let Some(ids) = self.by_stems.get_mut(&stems)
+        {
+            ids.retain(|id| *id != record.id);
+            if ids.is_empty() {
+                self.by_stems.remove(&stems);
+            }
+        }
         self.path_words.remove(&record.id);
     }
 
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.by_key.clear();
+        self.by_stems.clear();
         self.path_words.clear();
     }
 
@@ -326,7 +347,11 @@ impl NameIndex {
                 Some(ids) => (ids, 1.0),
                 None => match name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)) {
                     Some(ids) => (ids, PLURAL),
-                    None => continue,
+                    // Words in another form than the name's (`parsing escapes`).
+                    None => match name.stems.as_ref().and_then(|s| self.by_stems.get(s)) {
+                        Some(ids) => (ids, OTHER_FORM),
+                        None => continue,
+                    },
                 },
             };
             // Its qualifiers already count (QUALIFIED): not again as context.
@@ -360,6 +385,12 @@ impl NameIndex {
         }
         found.into_values().collect()
     }
+}
+
+/// A name of several words as its stems joined (none for a one-word name).
+fn stems_of(name: &str) -> Option<String> {
+    let parts = word_parts(name);
+    (parts.len() > 1).then(|| parts.concat())
 }
 
 fn kind_factor(kind: Kind) -> f32 {
@@ -582,6 +613,40 @@ mod tests {
                 (2, WORD_STRENGTH * 2.0),
                 (3, WORD_STRENGTH)
             ]
+        );
+    }
+
+    #[test]
+    fn words_spelling_a_name_in_another_form_find_it() {
+        let items = [
+            item(1, "crate::de::parse_escape", Kind::Function),
+            item(2, "crate::de::escape", Kind::Function),
+        ];
+        let mut index = NameIndex::default();
+        for i in &items {
+            index.insert(i);
+        }
+        let found = |index: &NameIndex, query: &str| -> Vec<(u64, f32)> {
+            let mut found: Vec<(u64, f32)> = index
+                .matches(&query_names(query), |id| items.iter().find(|i| i.id == id))
+                .into_iter()
+                .map(|(r, s)| (r.id, s))
+                .collect();
+            found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            found
+        };
+        assert_eq!(
+            found(&index, "avoid allocating when parsing escapes"),
+            [
+                (1, PHRASE_STRENGTH * OTHER_FORM),
+                (2, WORD_STRENGTH * PLURAL)
+            ]
+        );
+        // Removed, it is found no more.
+        index.remove(&items[0]);
+        assert_eq!(
+            found(&index, "avoid allocating when parsing escapes"),
+            [(2, WORD_STRENGTH * PLURAL)]
         );
     }
 
