@@ -27,6 +27,11 @@ const WORD_STRENGTH: f32 = 0.1;
 const PHRASE_STRENGTH: f32 = 0.5;
 /// Shortest name spelled by a phrase (`is ok` → `isok` is noise).
 const MIN_PHRASE_LEN: usize = 6;
+/// Function words that begin names (`is_empty`, `as_bytes`, `to_string`, `on_record`): a
+/// phrase may start with one.
+const NAME_LEADS: [&str; 11] = [
+    "as", "by", "can", "for", "from", "has", "into", "is", "on", "to", "with",
+];
 /// Factor when the query qualifies a name (`Type::method`) and the item's path has the
 /// qualifier; and when it has none of them.
 const QUALIFIED: f32 = 1.5;
@@ -132,7 +137,11 @@ fn phrases(text: &str) -> Vec<QueryName> {
     for words in &runs {
         for n in [2usize, 3] {
             for run in words.windows(n) {
-                if run.iter().any(|w| is_stopword(&w.to_lowercase())) {
+                // Function words join no phrase, except the ones names start with
+                // (`is empty`, `as bytes`, `into iter`, `with level`).
+                let (first, rest) = (run[0].to_lowercase(), &run[1..]);
+                let leads = !is_stopword(&first) || NAME_LEADS.contains(&first.as_str());
+                if !leads || rest.iter().any(|w| is_stopword(&w.to_lowercase())) {
                     continue;
                 }
                 let joined: String = run.concat();
@@ -455,10 +464,15 @@ mod tests {
     fn plain_words_that_spell_a_name_together_are_a_name() {
         let phrases =
             |text: &str| -> Vec<String> { phrases(text).into_iter().map(|n| n.key).collect() };
-        // Two and three words in a row; function words never join a phrase.
+        // Two and three words in a row; function words join none, except those names begin
+        // with.
         assert_eq!(
             phrases("forward the max level hint of the stack"),
             ["maxlevel", "levelhint", "maxlevelhint"]
+        );
+        assert_eq!(
+            phrases("check is empty first"),
+            ["isempty", "emptyfirst", "isemptyfirst"]
         );
         // Punctuation, brackets, identifiers and numbers end a run: no `readbody` from
         // `poll_read_body` nor across the sentence, no `wrongsend`, no `errortimes`.
@@ -467,7 +481,7 @@ mod tests {
             ["bodywrong", "senderror"]
         );
         // Short joins are noise.
-        assert_eq!(phrases("is ok to go up"), Vec::<String>::new());
+        assert_eq!(phrases("an ok day"), Vec::<String>::new());
         // In the query's names: weaker than code, stronger than a plain word, each key once.
         assert_eq!(
             keys("`send_error` fails; send error"),
@@ -479,7 +493,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            keys("fix span data for new events")
+            keys("fix span data of new events")
                 .into_iter()
                 .filter(|(_, s)| *s == PHRASE_STRENGTH)
                 .collect::<Vec<_>>(),
@@ -498,8 +512,10 @@ mod tests {
             keys("fix(armv7): split record_header_indices loop to work around a Token bug"),
             vec![
                 ("recordheaderindices".into(), CODE_STRENGTH),
+                ("towork".into(), PHRASE_STRENGTH),
                 ("workaround".into(), PHRASE_STRENGTH),
                 ("tokenbug".into(), PHRASE_STRENGTH),
+                ("toworkaround".into(), PHRASE_STRENGTH),
                 ("token".into(), CAPITALISED_STRENGTH),
                 ("split".into(), WORD_STRENGTH),
                 ("loop".into(), WORD_STRENGTH),
