@@ -134,17 +134,21 @@ fn phrases(text: &str) -> Vec<QueryName> {
         }
     }
     let mut out = Vec::new();
-    for words in &runs {
+    for words in runs.iter().filter(|run| run.len() > 1) {
+        // Each word once: lowercase, whether a function word, its stem.
+        let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let stop: Vec<bool> = lower.iter().map(|w| is_stopword(w)).collect();
+        let stems: Vec<String> = words.iter().map(|w| word_parts(w).concat()).collect();
         for n in [2usize, 3] {
-            for run in words.windows(n) {
+            for start in 0..words.len().saturating_sub(n - 1) {
+                let run = start..start + n;
                 // Function words join no phrase, except the ones names start with
                 // (`is empty`, `as bytes`, `into iter`, `with level`).
-                let (first, rest) = (run[0].to_lowercase(), &run[1..]);
-                let leads = !is_stopword(&first) || NAME_LEADS.contains(&first.as_str());
-                if !leads || rest.iter().any(|w| is_stopword(&w.to_lowercase())) {
+                let leads = !stop[start] || NAME_LEADS.contains(&lower[start].as_str());
+                if !leads || stop[start + 1..run.end].iter().any(|s| *s) {
                     continue;
                 }
-                let joined: String = run.concat();
+                let joined = lower[run.clone()].concat();
                 if joined.chars().count() < MIN_PHRASE_LEN {
                     continue;
                 }
@@ -152,7 +156,7 @@ fn phrases(text: &str) -> Vec<QueryName> {
                     key: key(&joined),
                     qualifiers: Vec::new(),
                     strength: PHRASE_STRENGTH,
-                    stems: Some(run.iter().flat_map(|w| word_parts(w)).collect()),
+                    stems: Some(stems[run].concat()),
                 });
             }
         }
