@@ -1,0 +1,321 @@
+use super::*;
+
+fn keys(text: &str) -> Vec<(String, f32)> {
+    query_names(text)
+        .names
+        .into_iter()
+        .map(|n| (n.key, n.strength))
+        .collect()
+}
+
+#[test]
+fn plain_words_that_spell_a_name_together_are_a_name() {
+    let phrases =
+        |text: &str| -> Vec<String> { phrases(text).into_iter().map(|n| n.key).collect() };
+    // Two and three words in a row; function words join none, except those names begin
+    // with.
+    assert_eq!(
+        phrases("forward the max level hint of the stack"),
+        ["maxlevel", "levelhint", "maxlevelhint"]
+    );
+    assert_eq!(
+        phrases("check is empty first"),
+        ["isempty", "emptyfirst", "isemptyfirst"]
+    );
+    // Punctuation, brackets, identifiers and numbers end a run: no `readbody` from
+    // `poll_read_body` nor across the sentence, no `wrongsend`, no `errortimes`.
+    assert_eq!(
+        phrases("poll_read_body read. Body wrong (send error) 200 times"),
+        ["bodywrong", "senderror"]
+    );
+    // Short joins are noise.
+    assert_eq!(phrases("an ok day"), Vec::<String>::new());
+    // In the query's names: weaker than code, stronger than a plain word, each key once.
+    assert_eq!(
+        keys("`send_error` fails; send error"),
+        [
+            ("senderror".to_owned(), CODE_STRENGTH),
+            ("fails".to_owned(), WORD_STRENGTH),
+            ("send".to_owned(), WORD_STRENGTH),
+            ("error".to_owned(), WORD_STRENGTH),
+        ]
+    );
+    assert_eq!(
+        keys("fix span data of new events")
+            .into_iter()
+            .filter(|(_, s)| *s == PHRASE_STRENGTH)
+            .collect::<Vec<_>>(),
+        [
+            ("fixspan".to_owned(), PHRASE_STRENGTH),
+            ("spandata".to_owned(), PHRASE_STRENGTH),
+            ("newevents".to_owned(), PHRASE_STRENGTH),
+            ("fixspandata".to_owned(), PHRASE_STRENGTH),
+        ]
+    );
+}
+
+#[test]
+fn names_written_as_code_are_strongest_and_plain_words_weakest() {
+    assert_eq!(
+        keys("fix(armv7): split record_header_indices loop to work around a Token bug"),
+        vec![
+            ("recordheaderindices".into(), CODE_STRENGTH),
+            ("towork".into(), PHRASE_STRENGTH),
+            ("workaround".into(), PHRASE_STRENGTH),
+            ("tokenbug".into(), PHRASE_STRENGTH),
+            ("toworkaround".into(), PHRASE_STRENGTH),
+            ("token".into(), CAPITALISED_STRENGTH),
+            ("split".into(), WORD_STRENGTH),
+            ("loop".into(), WORD_STRENGTH),
+            ("work".into(), WORD_STRENGTH),
+            ("around".into(), WORD_STRENGTH),
+            ("bug".into(), WORD_STRENGTH),
+        ]
+    );
+    // Backticks, a call, CamelCase and a path are code; the commit prefix is not a name.
+    assert_eq!(
+        keys("feat!: make `poll` and read_buf() use HttpConnector::new"),
+        vec![
+            ("poll".into(), CODE_STRENGTH),
+            ("readbuf".into(), CODE_STRENGTH),
+            ("new".into(), CODE_STRENGTH),
+            ("make".into(), WORD_STRENGTH),
+            ("use".into(), WORD_STRENGTH),
+        ]
+    );
+    let q = query_names("use crate::client::HttpConnector::new here").names;
+    let new = q.iter().find(|n| n.key == "new").unwrap();
+    assert_eq!(
+        new.qualifiers,
+        vec!["client".to_owned(), "httpconnector".to_owned()]
+    );
+}
+
+#[test]
+fn dotted_paths_are_names_and_file_names_are_their_stem() {
+    let named = |text: &str| -> Vec<(String, Vec<String>, f32)> {
+        query_names(text)
+            .names
+            .into_iter()
+            .map(|n| (n.key, n.qualifiers, n.strength))
+            .collect()
+    };
+    assert_eq!(
+        named("Why does Session.request retry? See sessions.py, e.g. v1.2."),
+        vec![
+            ("request".into(), vec!["session".into()], CODE_STRENGTH),
+            ("see".into(), vec![], CAPITALISED_STRENGTH),
+            ("why".into(), vec![], WORD_STRENGTH),
+            ("retry".into(), vec![], WORD_STRENGTH),
+            ("sessions".into(), vec![], WORD_STRENGTH),
+        ]
+    );
+    assert_eq!(
+        named("requests.api.get"),
+        vec![(
+            "get".into(),
+            vec!["requests".into(), "api".into()],
+            CODE_STRENGTH
+        )]
+    );
+}
+
+fn item(id: u64, canon_path: &str, kind: Kind) -> ItemRecord {
+    let name = canon_path
+        .rsplit("::")
+        .next()
+        .unwrap_or(canon_path)
+        .to_owned();
+    ItemRecord {
+        id,
+        file: format!("src/f{id}.rs"),
+        language: "rust".into(),
+        file_hash: String::new(),
+        item: crate::parse::ParsedItem {
+            canon_path: canon_path.into(),
+            name: name.clone(),
+            qualname: name,
+            kind,
+            byte_start: 0,
+            byte_end: 0,
+            line_start: 1,
+            line_end: 1,
+            signature: String::new(),
+            doc: String::new(),
+            crate_name: String::new(),
+        },
+        embed_hash: String::new(),
+    }
+}
+
+/// An index of `items`.
+fn indexed(items: &[ItemRecord]) -> NameIndex {
+    let mut index = NameIndex::default();
+    for i in items {
+        index.insert(i);
+    }
+    index
+}
+
+/// The ids and name scores `query` finds among `items` that `keep` lets through, best first
+/// (ties by id).
+fn found(
+    index: &NameIndex,
+    items: &[ItemRecord],
+    query: &str,
+    keep: &dyn Fn(u64) -> bool,
+) -> Vec<(u64, f32)> {
+    let mut found: Vec<(u64, f32)> = index
+        .matches(&query_names(query), |id| {
+            items.iter().find(|i| i.id == id).filter(|_| keep(id))
+        })
+        .into_iter()
+        .map(|(r, s)| (r.id, s))
+        .collect();
+    found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    found
+}
+
+const ALL: &dyn Fn(u64) -> bool = &|_| true;
+
+#[test]
+fn a_name_spelled_in_words_finds_its_item_above_the_single_words() {
+    let items = [
+        item(1, "crate::body::Sender::send_error", Kind::Method),
+        item(2, "crate::body::Sender::send", Kind::Method),
+        item(3, "crate::error::error", Kind::Function),
+    ];
+    let index = indexed(&items);
+    // `send_error` by the phrase, its path word `body` counting as context (×2); `send`
+    // (capitalised, sentence start: a plain word) also with `body`; `error` plainly.
+    assert_eq!(
+        found(
+            &index,
+            &items,
+            "Send error on the body when reading fails",
+            ALL
+        ),
+        [
+            (1, PHRASE_STRENGTH * 2.0),
+            (2, WORD_STRENGTH * 2.0),
+            (3, WORD_STRENGTH)
+        ]
+    );
+}
+
+#[test]
+fn words_spelling_a_name_in_another_form_find_it() {
+    let items = [
+        item(1, "crate::de::parse_escape", Kind::Function),
+        item(2, "crate::de::escape", Kind::Function),
+    ];
+    let mut index = indexed(&items);
+    let query = "avoid allocating when parsing escapes";
+    assert_eq!(
+        found(&index, &items, query, ALL),
+        [
+            (1, PHRASE_STRENGTH * OTHER_FORM),
+            (2, WORD_STRENGTH * PLURAL)
+        ]
+    );
+    // Removed, it is found no more.
+    index.remove(&items[0]);
+    assert_eq!(
+        found(&index, &items, query, ALL),
+        [(2, WORD_STRENGTH * PLURAL)]
+    );
+}
+
+#[test]
+fn the_named_item_whose_path_holds_the_query_s_words_scores_highest() {
+    let items = [
+        item(
+            1,
+            "crate::blocking::response::Response::bytes",
+            Kind::Method,
+        ),
+        item(
+            2,
+            "crate::async_impl::response::Response::bytes",
+            Kind::Method,
+        ),
+        item(3, "crate::wasm::response::Response::bytes", Kind::Method),
+        item(4, "crate::blocking::response::Response", Kind::Struct),
+        item(5, "crate::util::read_mem", Kind::Function),
+    ];
+    let mut index = indexed(&items);
+    let score = |index: &NameIndex, query: &str, keep: &dyn Fn(u64) -> bool| {
+        found(index, &items, query, keep)
+    };
+    let all = ALL;
+    let found = score(&index, "Add `bytes` to blocking::Response", all);
+    let order: Vec<u64> = found.iter().map(|(id, _)| *id).collect();
+    assert_eq!(order, vec![1, 2, 3, 4]);
+    // Three items named `bytes`: 1/(1+ln 3) each, times 1 + the words of the path
+    // around it that the query has (blocking, response / response).
+    let specificity = 1.0 / (1.0 + 3f32.ln());
+    assert!((found[0].1 - specificity * 3.0).abs() < 1e-6, "{found:?}");
+    assert!((found[1].1 - specificity * 2.0).abs() < 1e-6, "{found:?}");
+    // The struct is named as `blocking::Response`: qualified (its qualifier is not counted
+    // again as context), and a type (half).
+    assert!(
+        (found[3].1 - QUALIFIED * NOT_A_FUNCTION).abs() < 1e-6,
+        "{found:?}"
+    );
+    // Case and `_` do not matter; a filtered-out item is not found; removal forgets it.
+    assert_eq!(score(&index, "why does ReadMem block", all).len(), 1);
+    assert!(score(&index, "why does read_mem block", &|id| id != 5).is_empty());
+    index.remove(&items[4]);
+    assert!(score(&index, "read_mem", all).is_empty());
+}
+
+#[test]
+fn the_owner_of_an_item_is_its_type_or_trait() {
+    fn of(q: &str) -> Vec<&str> {
+        owners(q).collect()
+    }
+    assert_eq!(of("Type::method"), vec!["Type"]);
+    assert_eq!(
+        of("<Filtered<L, F> as Layer<S>>::on_exit"),
+        vec!["Filtered", "Layer"]
+    );
+    assert_eq!(
+        of("<&'a mut Serializer as ser::Serializer>::collect_str"),
+        vec!["Serializer", "Serializer"]
+    );
+    assert_eq!(of("Outer.Cart.add_item"), vec!["Cart"]);
+    assert!(of("free_function").is_empty());
+    // `blocking::Request::try_clone` names `Request::try_clone` more than
+    // `RequestBuilder::try_clone` in module `request`, and either more than an item with
+    // none of the qualifiers.
+    let mut own = item(
+        1,
+        "crate::blocking::request::Request::try_clone",
+        Kind::Method,
+    );
+    own.item.qualname = "Request::try_clone".into();
+    let mut near = item(
+        2,
+        "crate::blocking::request::RequestBuilder::try_clone",
+        Kind::Method,
+    );
+    near.item.qualname = "RequestBuilder::try_clone".into();
+    let mut other = item(3, "crate::wasm::Body::try_clone", Kind::Method);
+    other.item.qualname = "Body::try_clone".into();
+    let qualifiers = vec!["blocking".to_owned(), "request".to_owned()];
+    assert_eq!(
+        [&own, &near, &other].map(|r| qualification(r, &qualifiers)),
+        [OWNER_QUALIFIED, QUALIFIED, OTHERWISE_QUALIFIED]
+    );
+}
+
+#[test]
+fn a_sentence_is_not_a_commit_prefix() {
+    assert_eq!(strip_commit_prefix("fix(h1): reduce logs"), "reduce logs");
+    assert_eq!(strip_commit_prefix("docs: typo"), "typo");
+    assert_eq!(
+        strip_commit_prefix("Note: HttpConnector keeps alive"),
+        "Note: HttpConnector keeps alive"
+    );
+    assert_eq!(strip_commit_prefix("no prefix here"), "no prefix here");
+}
