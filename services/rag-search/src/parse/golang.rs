@@ -6,24 +6,26 @@
 use tree_sitter::Node;
 
 use super::source::{
-    DocStyle, Found, Source, child_of, dotted, named_children, parse_tree, trim_blank_lines,
+    DocStyle, Found, Source, child_of, items_of, named_children, trim_blank_lines,
 };
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Go file at `loc` (its package's import path as the one segment; without it the
 /// `package` clause names the package).
 pub fn parse_go(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
-    let Some(tree) = parse_tree(&tree_sitter_go::LANGUAGE.into(), src) else {
-        return Vec::new();
-    };
-    let mut source = Source::new(src, &loc.crate_name);
-    let root = tree.root_node();
-    let package = match loc.segments.first() {
-        Some(p) if !p.is_empty() => p.clone(),
-        _ => package_name(&source, root).unwrap_or_default(),
-    };
-    walk(&mut source, root, &package);
-    source.finish()
+    items_of(
+        &tree_sitter_go::LANGUAGE.into(),
+        src,
+        &loc.crate_name,
+        |source, root| {
+            let package = match loc.segments.first() {
+                Some(p) if !p.is_empty() => p.clone(),
+                _ => package_name(source, root).unwrap_or_default(),
+            };
+            source.set_module(package);
+            walk(source, root);
+        },
+    )
 }
 
 fn package_name(source: &Source<'_>, root: Node<'_>) -> Option<String> {
@@ -32,12 +34,12 @@ fn package_name(source: &Source<'_>, root: Node<'_>) -> Option<String> {
     Some(source.text(name).to_owned())
 }
 
-fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str) {
+fn walk(source: &mut Source<'_>, container: Node<'_>) {
     for node in named_children(container) {
         match node.kind() {
             "function_declaration" => {
                 if let Some(name) = source.field(node, "name") {
-                    item(source, node, node, package, (Kind::Function, name, None));
+                    item(source, node, node, (Kind::Function, name, None));
                 }
             }
             "method_declaration" => {
@@ -49,12 +51,11 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str) {
                         source,
                         node,
                         node,
-                        package,
                         (Kind::Method, name, receiver.as_deref()),
                     );
                 }
             }
-            "type_declaration" => types(source, node, package),
+            "type_declaration" => types(source, node),
             "const_declaration" => {
                 let specs = named_children(node)
                     .into_iter()
@@ -67,18 +68,18 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str) {
                         spec
                     };
                     if let Some(name) = source.field(spec, "name") {
-                        item(source, outer, spec, package, (Kind::Const, name, None));
+                        item(source, outer, spec, (Kind::Const, name, None));
                     }
                 }
             }
-            "ERROR" => walk(source, node, package),
+            "ERROR" => walk(source, node),
             _ => {}
         }
     }
 }
 
 /// `type X struct {…}`, `type ( A int; B interface{…} )`, `type A = B`.
-fn types(source: &mut Source<'_>, decl: Node<'_>, package: &str) {
+fn types(source: &mut Source<'_>, decl: Node<'_>) {
     let specs: Vec<Node<'_>> = named_children(decl)
         .into_iter()
         .filter(|n| matches!(n.kind(), "type_spec" | "type_alias"))
@@ -96,14 +97,14 @@ fn types(source: &mut Source<'_>, decl: Node<'_>, package: &str) {
             _ => Kind::TypeAlias,
         };
         let outer = if lone { decl } else { spec };
-        item(source, outer, spec, package, (kind, name, None));
+        item(source, outer, spec, (kind, name, None));
         if let Some(iface) = ty.filter(|t| t.kind() == "interface_type") {
             let methods = named_children(iface)
                 .into_iter()
                 .filter(|n| n.kind() == "method_elem");
             for m in methods {
                 if let Some(method) = source.field(m, "name") {
-                    item(source, m, m, package, (Kind::Method, method, Some(name)));
+                    item(source, m, m, (Kind::Method, method, Some(name)));
                 }
             }
         }
@@ -124,7 +125,6 @@ fn item(
     source: &mut Source<'_>,
     outer: Node<'_>,
     decl: Node<'_>,
-    package: &str,
     (kind, name, owner): (Kind, &str, Option<&str>),
 ) {
     let qualname = match owner {
@@ -146,14 +146,12 @@ fn item(
         }
         None => (outer.start_byte(), String::new()),
     };
-    let canon_path = dotted(package, &qualname);
     source.push(Found {
         outer,
         decl,
         kind,
         name: name.to_owned(),
         qualname,
-        canon_path,
         start,
         doc,
     });

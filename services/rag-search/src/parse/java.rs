@@ -4,27 +4,27 @@
 
 use tree_sitter::Node;
 
-use super::source::{
-    DocStyle, Found, Source, block_doc, child_of, dotted, named_children, parse_tree,
-};
+use super::source::{DocStyle, Found, Source, block_doc, child_of, items_of, named_children};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Java file (`loc` gives only the crate name; the package comes from the file).
 pub fn parse_java(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
-    let Some(tree) = parse_tree(&tree_sitter_java::LANGUAGE.into(), src) else {
-        return Vec::new();
-    };
-    let mut source = Source::new(src, &loc.crate_name);
-    let root = tree.root_node();
-    let package = child_of(root, |k| k == "package_declaration")
-        .and_then(|p| child_of(p, |k| matches!(k, "scoped_identifier" | "identifier")))
-        .map(|n| source.text(n).to_owned())
-        .unwrap_or_default();
-    walk(&mut source, root, &package, &[]);
-    source.finish()
+    items_of(
+        &tree_sitter_java::LANGUAGE.into(),
+        src,
+        &loc.crate_name,
+        |source, root| {
+            let package = child_of(root, |k| k == "package_declaration")
+                .and_then(|p| child_of(p, |k| matches!(k, "scoped_identifier" | "identifier")))
+                .map(|n| source.text(n).to_owned())
+                .unwrap_or_default();
+            source.set_module(package);
+            walk(source, root, &[]);
+        },
+    )
 }
 
-fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str, owner: &[String]) {
+fn walk(source: &mut Source<'_>, container: Node<'_>, owner: &[String]) {
     for node in named_children(container) {
         let kind = match node.kind() {
             "class_declaration" | "record_declaration" => Kind::Class,
@@ -34,7 +34,7 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str, owner: &[St
             | "constructor_declaration"
             | "compact_constructor_declaration" => Kind::Method,
             "enum_body_declarations" | "ERROR" => {
-                walk(source, node, package, owner);
+                walk(source, node, owner);
                 continue;
             }
             _ => continue,
@@ -60,21 +60,19 @@ fn walk(source: &mut Source<'_>, container: Node<'_>, package: &str, owner: &[St
             ),
             None => (node.start_byte(), String::new()),
         };
-        let canon_path = dotted(package, &qualname);
         source.push(Found {
             outer: node,
             decl: node,
             kind,
             name: name.to_owned(),
             qualname,
-            canon_path,
             start,
             doc,
         });
         if kind != Kind::Method
             && let Some(body) = node.child_by_field_name("body")
         {
-            walk(source, body, package, &path);
+            walk(source, body, &path);
         }
     }
 }

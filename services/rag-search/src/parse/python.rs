@@ -5,28 +5,24 @@
 
 use tree_sitter::Node;
 
-use super::source::{Found, Source, dotted, named_children, parse_tree, trim_blank_lines};
+use super::source::{Found, Source, items_of, named_children, trim_blank_lines};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Python file at `loc` (its dotted module path in `segments`).
 pub fn parse_python(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
-    let Some(tree) = parse_tree(&tree_sitter_python::LANGUAGE.into(), src) else {
-        return Vec::new();
-    };
-    let mut source = Source::new(src, &loc.crate_name);
-    let module = loc.segments.join(".");
-    walk(&mut source, tree.root_node(), &module, &[], false);
-    source.finish()
+    items_of(
+        &tree_sitter_python::LANGUAGE.into(),
+        src,
+        &loc.crate_name,
+        |source, root| {
+            source.set_module(loc.segments.join("."));
+            walk(source, root, &[], false);
+        },
+    )
 }
 
 /// The statements of a module or class body. `outer` holds the enclosing classes' names.
-fn walk(
-    source: &mut Source<'_>,
-    container: Node<'_>,
-    module: &str,
-    outer: &[&str],
-    in_class: bool,
-) {
+fn walk(source: &mut Source<'_>, container: Node<'_>, outer: &[&str], in_class: bool) {
     for node in named_children(container) {
         let (outer_node, decl) = match node.kind() {
             "decorated_definition" => match node.child_by_field_name("definition") {
@@ -35,14 +31,14 @@ fn walk(
             },
             "function_definition" | "class_definition" => (node, node),
             "expression_statement" if !in_class => {
-                constant(source, node, module);
+                constant(source, node);
                 continue;
             }
             // Conditional and guarded definitions (`if TYPE_CHECKING:`, `try: … except`).
             "if_statement" | "elif_clause" | "else_clause" | "try_statement" | "except_clause"
             | "finally_clause" | "with_statement" | "block" | "ERROR" => {
                 // Their blocks and clauses are among their children.
-                walk(source, node, module, outer, in_class);
+                walk(source, node, outer, in_class);
                 continue;
             }
             _ => continue,
@@ -64,19 +60,18 @@ fn walk(
             decl,
             kind,
             name: name.to_owned(),
-            canon_path: dotted(module, &qualname),
             qualname,
             start: outer_node.start_byte(),
             doc: docstring(source, decl),
         });
         if is_class && let Some(body) = decl.child_by_field_name("body") {
-            walk(source, body, module, &path, true);
+            walk(source, body, &path, true);
         }
     }
 }
 
 /// A module-level `NAME = …` whose name is all capitals.
-fn constant(source: &mut Source<'_>, statement: Node<'_>, module: &str) {
+fn constant(source: &mut Source<'_>, statement: Node<'_>) {
     let Some(assignment) = statement
         .named_child(0)
         .filter(|n| n.kind() == "assignment")
@@ -101,7 +96,6 @@ fn constant(source: &mut Source<'_>, statement: Node<'_>, module: &str) {
         kind: Kind::Const,
         name: name.to_owned(),
         qualname: name.to_owned(),
-        canon_path: dotted(module, name),
         start: statement.start_byte(),
         doc: String::new(),
     });

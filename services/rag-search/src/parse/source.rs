@@ -61,6 +61,9 @@ pub(super) struct Source<'a> {
     lines: Lines,
     pub(super) items: Vec<ParsedItem>,
     crate_name: &'a str,
+    /// What canonical paths start with: the module or package (`requests.sessions`), empty
+    /// for none.
+    module: String,
 }
 
 /// How a language writes doc comments.
@@ -82,7 +85,6 @@ pub(super) struct Found<'n> {
     pub(super) kind: Kind,
     pub(super) name: String,
     pub(super) qualname: String,
-    pub(super) canon_path: String,
     /// First byte of the doc comment above, if there is one; else `outer`'s start.
     pub(super) start: usize,
     pub(super) doc: String,
@@ -95,7 +97,13 @@ impl<'a> Source<'a> {
             lines: Lines::new(src),
             items: Vec::new(),
             crate_name,
+            module: String::new(),
         }
+    }
+
+    /// Names the module the items are in: their canonical paths are `module.qualname`.
+    pub(super) fn set_module(&mut self, module: String) {
+        self.module = module;
     }
 
     /// The text of a node.
@@ -164,7 +172,7 @@ impl<'a> Source<'a> {
         let byte_end = found.outer.end_byte();
         let signature = self.signature(found.outer.start_byte(), found.decl);
         self.items.push(ParsedItem {
-            canon_path: found.canon_path,
+            canon_path: dotted(&self.module, &found.qualname),
             name: found.name,
             qualname: found.qualname,
             kind: found.kind,
@@ -188,9 +196,26 @@ impl<'a> Source<'a> {
     }
 }
 
+/// Parses `src` with `language` and records its items: `walk` gets the file's root and the
+/// [`Source`] to push them into (naming the module first); the items in file order, none when
+/// the grammar cannot be loaded.
+pub(super) fn items_of(
+    language: &Language,
+    src: &str,
+    crate_name: &str,
+    walk: impl FnOnce(&mut Source<'_>, Node<'_>),
+) -> Vec<ParsedItem> {
+    let Some(tree) = parse_tree(language, src) else {
+        return Vec::new();
+    };
+    let mut source = Source::new(src, crate_name);
+    walk(&mut source, tree.root_node());
+    source.finish()
+}
+
 /// `prefix.qualname` (a module or package and a name in it), or `qualname` without a prefix:
 /// the canonical path of every language but Rust.
-pub(super) fn dotted(prefix: &str, qualname: &str) -> String {
+fn dotted(prefix: &str, qualname: &str) -> String {
     if prefix.is_empty() {
         qualname.to_owned()
     } else {

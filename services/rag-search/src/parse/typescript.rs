@@ -11,9 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Language, Node};
 
-use super::source::{
-    DocStyle, Found, Source, block_doc, child_of, dotted, named_children, parse_tree,
-};
+use super::source::{DocStyle, Found, Source, block_doc, child_of, items_of, named_children};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one TypeScript or JavaScript file at `loc` (its module path as the one segment).
@@ -25,23 +23,18 @@ pub fn parse_typescript(rel: &str, loc: &ModuleLoc, src: &str) -> Vec<ParsedItem
     } else {
         tree_sitter_typescript::LANGUAGE_TSX.into()
     };
-    let Some(tree) = parse_tree(&language, src) else {
-        return Vec::new();
-    };
-    let mut source = Source::new(src, &loc.crate_name);
-    let module = loc.segments.first().cloned().unwrap_or_default();
-    let mut walker = Walker {
-        source: &mut source,
-        module: &module,
-        overloads: HashMap::new(),
-    };
-    walker.statements(tree.root_node(), &[]);
-    source.finish()
+    items_of(&language, src, &loc.crate_name, |source, root| {
+        source.set_module(loc.segments.first().cloned().unwrap_or_default());
+        let mut walker = Walker {
+            source,
+            overloads: HashMap::new(),
+        };
+        walker.statements(root, &[]);
+    })
 }
 
 struct Walker<'s, 'a> {
     source: &'s mut Source<'a>,
-    module: &'s str,
     /// Where the overload signatures of a function still to come start, by qualified name.
     overloads: HashMap<String, usize>,
 }
@@ -288,14 +281,12 @@ impl Walker<'_, '_> {
         {
             start = start.min(first);
         }
-        let canon_path = dotted(self.module, &qualname);
         self.source.push(Found {
             outer: outer_node,
             decl,
             kind,
             name: name.to_owned(),
             qualname,
-            canon_path,
             start,
             doc,
         });
