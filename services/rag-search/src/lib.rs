@@ -12,6 +12,7 @@ pub mod index;
 pub mod names;
 pub mod parse;
 pub mod rank;
+pub mod record;
 pub mod scan;
 pub mod service;
 pub mod tokenize;

@@ -4,8 +4,8 @@
 //! (`lines^exponent`), which offsets BM25's length normalisation — the code people ask about
 //! and change is more often a long function than a one-line accessor.
 
-use crate::index::ItemRecord;
 use crate::parse::Kind;
+use crate::record::ItemRecord;
 
 /// Score factor for test code (items inside `mod tests` / `mod test`): tests repeat the words
 /// of the code they test and crowd it out of the top ranks. They stay findable.

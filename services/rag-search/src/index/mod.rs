@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Error, Boosts};
 use crate::embed::EmbedError;
-use crate::parse::{Kind, Layout, ParsedItem};
+use crate::parse::{Kind, Layout};
 use crate::rank::LengthPrior;
+pub use crate::record::ItemRecord;
 use crate::scan::ScannedFile;
 use crate::vectors::{TextHash, VectorError, Vectors};
 use items::Items;
@@ -20,24 +21,6 @@ const META_FILE: &str = "meta.json";
 /// Bumped whenever parsing, tokenization or item ids change meaning: an index of another
 /// version is rebuilt from scratch (embeddings are still reused by content hash).
 const META_VERSION: u32 = 3;
-
-/// An item as the index keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ItemRecord {
-    /// Stable id within the workspace index.
-    pub id: u64,
-    /// File path relative to the root.
-    pub file: String,
-    /// Language of the file.
-    pub language: String,
-    /// blake3 (hex) of the file when the item was parsed.
-    pub file_hash: String,
-    /// The parsed item.
-    pub item: ParsedItem,
-    /// blake3 (hex) of the text the item is embedded from.
-    #[serde(default)]
-    pub embed_hash: String,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct FileRecord {

@@ -13,8 +13,8 @@ use std::collections::{HashMap, HashSet};
 
 use rustc_hash::FxHashMap;
 
-use crate::index::ItemRecord;
 use crate::parse::Kind;
+use crate::record::ItemRecord;
 use crate::tokenize::{is_stopword, word_parts};
 
 /// How much a name written as code counts, against a plain word (1.0).
