@@ -2,10 +2,11 @@
 //! name, canonical path and signature in boosted fields, and raw-term fields for filters
 //! (kind, language, and every ancestor directory of the file for path-prefix filters).
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
@@ -372,6 +373,24 @@ impl Bm25 {
         Ok(())
     }
 
+    /// Merges every committed segment into one and shows it to searches. A search looks each
+    /// query term up in every segment and collects each segment's top hits apart, so one
+    /// segment answers cheapest (docs/PERFORMANCE.md); an index run ends with this.
+    pub fn merge_segments(&self) -> Result<(), Bm25Error> {
+        let ids = self.index.searchable_segment_ids()?;
+        if ids.len() < 2 {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.as_mut().ok_or(Bm25Error::Closed)?.merge(&ids).wait()?;
+        drop(slot);
+        self.reader.reload()?;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(segments = ids.len(), ms, "bm25 segments merged");
+        Ok(())
+    }
+
     /// Commits that succeeded since the index was opened.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::SeqCst)
@@ -427,7 +446,7 @@ impl Bm25 {
         scope: &Scope<'_>,
     ) -> Result<Vec<Candidate>, Bm25Error> {
         let f = self.fields;
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         let tokens: Vec<String> = code_tokens(query)
             .into_iter()
             .filter(|t| !crate::tokenize::is_stopword(t) && seen.insert(t.clone()))
@@ -512,11 +531,11 @@ impl Bm25 {
     }
 
     /// Source texts of items by id, found with one search for all of them.
-    pub fn texts(&self, ids: &[u64]) -> Result<std::collections::HashMap<u64, String>, Bm25Error> {
+    pub fn texts(&self, ids: &[u64]) -> Result<FxHashMap<u64, String>, Bm25Error> {
         let f = self.fields;
         let searcher = self.reader.searcher();
         let query = any_of(ids.iter().map(|id| Term::from_field_u64(f.id, *id)));
-        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        let mut out = FxHashMap::with_capacity_and_hasher(ids.len(), Default::default());
         for address in searcher.search(&query, &DocSetCollector)? {
             let doc: TantivyDocument = searcher.doc(address)?;
             let id = doc.get_first(f.id).and_then(|v| v.as_u64());

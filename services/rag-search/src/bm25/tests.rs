@@ -93,3 +93,40 @@ fn an_index_of_another_schema_is_started_over() {
     assert_eq!(bm.num_docs(), 0);
     assert_eq!(bm.index().schema(), schema().0);
 }
+
+#[test]
+fn merging_segments_keeps_every_answer_and_leaves_one_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    let bodies = [
+        "fn spawn_task() { schedule() }",
+        "fn abort_all() { for t in tasks { t.abort() } }",
+        "struct JoinSet { tasks: Vec<Task> }",
+    ];
+    // One commit per document: three segments, one of them with a deleted document.
+    for (i, body) in bodies.iter().enumerate() {
+        let file = format!("src/f{i}.rs");
+        bm.add(&doc(i as u64 + 1, &file, "item", body, Kind::Function))
+            .unwrap();
+        bm.commit().unwrap();
+    }
+    bm.remove_file("src/f0.rs");
+    bm.commit().unwrap();
+    let segments = |bm: &Bm25| bm.index().searchable_segment_ids().unwrap().len();
+    assert_eq!(segments(&bm), 2);
+    let answers = |bm: &Bm25| {
+        ["tasks abort", "spawn", "join set tasks"]
+            .map(|q| bm.search(q, &Filters::default(), 10).unwrap())
+    };
+    let before = answers(&bm);
+
+    bm.merge_segments().unwrap();
+
+    assert_eq!(segments(&bm), 1);
+    assert_eq!(answers(&bm), before);
+    assert_eq!(bm.num_docs(), 2);
+    assert_eq!(bm.texts(&[3]).unwrap()[&3], bodies[2]);
+    // Already one segment: nothing to do.
+    bm.merge_segments().unwrap();
+    assert_eq!(segments(&bm), 1);
+}

@@ -270,6 +270,7 @@ pub fn build(
     });
     // Whatever happened to embedding, what was parsed and embedded is committed.
     run.commit(true)?;
+    index.read(|i| i.bm25.merge_segments())??;
     embedded?;
     summary.items_total = items;
     summary.duration = started.elapsed();

@@ -19,7 +19,9 @@
 //! The merged BM25, dense and names lists are fused by RRF exactly as one index fuses its own,
 //! so an overlay item gets the ranks it would have had in one index.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
 
 use crate::bm25::{CorpusStats, Filters, Scope};
 use crate::fusion::{self, Lists, Rrf};
@@ -206,7 +208,7 @@ fn fused<'a>(
     let keys = |list: &[Tagged<'_>]| -> Vec<u64> { list.iter().map(key).collect() };
     let (bm25_keys, dense_keys) = (keys(&bm25), keys(&dense));
     let name_keys: Vec<(u64, f32)> = names.iter().map(|t| (key(t), t.1.score)).collect();
-    let mut pool: HashMap<u64, Tagged<'a>> = HashMap::new();
+    let mut pool: FxHashMap<u64, Tagged<'a>> = FxHashMap::default();
     for t in bm25.into_iter().chain(dense).chain(names) {
         pool.entry(key(&t)).or_insert(t);
     }
@@ -233,7 +235,7 @@ fn with_texts<'a>(
     layers: &[Layer<'a>],
     ranked: Vec<(Tagged<'a>, u32, u32)>,
 ) -> Result<Vec<LayeredFound<'a>>, IndexError> {
-    let mut texts: Vec<HashMap<u64, String>> = Vec::with_capacity(layers.len());
+    let mut texts: Vec<FxHashMap<u64, String>> = Vec::with_capacity(layers.len());
     for (i, layer) in layers.iter().enumerate() {
         let ids: Vec<u64> = ranked
             .iter()
@@ -241,7 +243,7 @@ fn with_texts<'a>(
             .map(|((_, r), _, _)| r.record.id)
             .collect();
         texts.push(if ids.is_empty() {
-            HashMap::new()
+            FxHashMap::default()
         } else {
             layer.index.bm25.texts(&ids)?
         });

@@ -1,7 +1,9 @@
 //! The reads of rag-search: ranked search, context assembly, snippets, lookups. Each resolves
 //! its workspace (and the session's overlay, when it names one) in the request's task, then
-//! works on the blocking pool. Without an overlay the base answers alone; with one, the base
-//! minus the paths it shadows plus its own items and contents ([`super::overlay`]).
+//! works on the blocking pool — except a BM25 search of a small base whose lock is free, which
+//! costs less than the hand-off and runs in place. Without an overlay the base answers alone;
+//! with one, the base minus the paths it shadows plus its own items and contents
+//! ([`super::overlay`]).
 
 use std::collections::HashMap;
 
@@ -14,10 +16,10 @@ use super::{
     Snippet, SpanRequest, Strategy, check_relative, lock_poisoned,
 };
 use crate::context::{self, Assembled, Budget, Candidate};
-use crate::embed::Embedder;
+use crate::embed::{EmbedError, Embedder};
 use crate::error::RagError;
 use crate::fusion::Rrf;
-use crate::index::{Found, Hybrid, ItemRecord, Query};
+use crate::index::{Found, Hybrid, ItemRecord, Query, WorkspaceIndex};
 use crate::parse::Kind;
 use crate::scan;
 
@@ -83,7 +85,6 @@ fn search_base(
     embedder: Option<&Embedder>,
     rrf: Rrf,
 ) -> Result<(Strategy, Vec<SearchHit>, String), RagError> {
-    let f = &query.filters;
     let text = query.query.as_str();
     // A remote endpoint may take seconds: its query vector is fetched before the index lock
     // is taken, so refreshes (and other searches behind them) never wait on it. A local model
@@ -93,6 +94,21 @@ fn search_base(
         _ => None,
     };
     let index = slot.index.read().map_err(|_| lock_poisoned())?;
+    search_index(&index, query, (strategy, reason), embedder, early, rrf)
+}
+
+/// A search of the base under its read lock (`early`: the query vector when it was fetched
+/// before the lock).
+fn search_index(
+    index: &WorkspaceIndex,
+    query: &SearchQuery,
+    (strategy, reason): (Strategy, String),
+    embedder: Option<&Embedder>,
+    early: Option<Result<Vec<f32>, EmbedError>>,
+    rrf: Rrf,
+) -> Result<(Strategy, Vec<SearchHit>, String), RagError> {
+    let f = &query.filters;
+    let text = query.query.as_str();
     // A failed query embedding fails DENSE; HYBRID answers with BM25 alone and says why.
     let (strategy, found, reason) = match (strategy, embedder, early) {
         (Strategy::Dense, Some(e), early) => {
@@ -129,6 +145,44 @@ fn search_base(
     Ok((strategy, hits, reason))
 }
 
+/// Items up to which a BM25 search of the base runs where the request arrived: ~0.2 ms of
+/// work at 9k items, less than handing it to a blocking thread and back costs (BM25 server
+/// CPU per Search 0.37 -> 0.32 ms, docs/PERFORMANCE.md). Larger indexes search on the pool, so
+/// that no request holds an async worker for long.
+const IN_PLACE_MAX_ITEMS: u64 = 20_000;
+
+/// A BM25 search of the base alone, in place, when the index is small and its lock free at
+/// once (a run or refresh writing makes it wait on the pool instead); `None` otherwise.
+fn bm25_in_place(
+    slot: &Slot,
+    query: &SearchQuery,
+    reason: String,
+    index_state: IndexState,
+    rrf: Rrf,
+) -> Option<Result<SearchOutcome, RagError>> {
+    let index = slot.index.try_read().ok()?;
+    if index.item_count() > IN_PLACE_MAX_ITEMS {
+        return None;
+    }
+    let searched = search_index(&index, query, (Strategy::Bm25, reason), None, None, rrf);
+    Some(searched.map(|(strategy, hits, reason)| outcome(strategy, hits, reason, index_state)))
+}
+
+fn outcome(
+    strategy: Strategy,
+    hits: Vec<SearchHit>,
+    reason: String,
+    index_state: IndexState,
+) -> SearchOutcome {
+    SearchOutcome {
+        hits,
+        strategy,
+        dense_used: matches!(strategy, Strategy::Dense | Strategy::Hybrid),
+        dense_unavailable_reason: reason,
+        index_state,
+    }
+}
+
 impl RagService {
     /// Ranked search: BM25, dense, or both fused with RRF; through the session's overlay when
     /// the query names one.
@@ -145,6 +199,13 @@ impl RagService {
         let rrf = self.rrf;
         let skip_when_named = self.skip_dense_when_named;
         let reason = self.dense_reason();
+        if strategy == Strategy::Bm25
+            && overlay.is_none()
+            && let Some(outcome) =
+                bm25_in_place(&slot, &query, reason.clone(), index_state.clone(), rrf)
+        {
+            return outcome;
+        }
         self.blocking(move || {
             let mut embedded = slot
                 .index
@@ -181,13 +242,7 @@ impl RagService {
                 None => search_base(&slot, &query, plan, embedder.as_deref(), rrf)?,
                 Some(o) => overlay::search(&slot, o, &query, plan, embedder.as_deref(), rrf)?,
             };
-            Ok(SearchOutcome {
-                hits,
-                strategy,
-                dense_used: matches!(strategy, Strategy::Dense | Strategy::Hybrid),
-                dense_unavailable_reason: reason,
-                index_state,
-            })
+            Ok(outcome(strategy, hits, reason, index_state))
         })
         .await?
     }
@@ -348,3 +403,7 @@ impl RagService {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;

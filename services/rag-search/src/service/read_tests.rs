@@ -1,0 +1,60 @@
+use super::*;
+use crate::bm25::{Boosts, Filters};
+use crate::rank::LengthPrior;
+
+fn slot() -> (tempfile::TempDir, tempfile::TempDir, Slot) {
+    let (ws, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(
+        ws.path().join("src/lib.rs"),
+        "/// Loads the settings.\npub fn load_settings() {}\n\npub fn start() {}\n",
+    )
+    .unwrap();
+    let mut index = WorkspaceIndex::open(
+        ws.path(),
+        data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        None,
+    )
+    .unwrap();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    (ws, data, Slot::new(index, IndexState::Ready))
+}
+
+fn query(text: &str) -> SearchQuery {
+    SearchQuery {
+        workspace_root: String::new(),
+        query: text.to_owned(),
+        strategy: Strategy::Bm25,
+        top_k: 5,
+        filters: Filters::default(),
+        session_id: String::new(),
+    }
+}
+
+#[test]
+fn a_bm25_search_runs_in_place_only_when_the_index_lock_is_free() {
+    let (_ws, _data, slot) = slot();
+    let q = query("load settings");
+    let answered = bm25_in_place(&slot, &q, String::new(), IndexState::Ready, Rrf::default())
+        .expect("the lock is free")
+        .unwrap();
+    let names: Vec<&str> = answered
+        .hits
+        .iter()
+        .map(|h| h.record.item.canon_path.as_str())
+        .collect();
+    assert_eq!(names[0], "crate::load_settings");
+    assert_eq!(
+        (answered.strategy, answered.dense_used),
+        (Strategy::Bm25, false)
+    );
+
+    // A writer (an index run's step, a refresh) holds the lock: the search does not wait on it
+    // in place (it would block the async worker; holding the lock on this very thread, waiting
+    // would never end) but leaves it to the pool.
+    let writing = slot.index.write().unwrap();
+    assert!(bm25_in_place(&slot, &q, String::new(), IndexState::Ready, Rrf::default()).is_none());
+    drop(writing);
+    assert!(bm25_in_place(&slot, &q, String::new(), IndexState::Ready, Rrf::default()).is_some());
+}
