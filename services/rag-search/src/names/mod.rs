@@ -168,6 +168,8 @@ fn phrases(text: &str) -> Vec<QueryName> {
 fn names_in(text: &str) -> Vec<QueryName> {
     let mut names: Vec<QueryName> = Vec::new();
     let bytes = text.as_bytes();
+    let spans = inline_code(text);
+    let in_backticks = |at: usize| spans.iter().any(|span| span.contains(&at));
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     let is_part = |c: char| is_ident(c) || c == ':';
     let mut rest = text;
@@ -189,7 +191,10 @@ fn names_in(text: &str) -> Vec<QueryName> {
         let run = &rest[start..start + run_len];
         let before = (offset + start).checked_sub(1).map(|i| bytes[i]);
         let after = bytes.get(offset + start + run_len).copied();
-        let as_code = before == Some(b'`') || after == Some(b'(') || after == Some(b'`');
+        let as_code = before == Some(b'`')
+            || after == Some(b'(')
+            || after == Some(b'`')
+            || in_backticks(offset + start);
         let at_start = offset + start == 0;
         if let Some(name) = parse_run(run, as_code, at_start) {
             match names.iter_mut().find(|n| n.key == name.key) {
@@ -203,6 +208,26 @@ fn names_in(text: &str) -> Vec<QueryName> {
     }
     names.sort_by(|a, b| b.strength.total_cmp(&a.strength));
     names
+}
+
+/// Longest inline code span read as code (a longer one is a quoted message or output).
+const MAX_INLINE_CODE: usize = 60;
+
+/// Byte ranges of inline code spans: text between two single backticks on one line
+/// (`` `fn headers ` ``). Fenced blocks (```` ``` ````) hold output and examples, not names.
+fn inline_code(text: &str) -> Vec<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let single = |i: usize| {
+        bytes[i] == b'`'
+            && (i == 0 || bytes[i - 1] != b'`')
+            && bytes.get(i + 1).is_none_or(|b| *b != b'`')
+    };
+    let ticks: Vec<usize> = (0..bytes.len()).filter(|i| single(*i)).collect();
+    ticks
+        .chunks_exact(2)
+        .map(|pair| pair[0] + 1..pair[1])
+        .filter(|span| span.len() <= MAX_INLINE_CODE && !text[span.clone()].contains('\n'))
+        .collect()
 }
 
 /// A conventional-commit prefix (`fix(h1): `, `feat!: `) says what kind of change, not what

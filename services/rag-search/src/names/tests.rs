@@ -83,6 +83,25 @@ fn names_written_as_code_are_strongest_and_plain_words_weakest() {
             ("use".into(), WORD_STRENGTH),
         ]
     );
+    // Inside an inline code span every identifier is code, even apart from the backticks;
+    // a fenced block (output, examples) is not.
+    assert_eq!(
+        keys("`fn headers ` for wasm::multipart"),
+        vec![
+            ("headers".into(), CODE_STRENGTH),
+            ("multipart".into(), CODE_STRENGTH),
+        ]
+    );
+    assert_eq!(
+        keys("say which:\n```\nwarning: level disabled\n```"),
+        vec![
+            ("leveldisabled".into(), PHRASE_STRENGTH),
+            ("say".into(), WORD_STRENGTH),
+            ("warning".into(), WORD_STRENGTH),
+            ("level".into(), WORD_STRENGTH),
+            ("disabled".into(), WORD_STRENGTH),
+        ]
+    );
     let q = query_names("use crate::client::HttpConnector::new here").names;
     let new = q.iter().find(|n| n.key == "new").unwrap();
     assert_eq!(
