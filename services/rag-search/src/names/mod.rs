@@ -395,15 +395,30 @@ impl NameIndex {
             // Its qualifiers already count (QUALIFIED): not again as context.
             let qualifier_words: Vec<String> =
                 name.qualifiers.iter().flat_map(|q| word_parts(q)).collect();
-            // A name many items share says less about which one is meant.
-            let specificity = 1.0 / (1.0 + (ids.len() as f32).ln());
-            for id in ids {
-                let Some(record) = item(*id) else { continue };
-                let qualified = if name.qualifiers.is_empty() {
-                    1.0
+            // A name many items share says less about which one is meant; a qualified name
+            // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit.
+            let candidates: Vec<(u64, &ItemRecord, f32)> = ids
+                .iter()
+                .filter_map(|id| {
+                    let record = item(*id)?;
+                    let qualified = if name.qualifiers.is_empty() {
+                        1.0
+                    } else {
+                        qualification(record, &name.qualifiers)
+                    };
+                    Some((*id, record, qualified))
+                })
+                .collect();
+            let shared_by = |qualified: f32| {
+                if qualified > OTHERWISE_QUALIFIED && !name.qualifiers.is_empty() {
+                    candidates.iter().filter(|c| c.2 == qualified).count()
                 } else {
-                    qualification(record, &name.qualifiers)
-                };
+                    ids.len()
+                }
+            };
+            for (id, record, qualified) in candidates.iter().copied() {
+                let specificity = 1.0 / (1.0 + (shared_by(qualified).max(1) as f32).ln());
+                let id = &id;
                 let context = self.path_words.get(id).map_or(0, |words| {
                     words
                         .iter()

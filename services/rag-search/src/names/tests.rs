@@ -289,6 +289,38 @@ fn the_named_item_whose_path_holds_the_query_s_words_scores_highest() {
 }
 
 #[test]
+fn a_qualified_name_is_shared_only_by_the_items_its_qualifiers_fit() {
+    let method = |id: u64, path: &str| {
+        let mut record = item(id, path, Kind::Method);
+        let mut segments = path.rsplit("::");
+        let (name, owner) = (segments.next().unwrap(), segments.next().unwrap());
+        record.item.qualname = format!("{owner}::{name}");
+        record
+    };
+    let items = [
+        method(1, "crate::fmt::format::Writer::new"),
+        method(2, "crate::fmt::Layer::new"),
+        method(3, "crate::registry::Registry::new"),
+        method(4, "crate::filter::Targets::new"),
+        method(5, "crate::reload::Handle::new"),
+    ];
+    let index = indexed(&items);
+    let found = found(&index, &items, "make `format::Writer::new` public", ALL);
+    // `new` is shared by five items, but `format::Writer::new` by one: that one counts as a
+    // name of its own (specificity 1), its owner named (x2); the others have none of the
+    // qualifiers and share the name five ways.
+    assert_eq!(found[0].0, 1);
+    assert!((found[0].1 - OWNER_QUALIFIED).abs() < 1e-6, "{found:?}");
+    let five_ways = 1.0 / (1.0 + 5f32.ln());
+    for (_, score) in &found[1..] {
+        assert!(
+            (score - OTHERWISE_QUALIFIED * five_ways).abs() < 1e-6,
+            "{found:?}"
+        );
+    }
+}
+
+#[test]
 fn the_owner_of_an_item_is_its_type_or_trait() {
     fn of(q: &str) -> Vec<&str> {
         owners(q).collect()
