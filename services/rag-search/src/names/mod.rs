@@ -397,27 +397,24 @@ impl NameIndex {
                 name.qualifiers.iter().flat_map(|q| word_parts(q)).collect();
             // A name many items share says less about which one is meant; a qualified name
             // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit.
-            let candidates: Vec<(u64, &ItemRecord, f32)> = ids
+            let candidates: Vec<(u64, &ItemRecord, Option<Fit>)> = ids
                 .iter()
                 .filter_map(|id| {
                     let record = item(*id)?;
-                    let qualified = if name.qualifiers.is_empty() {
-                        1.0
-                    } else {
-                        qualification(record, &name.qualifiers)
-                    };
-                    Some((*id, record, qualified))
+                    let fit =
+                        (!name.qualifiers.is_empty()).then(|| Fit::of(record, &name.qualifiers));
+                    Some((*id, record, fit))
                 })
                 .collect();
-            let shared_by = |qualified: f32| {
-                if qualified > OTHERWISE_QUALIFIED && !name.qualifiers.is_empty() {
-                    candidates.iter().filter(|c| c.2 == qualified).count()
-                } else {
-                    ids.len()
+            let shared_by = |fit: Option<Fit>| match fit {
+                Some(fit @ (Fit::Whole | Fit::Owner | Fit::Path)) => {
+                    candidates.iter().filter(|c| c.2 == Some(fit)).count()
                 }
+                Some(Fit::Nothing) | None => ids.len(),
             };
-            for (id, record, qualified) in candidates.iter().copied() {
-                let specificity = 1.0 / (1.0 + (shared_by(qualified).max(1) as f32).ln());
+            for (id, record, fit) in candidates.iter().copied() {
+                let specificity = 1.0 / (1.0 + (shared_by(fit).max(1) as f32).ln());
+                let qualified = fit.map_or(1.0, Fit::factor);
                 let id = &id;
                 let context = self.path_words.get(id).map_or(0, |words| {
                     words
@@ -453,18 +450,50 @@ fn kind_factor(kind: Kind) -> f32 {
     }
 }
 
-/// Whether the item's path has one of the qualifiers as a segment (`Type` of
-/// `crate::m::<Type as Trait>::method`).
-fn qualification(record: &ItemRecord, qualifiers: &[String]) -> f32 {
-    let owner_named = qualifiers
-        .last()
-        .is_some_and(|q| owners(&record.item.qualname).any(|o| key(o) == *q));
-    if owner_named {
-        OWNER_QUALIFIED
-    } else if qualified_by(record, qualifiers) {
-        QUALIFIED
-    } else {
-        OTHERWISE_QUALIFIED
+/// How an item fits the qualifiers a query writes before a name (`blocking::Request` of
+/// `blocking::Request::try_clone`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    /// Its own type or trait is the last qualifier and the others are in its path.
+    Whole,
+    /// Its own type or trait is the last qualifier.
+    Owner,
+    /// Its path has one of the qualifiers.
+    Path,
+    /// None of them.
+    Nothing,
+}
+
+impl Fit {
+    fn of(record: &ItemRecord, qualifiers: &[String]) -> Self {
+        let Some((last, before)) = qualifiers.split_last() else {
+            return Self::Nothing;
+        };
+        let segments: Vec<String> = record
+            .item
+            .canon_path
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|s| !s.is_empty())
+            .map(key)
+            .collect();
+        let owner_named = owners(&record.item.qualname).any(|o| key(o) == *last);
+        if owner_named && before.iter().all(|q| segments.contains(q)) {
+            Self::Whole
+        } else if owner_named {
+            Self::Owner
+        } else if qualifiers.iter().any(|q| segments.contains(q)) {
+            Self::Path
+        } else {
+            Self::Nothing
+        }
+    }
+
+    fn factor(self) -> f32 {
+        match self {
+            Self::Whole | Self::Owner => OWNER_QUALIFIED,
+            Self::Path => QUALIFIED,
+            Self::Nothing => OTHERWISE_QUALIFIED,
+        }
     }
 }
 
@@ -483,13 +512,6 @@ fn owners(qualname: &str) -> impl Iterator<Item = &str> {
         let last = bare.rsplit(['.', ':', ' ', '&']).next().unwrap_or(bare);
         (!last.is_empty()).then_some(last)
     })
-}
-
-fn qualified_by(record: &ItemRecord, qualifiers: &[String]) -> bool {
-    let path = &record.item.canon_path;
-    path.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|s| !s.is_empty())
-        .any(|segment| qualifiers.contains(&key(segment)))
 }
 
 #[cfg(test)]

@@ -353,10 +353,25 @@ fn the_owner_of_an_item_is_its_type_or_trait() {
     near.item.qualname = "RequestBuilder::try_clone".into();
     let mut other = item(3, "crate::wasm::Body::try_clone", Kind::Method);
     other.item.qualname = "Body::try_clone".into();
+    let mut elsewhere = item(
+        4,
+        "crate::async_impl::request::Request::try_clone",
+        Kind::Method,
+    );
+    elsewhere.item.qualname = "Request::try_clone".into();
     let qualifiers = vec!["blocking".to_owned(), "request".to_owned()];
     assert_eq!(
-        [&own, &near, &other].map(|r| qualification(r, &qualifiers)),
-        [OWNER_QUALIFIED, QUALIFIED, OTHERWISE_QUALIFIED]
+        [&own, &elsewhere, &near, &other].map(|r| Fit::of(r, &qualifiers)),
+        [Fit::Whole, Fit::Owner, Fit::Path, Fit::Nothing]
+    );
+    assert_eq!(
+        [Fit::Whole, Fit::Owner, Fit::Path, Fit::Nothing].map(Fit::factor),
+        [
+            OWNER_QUALIFIED,
+            OWNER_QUALIFIED,
+            QUALIFIED,
+            OTHERWISE_QUALIFIED
+        ]
     );
 }
 
