@@ -177,6 +177,23 @@ pub struct Candidate {
     pub score: f32,
 }
 
+/// A merge of segments under way ([`Bm25::merge_segments`]).
+pub struct Merging {
+    merge: tantivy::FutureResult<Option<tantivy::index::SegmentMeta>>,
+    segments: usize,
+    started: std::time::Instant,
+}
+
+impl Merging {
+    /// Waits for the merge to end; how many segments it merged.
+    pub fn wait(self) -> Result<usize, Bm25Error> {
+        self.merge.wait()?;
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(segments = self.segments, ms, "bm25 segments merged");
+        Ok(self.segments)
+    }
+}
+
 /// A workspace's BM25 index.
 pub struct Bm25 {
     index: Index,
@@ -373,22 +390,27 @@ impl Bm25 {
         Ok(())
     }
 
-    /// Merges every committed segment into one and shows it to searches. A search looks each
-    /// query term up in every segment and collects each segment's top hits apart, so one
-    /// segment answers cheapest (docs/PERFORMANCE.md); an index run ends with this.
-    pub fn merge_segments(&self) -> Result<(), Bm25Error> {
+    /// Starts merging every committed segment into one (none to do: `None`). A search looks
+    /// each query term up in every segment and collects each segment's top hits apart, so one
+    /// segment answers cheapest (docs/PERFORMANCE.md). The merge runs on tantivy's threads:
+    /// wait for it with no lock held ([`Merging::wait`]), then [`Bm25::reload`].
+    pub fn merge_segments(&self) -> Result<Option<Merging>, Bm25Error> {
         let ids = self.index.searchable_segment_ids()?;
         if ids.len() < 2 {
-            return Ok(());
+            return Ok(None);
         }
-        let started = std::time::Instant::now();
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.as_mut().ok_or(Bm25Error::Closed)?.merge(&ids).wait()?;
-        drop(slot);
-        self.reader.reload()?;
-        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        tracing::info!(segments = ids.len(), ms, "bm25 segments merged");
-        Ok(())
+        let merge = slot.as_mut().ok_or(Bm25Error::Closed)?.merge(&ids);
+        Ok(Some(Merging {
+            merge,
+            segments: ids.len(),
+            started: std::time::Instant::now(),
+        }))
+    }
+
+    /// Shows searches what was committed or merged since they last looked.
+    pub fn reload(&self) -> Result<(), Bm25Error> {
+        Ok(self.reader.reload()?)
     }
 
     /// Commits that succeeded since the index was opened.

@@ -120,13 +120,25 @@ fn merging_segments_keeps_every_answer_and_leaves_one_segment() {
     };
     let before = answers(&bm);
 
-    bm.merge_segments().unwrap();
+    assert_eq!(bm.merge_segments().unwrap().unwrap().wait().unwrap(), 2);
+    bm.reload().unwrap();
 
     assert_eq!(segments(&bm), 1);
     assert_eq!(answers(&bm), before);
     assert_eq!(bm.num_docs(), 2);
     assert_eq!(bm.texts(&[3]).unwrap()[&3], bodies[2]);
     // Already one segment: nothing to do.
-    bm.merge_segments().unwrap();
-    assert_eq!(segments(&bm), 1);
+    assert!(bm.merge_segments().unwrap().is_none());
+    // Closed (the service stopping): no merge starts.
+    bm.add(&doc(
+        9,
+        "src/f9.rs",
+        "item",
+        "fn later() {}",
+        Kind::Function,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    bm.close();
+    assert!(matches!(bm.merge_segments(), Err(Bm25Error::Closed)));
 }

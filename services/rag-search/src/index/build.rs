@@ -4,7 +4,8 @@
 //! lookups and refreshes go on meanwhile and see the last commit (BM25 is committed every
 //! [`COMMIT_EVERY`] while parsing, so it answers long before the run ends). Embeddings are kept
 //! durably chunk by chunk ([`crate::vectors::Vectors::keep`]): an interrupted run re-embeds
-//! none of them. A failure puts the index back to its last commit.
+//! none of them. A failure puts the index back to its last commit. The run ends by merging
+//! BM25 into one segment, waited for with no lock held.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -270,7 +271,7 @@ pub fn build(
     });
     // Whatever happened to embedding, what was parsed and embedded is committed.
     run.commit(true)?;
-    index.read(|i| i.bm25.merge_segments())??;
+    merge_bm25(index);
     embedded?;
     summary.items_total = items;
     summary.duration = started.elapsed();
@@ -287,6 +288,30 @@ pub fn build(
         ..Progress::default()
     });
     Ok(summary)
+}
+
+/// Merges BM25's segments into one (a search then costs least: docs/PERFORMANCE.md), waiting
+/// with no lock held. Best effort: a merge tantivy started by itself may hold some of the
+/// segments, and the index may have closed; the run has committed either way, and the next
+/// run merges again.
+fn merge_bm25<G: Guarded>(index: &G) {
+    let started = index.read(|i| {
+        if i.closed {
+            Ok(None)
+        } else {
+            i.bm25.merge_segments()
+        }
+    });
+    let merged = match started {
+        Ok(Ok(Some(merging))) => merging
+            .wait()
+            .and_then(|_| index.read(|i| i.bm25.reload()).unwrap_or(Ok(()))),
+        Ok(Ok(None)) | Err(_) => Ok(()),
+        Ok(Err(e)) => Err(e),
+    };
+    if let Err(e) = merged {
+        tracing::warn!(error = %e, "merging the bm25 segments failed; searches go on over several");
+    }
 }
 
 /// An item waiting for the model: id, text hash, and the text.

@@ -214,20 +214,37 @@ fn names_in(text: &str) -> Vec<QueryName> {
 const MAX_INLINE_CODE: usize = 60;
 
 /// Byte ranges of inline code spans: text between two single backticks on one line
-/// (`` `fn headers ` ``). Fenced blocks (```` ``` ````) hold output and examples, not names.
+/// (`` `fn headers ` ``), paired line by line. Fenced blocks (```` ``` ````) hold output and
+/// examples, not names: nothing in them counts.
 fn inline_code(text: &str) -> Vec<std::ops::Range<usize>> {
-    let bytes = text.as_bytes();
-    let single = |i: usize| {
-        bytes[i] == b'`'
-            && (i == 0 || bytes[i - 1] != b'`')
-            && bytes.get(i + 1).is_none_or(|b| *b != b'`')
-    };
-    let ticks: Vec<usize> = (0..bytes.len()).filter(|i| single(*i)).collect();
-    ticks
-        .chunks_exact(2)
-        .map(|pair| pair[0] + 1..pair[1])
-        .filter(|span| span.len() <= MAX_INLINE_CODE && !text[span.clone()].contains('\n'))
-        .collect()
+    let mut spans = Vec::new();
+    let mut fenced = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let bytes = line.as_bytes();
+        let single = |i: usize| {
+            bytes[i] == b'`'
+                && (i == 0 || bytes[i - 1] != b'`')
+                && bytes.get(i + 1).is_none_or(|b| *b != b'`')
+        };
+        let ticks: Vec<usize> = (0..bytes.len()).filter(|i| single(*i)).collect();
+        spans.extend(
+            ticks
+                .chunks_exact(2)
+                .map(|pair| start + pair[0] + 1..start + pair[1])
+                .filter(|span| span.len() <= MAX_INLINE_CODE),
+        );
+    }
+    spans
 }
 
 /// A conventional-commit prefix (`fix(h1): `, `feat!: `) says what kind of change, not what
@@ -396,7 +413,8 @@ impl NameIndex {
             let qualifier_words: Vec<String> =
                 name.qualifiers.iter().flat_map(|q| word_parts(q)).collect();
             // A name many items share says less about which one is meant; a qualified name
-            // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit.
+            // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit as well
+            // or better.
             let candidates: Vec<(u64, &ItemRecord, Option<Fit>)> = ids
                 .iter()
                 .filter_map(|id| {
@@ -406,17 +424,21 @@ impl NameIndex {
                     Some((*id, record, fit))
                 })
                 .collect();
-            let shared_by = |fit: Option<Fit>| match fit {
-                Some(fit @ (Fit::Whole | Fit::Owner | Fit::Path)) => {
-                    candidates.iter().filter(|c| c.2 == Some(fit)).count()
+            let mut as_well = [0usize; 3];
+            for fit in candidates.iter().filter_map(|c| c.2) {
+                for (better, count) in Fit::FITTING.iter().zip(&mut as_well) {
+                    *count += usize::from(fit <= *better);
                 }
-                Some(Fit::Nothing) | None => ids.len(),
-            };
-            for (id, record, fit) in candidates.iter().copied() {
-                let specificity = 1.0 / (1.0 + (shared_by(fit).max(1) as f32).ln());
+            }
+            for (id, record, fit) in candidates {
+                let shared_by = Fit::FITTING
+                    .iter()
+                    .zip(as_well)
+                    .find(|(f, _)| Some(**f) == fit)
+                    .map_or(ids.len(), |(_, n)| n);
+                let specificity = 1.0 / (1.0 + (shared_by.max(1) as f32).ln());
                 let qualified = fit.map_or(1.0, Fit::factor);
-                let id = &id;
-                let context = self.path_words.get(id).map_or(0, |words| {
+                let context = self.path_words.get(&id).map_or(0, |words| {
                     words
                         .iter()
                         .filter(|w| query.words.contains(*w) && !qualifier_words.contains(*w))
@@ -429,7 +451,7 @@ impl NameIndex {
                     * qualified
                     * (1.0 + CONTEXT * context as f32)
                     * kind_factor(record.item.kind);
-                let e = found.entry(*id).or_insert((record, 0.0));
+                let e = found.entry(id).or_insert((record, 0.0));
                 e.1 = e.1.max(score);
             }
         }
@@ -451,8 +473,8 @@ fn kind_factor(kind: Kind) -> f32 {
 }
 
 /// How an item fits the qualifiers a query writes before a name (`blocking::Request` of
-/// `blocking::Request::try_clone`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `blocking::Request::try_clone`), best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fit {
     /// Its own type or trait is the last qualifier and the others are in its path.
     Whole,
@@ -465,23 +487,26 @@ enum Fit {
 }
 
 impl Fit {
+    /// The fits that narrow a name down, best first.
+    const FITTING: [Self; 3] = [Self::Whole, Self::Owner, Self::Path];
+
     fn of(record: &ItemRecord, qualifiers: &[String]) -> Self {
         let Some((last, before)) = qualifiers.split_last() else {
             return Self::Nothing;
         };
-        let segments: Vec<String> = record
-            .item
-            .canon_path
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|s| !s.is_empty())
-            .map(key)
-            .collect();
+        let in_path = |q: &String| {
+            record
+                .item
+                .canon_path
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|segment| !segment.is_empty() && key(segment) == *q)
+        };
         let owner_named = owners(&record.item.qualname).any(|o| key(o) == *last);
-        if owner_named && before.iter().all(|q| segments.contains(q)) {
+        if owner_named && before.iter().all(in_path) {
             Self::Whole
         } else if owner_named {
             Self::Owner
-        } else if qualifiers.iter().any(|q| segments.contains(q)) {
+        } else if qualifiers.iter().any(in_path) {
             Self::Path
         } else {
             Self::Nothing

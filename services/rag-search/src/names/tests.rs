@@ -102,6 +102,15 @@ fn names_written_as_code_are_strongest_and_plain_words_weakest() {
             ("disabled".into(), WORD_STRENGTH),
         ]
     );
+    // Backticks pair line by line: a stray one does not make the prose after it code.
+    assert_eq!(
+        keys("a ` stray\n`parse` and `read` then"),
+        vec![
+            ("parse".into(), CODE_STRENGTH),
+            ("read".into(), CODE_STRENGTH),
+            ("stray".into(), WORD_STRENGTH),
+        ]
+    );
     let q = query_names("use crate::client::HttpConnector::new here").names;
     let new = q.iter().find(|n| n.key == "new").unwrap();
     assert_eq!(
@@ -318,6 +327,39 @@ fn a_qualified_name_is_shared_only_by_the_items_its_qualifiers_fit() {
             "{found:?}"
         );
     }
+}
+
+#[test]
+fn a_better_fit_of_the_qualifiers_never_ranks_below_a_worse_one() {
+    let method = |id: u64, path: &str, qualname: &str| {
+        let mut record = item(id, path, Kind::Method);
+        record.item.qualname = qualname.into();
+        record
+    };
+    let items = [
+        method(
+            1,
+            "crate::async_impl::request::Request::new",
+            "Request::new",
+        ),
+        method(2, "crate::blocking::request::Request::new", "Request::new"),
+        method(3, "crate::wasm::request::Request::new", "Request::new"),
+        // In module `request`: a qualifier in its path, not its owner.
+        method(4, "crate::request::Builder::new", "Builder::new"),
+    ];
+    let index = indexed(&items);
+    // Three items whose owner the query names share the name among themselves; the one
+    // whose path merely has the qualifier shares it with them too, so it stays below.
+    let found = found(&index, &items, "fix `Request::new`", ALL);
+    let order: Vec<u64> = found.iter().map(|(id, _)| *id).collect();
+    assert_eq!(order, vec![1, 2, 3, 4]);
+    let owners = 1.0 / (1.0 + 3f32.ln());
+    let all = 1.0 / (1.0 + 4f32.ln());
+    assert!(
+        (found[0].1 - OWNER_QUALIFIED * owners).abs() < 1e-6,
+        "{found:?}"
+    );
+    assert!((found[3].1 - QUALIFIED * all).abs() < 1e-6, "{found:?}");
 }
 
 #[test]

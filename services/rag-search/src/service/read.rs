@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use ploke_runtime::blocking::BlockingError;
 use ploke_runtime::path_policy;
 
 use super::overlay::{self, FileView};
@@ -145,27 +146,60 @@ fn search_index(
     Ok((strategy, hits, reason))
 }
 
-/// Items up to which a BM25 search of the base runs where the request arrived: ~0.2 ms of
-/// work at 9k items, less than handing it to a blocking thread and back costs (BM25 server
-/// CPU per Search 0.37 -> 0.32 ms, docs/PERFORMANCE.md). Larger indexes search on the pool, so
-/// that no request holds an async worker for long.
+/// What a BM25 search may weigh to run where the request arrived (on the async worker)
+/// instead of on the blocking pool: ~0.2 ms of work at 9k items with ten hits, less than
+/// handing it to a blocking thread and back costs (BM25 server CPU per Search 0.37 -> 0.32 ms,
+/// docs/PERFORMANCE.md). A larger index, a longer query or more hits go to the pool, so that
+/// no request holds an async worker for long.
 const IN_PLACE_MAX_ITEMS: u64 = 20_000;
+const IN_PLACE_MAX_QUERY_BYTES: usize = 1024;
+const IN_PLACE_MAX_TOP_K: usize = 100;
 
-/// A BM25 search of the base alone, in place, when the index is small and its lock free at
-/// once (a run or refresh writing makes it wait on the pool instead); `None` otherwise.
+/// Whether a BM25 search of `query` over `items` is cheap enough to run in place.
+fn cheap_enough(items: u64, query: &SearchQuery) -> bool {
+    items <= IN_PLACE_MAX_ITEMS
+        && query.query.len() <= IN_PLACE_MAX_QUERY_BYTES
+        && query.top_k <= IN_PLACE_MAX_TOP_K
+}
+
+/// A BM25 search of the base alone, in place, when it is [`cheap_enough`] and the index lock
+/// is free at once (a run or refresh writing makes it wait on the pool instead); `None`
+/// otherwise. A panic is caught and answered as the pool answers one.
 fn bm25_in_place(
     slot: &Slot,
     query: &SearchQuery,
-    reason: String,
-    index_state: IndexState,
+    reason: &str,
+    index_state: &IndexState,
     rrf: Rrf,
 ) -> Option<Result<SearchOutcome, RagError>> {
     let index = slot.index.try_read().ok()?;
-    if index.item_count() > IN_PLACE_MAX_ITEMS {
+    if !cheap_enough(index.item_count(), query) {
         return None;
     }
-    let searched = search_index(&index, query, (Strategy::Bm25, reason), None, None, rrf);
-    Some(searched.map(|(strategy, hits, reason)| outcome(strategy, hits, reason, index_state)))
+    let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        search_index(
+            &index,
+            query,
+            (Strategy::Bm25, reason.to_owned()),
+            None,
+            None,
+            rrf,
+        )
+    }));
+    Some(match searched {
+        Ok(searched) => searched
+            .map(|(strategy, hits, reason)| outcome(strategy, hits, reason, index_state.clone())),
+        Err(panic) => Err(BlockingError::Panicked(panic_message(panic.as_ref())).into()),
+    })
+}
+
+/// The message a panic carried.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a search panicked".to_owned())
 }
 
 fn outcome(
@@ -201,8 +235,7 @@ impl RagService {
         let reason = self.dense_reason();
         if strategy == Strategy::Bm25
             && overlay.is_none()
-            && let Some(outcome) =
-                bm25_in_place(&slot, &query, reason.clone(), index_state.clone(), rrf)
+            && let Some(outcome) = bm25_in_place(&slot, &query, &reason, &index_state, rrf)
         {
             return outcome;
         }

@@ -36,7 +36,7 @@ fn query(text: &str) -> SearchQuery {
 fn a_bm25_search_runs_in_place_only_when_the_index_lock_is_free() {
     let (_ws, _data, slot) = slot();
     let q = query("load settings");
-    let answered = bm25_in_place(&slot, &q, String::new(), IndexState::Ready, Rrf::default())
+    let answered = bm25_in_place(&slot, &q, "", &IndexState::Ready, Rrf::default())
         .expect("the lock is free")
         .unwrap();
     let names: Vec<&str> = answered
@@ -54,7 +54,35 @@ fn a_bm25_search_runs_in_place_only_when_the_index_lock_is_free() {
     // in place (it would block the async worker; holding the lock on this very thread, waiting
     // would never end) but leaves it to the pool.
     let writing = slot.index.write().unwrap();
-    assert!(bm25_in_place(&slot, &q, String::new(), IndexState::Ready, Rrf::default()).is_none());
+    assert!(bm25_in_place(&slot, &q, "", &IndexState::Ready, Rrf::default()).is_none());
     drop(writing);
-    assert!(bm25_in_place(&slot, &q, String::new(), IndexState::Ready, Rrf::default()).is_some());
+    assert!(bm25_in_place(&slot, &q, "", &IndexState::Ready, Rrf::default()).is_some());
+    // A search asking for many hits goes to the pool.
+    let many = SearchQuery {
+        top_k: IN_PLACE_MAX_TOP_K + 1,
+        ..query("load settings")
+    };
+    assert!(bm25_in_place(&slot, &many, "", &IndexState::Ready, Rrf::default()).is_none());
+}
+
+#[test]
+fn only_a_small_index_a_short_query_and_few_hits_search_in_place() {
+    let q = query("load settings");
+    assert!(cheap_enough(IN_PLACE_MAX_ITEMS, &q));
+    assert!(!cheap_enough(IN_PLACE_MAX_ITEMS + 1, &q));
+    let long = query(&"settings ".repeat(IN_PLACE_MAX_QUERY_BYTES / 9 + 1));
+    assert!(long.query.len() > IN_PLACE_MAX_QUERY_BYTES);
+    assert!(!cheap_enough(10, &long));
+    let many = SearchQuery {
+        top_k: IN_PLACE_MAX_TOP_K + 1,
+        ..query("load settings")
+    };
+    assert!(!cheap_enough(10, &many));
+    assert!(cheap_enough(
+        10,
+        &SearchQuery {
+            top_k: IN_PLACE_MAX_TOP_K,
+            ..query("load settings")
+        }
+    ));
 }
