@@ -47,6 +47,9 @@ const NOT_A_FUNCTION: f32 = 0.5;
 const PLURAL: f32 = 0.8;
 /// Words spelling a name in another form (`parsing escapes` for `parse_escape`).
 const OTHER_FORM: f32 = 0.8;
+/// A name written as code that matches an item's only up to case or `_` (`Execute` for
+/// `execute`, Go's exported and unexported methods; `Body` for `body`).
+const OTHER_SPELLING: f32 = 0.8;
 /// Shortest name looked up (shorter ones are mostly noise: `id`, `io`).
 const MIN_LEN: usize = 3;
 /// Gain per other query word in the item's path (`blocking` and `response` for
@@ -75,6 +78,9 @@ pub struct QueryName {
     /// For words spelling a name ([`phrases`]): their stems joined, to find the name written
     /// in other forms (`parsing escapes` for `parse_escape`).
     pub stems: Option<String>,
+    /// For a name written as code: as written (`Execute`), to prefer the item spelled so over
+    /// one whose name differs only in case or `_` (`execute`).
+    pub spelled: Option<String>,
 }
 
 /// What a query says about names: the names it writes, and its words (identifier parts,
@@ -157,6 +163,7 @@ fn phrases(text: &str) -> Vec<QueryName> {
                     qualifiers: Vec::new(),
                     strength: PHRASE_STRENGTH,
                     stems: Some(stems[run].concat()),
+                    spelled: None,
                 });
             }
         }
@@ -280,8 +287,8 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
         .map(|s| s.trim_matches(':'))
         .filter(|s| !s.is_empty())
         .collect();
-    let (last, before) = segments.split_last()?;
-    let last = last.trim_matches('_');
+    let (written, before) = segments.split_last()?;
+    let last = written.trim_matches('_');
     if last.chars().count() < MIN_LEN || last.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
@@ -310,6 +317,7 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
         qualifiers,
         strength,
         stems: None,
+        spelled: (strength >= CODE_STRENGTH).then(|| (*written).to_owned()),
     })
 }
 
@@ -398,13 +406,14 @@ impl NameIndex {
     ) -> Vec<(&'a ItemRecord, f32)> {
         let mut found: FxHashMap<u64, (&'a ItemRecord, f32)> = FxHashMap::default();
         for name in &query.names {
-            let (ids, form) = match self.by_key.get(&name.key) {
-                Some(ids) => (ids, 1.0),
+            // The spelling as written counts only where the key itself matched.
+            let (ids, form, spelled) = match self.by_key.get(&name.key) {
+                Some(ids) => (ids, 1.0, name.spelled.as_deref()),
                 None => match name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)) {
-                    Some(ids) => (ids, PLURAL),
+                    Some(ids) => (ids, PLURAL, None),
                     // Words in another form than the name's (`parsing escapes`).
                     None => match name.stems.as_ref().and_then(|s| self.by_stems.get(s)) {
-                        Some(ids) => (ids, OTHER_FORM),
+                        Some(ids) => (ids, OTHER_FORM, None),
                         None => continue,
                     },
                 },
@@ -445,8 +454,13 @@ impl NameIndex {
                         .count()
                         .min(MAX_CONTEXT)
                 });
+                let spelling = match spelled {
+                    Some(spelled) if spelled != record.item.name => OTHER_SPELLING,
+                    _ => 1.0,
+                };
                 let score = name.strength
                     * form
+                    * spelling
                     * specificity
                     * qualified
                     * (1.0 + CONTEXT * context as f32)

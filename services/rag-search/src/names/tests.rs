@@ -363,6 +363,47 @@ fn a_better_fit_of_the_qualifiers_never_ranks_below_a_worse_one() {
 }
 
 #[test]
+fn a_name_written_as_code_prefers_the_item_spelled_so() {
+    let items = [
+        item(1, "cobra.Command.execute", Kind::Method),
+        item(2, "cobra.Command.Execute", Kind::Method),
+        item(3, "requests.sessions.Session.__init__", Kind::Method),
+    ];
+    let mut items = items;
+    for record in &mut items {
+        // Dotted paths: the name is the last segment.
+        let name = record
+            .item
+            .canon_path
+            .rsplit('.')
+            .next()
+            .unwrap()
+            .to_owned();
+        record.item.name = name.clone();
+        record.item.qualname = format!("Command.{name}");
+    }
+    let index = indexed(&items);
+    let found_for = |query: &str| found(&index, &items, query, ALL);
+    let by_case = found_for("why does `Execute` fail");
+    assert_eq!(
+        by_case.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        vec![2, 1]
+    );
+    assert!(
+        (by_case[1].1 / by_case[0].1 - OTHER_SPELLING).abs() < 1e-6,
+        "{by_case:?}"
+    );
+    // Underscores around a name are part of its spelling.
+    let init = found_for("`__init__` of a session");
+    assert_eq!(init.len(), 1);
+    let plain = found_for("`init` of a session");
+    assert!(
+        (plain[0].1 / init[0].1 - OTHER_SPELLING).abs() < 1e-6,
+        "{init:?} {plain:?}"
+    );
+}
+
+#[test]
 fn the_owner_of_an_item_is_its_type_or_trait() {
     fn of(q: &str) -> Vec<&str> {
         owners(q).collect()
