@@ -49,7 +49,7 @@ const PLURAL: f32 = 0.8;
 const OTHER_FORM: f32 = 0.8;
 /// A name written as code that matches an item's only up to case or `_` (`Execute` for
 /// `execute`, Go's exported and unexported methods; `Body` for `body`).
-const OTHER_SPELLING: f32 = 0.8;
+const OTHER_SPELLING: f32 = 0.5;
 /// Shortest name looked up (shorter ones are mostly noise: `id`, `io`).
 const MIN_LEN: usize = 3;
 /// Gain per other query word in the item's path (`blocking` and `response` for
