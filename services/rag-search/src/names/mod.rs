@@ -9,9 +9,7 @@
 //! the one whose path holds more of the query's other words (`blocking` in "add bytes to
 //! blocking::Response") wins. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
 
-use std::collections::{HashMap, HashSet};
-
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::parse::Kind;
 use crate::record::ItemRecord;
@@ -90,7 +88,7 @@ pub struct QueryNames {
     /// The names, strongest first, each key once.
     pub names: Vec<QueryName>,
     /// The query's words, without function words.
-    pub words: HashSet<String>,
+    pub words: FxHashSet<String>,
 }
 
 impl QueryNames {
@@ -329,9 +327,9 @@ fn has_inner_capital(word: &str) -> bool {
 /// The items of one index by name key, with the words of the path around each one's name.
 #[derive(Debug, Clone, Default)]
 pub struct NameIndex {
-    by_key: HashMap<String, Vec<u64>>,
+    by_key: FxHashMap<String, Vec<u64>>,
     /// Names of several words by their stems joined (`parse_escape` as `parsescap`).
-    by_stems: HashMap<String, Vec<u64>>,
+    by_stems: FxHashMap<String, Vec<u64>>,
     path_words: FxHashMap<u64, Box<[String]>>,
 }
 
