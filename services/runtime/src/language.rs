@@ -56,9 +56,23 @@ pub const LANGUAGES: [&str; 19] = [
     "yaml",
 ];
 
+/// A language a caller names (`" Go "`, `python`), as [`LANGUAGES`] spells it; `None` when
+/// it names none of them.
+pub fn named(name: &str) -> Option<&'static str> {
+    let name = name.trim().to_ascii_lowercase();
+    LANGUAGES.iter().copied().find(|l| *l == name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_language_is_trimmed_and_lowercased() {
+        assert_eq!(named(" Go "), Some("go"));
+        assert_eq!(named("python"), Some("python"));
+        assert_eq!(named("golang"), None);
+    }
 
     #[test]
     fn every_language_given_is_listed() {

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::{self as pb};
 use ploke_proto::status::invalid_argument;
-use ploke_runtime::language::LANGUAGES;
+use ploke_runtime::language::{self, LANGUAGES};
 use tonic::Status;
 
 use super::{DEFAULT_CONTEXT_TOP_K, DEFAULT_TOP_K, MAX_QUERY_CHARS, MAX_TOP_K};
@@ -119,8 +119,7 @@ pub(super) fn filters(f: Option<pb::SearchFilters>) -> Result<Filters, Status> {
     }
     let mut languages = Vec::new();
     for (i, l) in f.languages.iter().enumerate() {
-        let language = l.trim().to_ascii_lowercase();
-        if !LANGUAGES.contains(&language.as_str()) {
+        let Some(language) = language::named(l) else {
             return Err(invalid_argument(
                 &format!("filters.languages[{i}]"),
                 format!(
@@ -129,8 +128,8 @@ pub(super) fn filters(f: Option<pb::SearchFilters>) -> Result<Filters, Status> {
                     LANGUAGES.join(", ")
                 ),
             ));
-        }
-        languages.push(language);
+        };
+        languages.push(language.to_owned());
     }
     Ok(Filters {
         path_prefixes,

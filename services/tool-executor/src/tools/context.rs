@@ -7,7 +7,7 @@ use ploke_proto::tools::v1::{
     RequestCodeContextResult, ToolErrorCode, code_item_lookup_args,
 };
 
-use ploke_runtime::language::LANGUAGES;
+use ploke_runtime::language::{self, LANGUAGES};
 
 use super::ReadContext;
 use crate::failure::ToolFailure;
@@ -46,15 +46,14 @@ pub async fn request_code_context(
     }
     let mut languages = Vec::with_capacity(args.languages.len());
     for (i, l) in args.languages.iter().enumerate() {
-        let language = l.trim().to_ascii_lowercase();
-        if !LANGUAGES.contains(&language.as_str()) {
+        let Some(language) = language::named(l) else {
             return Err(ToolFailure::invalid(
                 &format!("languages[{i}]"),
                 format!("unknown language `{}`", ploke_runtime::text::shown(l)),
             )
             .hint(format!("use some of: {}", LANGUAGES.join(", "))));
-        }
-        languages.push(language);
+        };
+        languages.push(language.to_owned());
     }
     let assembled = ctx
         .rag
