@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::bm25::Filters;
 use crate::embed::EmbedError;
 use crate::fusion::{self, Lists, Rrf};
-use crate::names::{QueryNames, query_names};
+use crate::names::{QueryNames, code_names, query_names};
 use crate::rank::{self, LengthPrior};
 
 use super::{IndexError, ItemRecord, WorkspaceIndex};
@@ -255,7 +255,7 @@ impl WorkspaceIndex {
     /// Whether the query names, written as code, an item of this index: then the lexical
     /// signal decides and a dense ranking adds little (docs/RETRIEVAL.md).
     pub fn names_decisive(&self, text: &str, rrf: Rrf) -> bool {
-        rrf.name_weight > 0.0 && self.items.names().names_code(&query_names(text))
+        rrf.name_weight > 0.0 && self.items.names().names_code(&code_names(text))
     }
 
     /// The items the query names, best first, after the ranking priors (none when names

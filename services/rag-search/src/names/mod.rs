@@ -64,6 +64,14 @@ pub fn key(name: &str) -> String {
         .collect()
 }
 
+/// Whether `name` has the lookup key `key` (without making it).
+fn key_eq(name: &str, key: &str) -> bool {
+    name.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .eq(key.chars())
+}
+
 /// A name the query writes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryName {
@@ -95,6 +103,18 @@ impl QueryNames {
     /// Whether the query names nothing.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+}
+
+/// The names a query writes as code (what [`NameIndex::names_code`] looks at), without its
+/// phrases and words.
+pub fn code_names(text: &str) -> QueryNames {
+    QueryNames {
+        names: names_in(strip_commit_prefix(text))
+            .into_iter()
+            .filter(|n| n.strength >= CODE_STRENGTH)
+            .collect(),
+        words: FxHashSet::default(),
     }
 }
 
@@ -157,7 +177,8 @@ fn phrases(text: &str) -> Vec<QueryName> {
                     continue;
                 }
                 out.push(QueryName {
-                    key: key(&joined),
+                    // Lowercase words without `_`: already a key.
+                    key: joined,
                     qualifiers: Vec::new(),
                     strength: PHRASE_STRENGTH,
                     stems: Some(stems[run].concat()),
@@ -169,7 +190,7 @@ fn phrases(text: &str) -> Vec<QueryName> {
     out
 }
 
-/// The names in a query (its commit prefix left out), strongest first, each key once.
+/// The names in a query (its commit prefix left out), each key once.
 fn names_in(text: &str) -> Vec<QueryName> {
     let mut names: Vec<QueryName> = Vec::new();
     let bytes = text.as_bytes();
@@ -211,7 +232,6 @@ fn names_in(text: &str) -> Vec<QueryName> {
         offset += start + run_len;
         rest = &rest[start + run_len..];
     }
-    names.sort_by(|a, b| b.strength.total_cmp(&a.strength));
     names
 }
 
@@ -348,11 +368,11 @@ impl NameIndex {
             .entry(key(&record.item.name))
             .or_default()
             .push(record.id);
-        if let Some(stems) = stems_of(&record.item.name) {
+        let own = word_parts(&record.item.name);
+        if let Some(stems) = stems_of(&own) {
             self.by_stems.entry(stems).or_default().push(record.id);
         }
         // The words of the path around the name (its module, type, trait), not the name's own.
-        let own = word_parts(&record.item.name);
         let mut words = word_parts(&record.item.canon_path);
         words.retain(|w| w != "crate" && !own.contains(w));
         words.sort_unstable();
@@ -362,20 +382,9 @@ impl NameIndex {
 
     /// Removes an item.
     pub fn remove(&mut self, record: &ItemRecord) {
-        let k = key(&record.item.name);
-        if let Some(ids) = self.by_key.get_mut(&k) {
-            ids.retain(|id| *id != record.id);
-            if ids.is_empty() {
-                self.by_key.remove(&k);
-            }
-        }
-        if let Some(stems) = stems_of(&record.item.name)
-            && let Some(ids) = self.by_stems.get_mut(&stems)
-        {
-            ids.retain(|id| *id != record.id);
-            if ids.is_empty() {
-                self.by_stems.remove(&stems);
-            }
+        unlist(&mut self.by_key, key(&record.item.name), record.id);
+        if let Some(stems) = stems_of(&word_parts(&record.item.name)) {
+            unlist(&mut self.by_stems, stems, record.id);
         }
         self.path_words.remove(&record.id);
     }
@@ -431,18 +440,17 @@ impl NameIndex {
                     Some((*id, record, fit))
                 })
                 .collect();
-            let mut as_well = [0usize; 3];
+            let mut per_fit = [0usize; 4];
             for fit in candidates.iter().filter_map(|c| c.2) {
-                for (better, count) in Fit::FITTING.iter().zip(&mut as_well) {
-                    *count += usize::from(fit <= *better);
-                }
+                per_fit[fit as usize] += 1;
             }
             for (id, record, fit) in candidates {
-                let shared_by = Fit::FITTING
-                    .iter()
-                    .zip(as_well)
-                    .find(|(f, _)| Some(**f) == fit)
-                    .map_or(ids.len(), |(_, n)| n);
+                let shared_by = match fit {
+                    Some(fit @ (Fit::Whole | Fit::Owner | Fit::Path)) => {
+                        per_fit[..=fit as usize].iter().sum()
+                    }
+                    Some(Fit::Nothing) | None => ids.len(),
+                };
                 let specificity = 1.0 / (1.0 + (shared_by.max(1) as f32).ln());
                 let qualified = fit.map_or(1.0, Fit::factor);
                 let context = self.path_words.get(&id).map_or(0, |words| {
@@ -471,10 +479,19 @@ impl NameIndex {
     }
 }
 
-/// A name of several words as its stems joined (none for a one-word name).
-fn stems_of(name: &str) -> Option<String> {
-    let parts = word_parts(name);
+/// A name of several words (its [`word_parts`]) as its stems joined; none for a one-word name.
+fn stems_of(parts: &[String]) -> Option<String> {
     (parts.len() > 1).then(|| parts.concat())
+}
+
+/// Takes `id` off the list under `key`, and the key with its last id.
+fn unlist(map: &mut FxHashMap<String, Vec<u64>>, key: String, id: u64) {
+    if let Some(ids) = map.get_mut(&key) {
+        ids.retain(|i| *i != id);
+        if ids.is_empty() {
+            map.remove(&key);
+        }
+    }
 }
 
 fn kind_factor(kind: Kind) -> f32 {
@@ -499,9 +516,6 @@ enum Fit {
 }
 
 impl Fit {
-    /// The fits that narrow a name down, best first.
-    const FITTING: [Self; 3] = [Self::Whole, Self::Owner, Self::Path];
-
     fn of(record: &ItemRecord, qualifiers: &[String]) -> Self {
         let Some((last, before)) = qualifiers.split_last() else {
             return Self::Nothing;
@@ -511,9 +525,9 @@ impl Fit {
                 .item
                 .canon_path
                 .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|segment| !segment.is_empty() && key(segment) == *q)
+                .any(|segment| !segment.is_empty() && key_eq(segment, q))
         };
-        let owner_named = owners(&record.item.qualname).any(|o| key(o) == *last);
+        let owner_named = owners(&record.item.qualname).any(|o| key_eq(o, last));
         if owner_named && before.iter().all(in_path) {
             Self::Whole
         } else if owner_named {

@@ -45,7 +45,8 @@ pub(super) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
 
 /// The first named child of `node` whose kind `is` accepts.
 pub(super) fn child_of<'t>(node: Node<'t>, is: impl Fn(&str) -> bool) -> Option<Node<'t>> {
-    named_children(node).into_iter().find(|n| is(n.kind()))
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).find(|n| is(n.kind()))
 }
 
 /// A tree of `src` in `language`; `None` when the grammar does not load (a version mismatch).
