@@ -93,10 +93,7 @@ impl Candidate {
             score,
             file_hash: record.file_hash.clone(),
             crate_name: record.item.crate_name.clone(),
-            name: match record.item.kind {
-                crate::parse::Kind::TextWindow => String::new(),
-                _ => record.item.name.clone(),
-            },
+            name: record.item.answered_name().to_owned(),
         }
     }
 }

@@ -230,10 +230,7 @@ pub(super) fn hit_to_pb(h: SearchHit) -> pb::SearchHit {
             tokens: 0,
             crate_name: i.crate_name.clone(),
             rendered: String::new(),
-            name: match i.kind {
-                Kind::TextWindow => String::new(),
-                _ => i.name.clone(),
-            },
+            name: i.answered_name().to_owned(),
         }),
         score: h.score,
         bm25_rank: h.bm25_rank,

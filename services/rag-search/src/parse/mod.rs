@@ -186,4 +186,14 @@ pub struct ParsedItem {
     pub crate_name: String,
 }
 
+impl ParsedItem {
+    /// Its name as answers give it: none for a text window (its `name` is a line range).
+    pub fn answered_name(&self) -> &str {
+        match self.kind {
+            Kind::TextWindow => "",
+            _ => &self.name,
+        }
+    }
+}
+
 pub use ploke_runtime::language::language_of;
