@@ -46,6 +46,19 @@ impl Tmux {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+
+    /// Polls the pane until `text` is gone from it.
+    async fn wait_gone(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if !screen.contains(text) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "`{text}` stayed:\n{screen}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 impl Tmux {
@@ -389,6 +402,9 @@ async fn model_lists_the_configured_models_and_switches_to_a_named_one() {
     tmux.wait_for("models · ↑↓ choose").await;
     tmux.wait_for("● fake/fake-model · default").await;
     tmux.keys(&["Escape"]);
+    // A key typed in the same read as Escape is Alt-key to a terminal (ESC `/` is Alt-/),
+    // so the next keys go only once the picker is closed, as a person's would.
+    tmux.wait_gone("models · ↑↓ choose").await;
     tmux.keys(&["/model another-model", "Enter"]);
     let screen = tmux.wait_for("· fake/another-model ·").await;
     let session = |screen: &str| {
