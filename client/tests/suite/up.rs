@@ -249,10 +249,7 @@ async fn two_workspaces_at_once_and_never_one_twice() {
         .unwrap();
     assert_eq!(super::text(&status.stdout), "?? src/lib.rs\n");
 
-    let base = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port().min(65000)
-    };
+    let base = free_port_run();
     let second = Up::start(
         &root,
         &[
@@ -304,4 +301,15 @@ async fn two_workspaces_at_once_and_never_one_twice() {
     second.stop().await;
     assert!(!a.join(".ploke/up.json").exists());
     assert!(!b.join(".ploke/up.json").exists());
+}
+
+/// The first of five free ports in a row below the ephemeral range (32768 up here and by
+/// default on Linux): ports the kernel never hands out to another test's `127.0.0.1:0` or
+/// outgoing connection between this probe and `ploke up` binding them.
+fn free_port_run() -> u16 {
+    let start = 20_000 + (std::process::id() % 2_000) as u16 * 5;
+    (0..2_000u16)
+        .map(|i| 20_000 + (start - 20_000 + i * 5) % 10_000)
+        .find(|base| (0..5).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
+        .expect("five free ports in a row below 30000")
 }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A service binary running under test.
 #[derive(Debug)]
@@ -133,7 +133,17 @@ impl RunningBinary {
             self.child.kill()?;
         }
         let exit = self.child.wait()?;
-        Ok((exit, self.lines.try_iter().collect()))
+        // Every line up to the end of its stderr: the reader thread may not have passed on
+        // the last ones yet when the exit is seen (bounded, should a grandchild hold it open).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut lines = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(_) => break,
+            }
+        }
+        Ok((exit, lines))
     }
 }
 

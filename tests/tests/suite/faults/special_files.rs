@@ -27,7 +27,11 @@ fn read(path: &str) -> tool_call::Args {
 
 #[tokio::test]
 async fn fifos_and_devices_are_refused_at_once_and_leave_no_thread_behind() {
-    let sandbox = Sandbox::start().await.unwrap();
+    // 600 calls at once queue for 4 blocking slots: on a loaded machine the default 5 s wait
+    // for a slot could refuse the last ones (RESOURCE_EXHAUSTED), which is not under test.
+    let sandbox = Sandbox::start_with(|c| c.limits.blocking_queue_ms = 60_000)
+        .await
+        .unwrap();
     sandbox
         .index_files(&[("src/lib.rs", LIB_RS)])
         .await

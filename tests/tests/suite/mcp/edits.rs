@@ -154,7 +154,7 @@ async fn cancelling_the_call_withdraws_the_pending_edit() {
         .await
         .unwrap();
     // The tool stops: tool-executor sees its call end and withdraws the proposal.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let p = loop {
         let p = proposals(&d).await.remove(0);
         if p.state() != ProposalState::Pending || tokio::time::Instant::now() > deadline {
