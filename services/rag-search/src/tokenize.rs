@@ -64,12 +64,23 @@ pub fn code_tokens(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `c` can be part of an identifier (letters and digits of any script, `_`).
+pub fn is_ident_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The identifiers of `text` (the runs of [`is_ident_char`]), in order.
+pub fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !is_ident_char(c))
+        .filter(|ident| !ident.is_empty())
+}
+
 /// The stemmed, lowercased parts of every identifier of `text`, without the whole identifiers
 /// (`read_mem` → `read mem`): one word once, whether written alone or inside a name.
 pub fn word_parts(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for ident in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-        if ident.is_empty() || ident.len() > MAX_TOKEN_BYTES {
+    for ident in identifiers(text) {
+        if ident.len() > MAX_TOKEN_BYTES {
             continue;
         }
         out.extend(
@@ -100,7 +111,7 @@ fn for_each_token(text: &str, mut f: impl FnMut(&str, usize, usize)) {
         }
     };
     for (i, c) in text.char_indices() {
-        let word = c.is_alphanumeric() || c == '_';
+        let word = is_ident_char(c);
         match (word, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {

@@ -196,7 +196,7 @@ fn names_in(text: &str) -> Vec<QueryName> {
     let bytes = text.as_bytes();
     let spans = inline_code(text);
     let in_backticks = |at: usize| spans.iter().any(|span| span.contains(&at));
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let is_ident = crate::tokenize::is_ident_char;
     let is_part = |c: char| is_ident(c) || c == ':';
     let mut rest = text;
     let mut offset = 0;
@@ -521,11 +521,7 @@ impl Fit {
             return Self::Nothing;
         };
         let in_path = |q: &String| {
-            record
-                .item
-                .canon_path
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|segment| !segment.is_empty() && key_eq(segment, q))
+            crate::tokenize::identifiers(&record.item.canon_path).any(|segment| key_eq(segment, q))
         };
         let owner_named = owners(&record.item.qualname).any(|o| key_eq(o, last));
         if owner_named && before.iter().all(in_path) {
