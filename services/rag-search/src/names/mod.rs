@@ -502,7 +502,8 @@ fn kind_factor(kind: Kind) -> f32 {
 }
 
 /// How an item fits the qualifiers a query writes before a name (`blocking::Request` of
-/// `blocking::Request::try_clone`), best first.
+/// `blocking::Request::try_clone`, or `reqwest::blocking::Request` with the crate), best
+/// first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fit {
     /// Its own type or trait is the last qualifier and the others are in its path.
@@ -523,8 +524,13 @@ impl Fit {
         let in_path = |q: &String| {
             crate::tokenize::identifiers(&record.item.canon_path).any(|segment| key_eq(segment, q))
         };
+        // The crate completes a whole path (`reqwest::blocking::Client` of a Rust item whose
+        // canonical path is `crate::blocking::client::Client` in crate `reqwest`), but alone
+        // it is no fit: every item of the crate has it (`tracing_subscriber::fmt` would make
+        // each `fmt` method a fit).
+        let in_crate_or_path = |q: &String| key_eq(&record.item.crate_name, q) || in_path(q);
         let owner_named = owners(&record.item.qualname).any(|o| key_eq(o, last));
-        if owner_named && before.iter().all(in_path) {
+        if owner_named && before.iter().all(in_crate_or_path) {
             Self::Whole
         } else if owner_named {
             Self::Owner

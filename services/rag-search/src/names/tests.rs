@@ -363,6 +363,37 @@ fn a_better_fit_of_the_qualifiers_never_ranks_below_a_worse_one() {
 }
 
 #[test]
+fn the_crate_a_query_writes_is_part_of_the_path() {
+    let method = |id: u64, krate: &str, path: &str| {
+        let mut record = item(id, path, Kind::Method);
+        record.item.qualname = "Client::get".into();
+        record.item.crate_name = krate.into();
+        record
+    };
+    let items = [
+        method(1, "reqwest", "crate::async_impl::client::Client::get"),
+        method(2, "reqwest", "crate::blocking::client::Client::get"),
+        method(3, "ureq", "crate::client::Client::get"),
+    ];
+    let index = indexed(&items);
+    let order = |query: &str| -> Vec<u64> {
+        found(&index, &items, query, ALL)
+            .iter()
+            .map(|(id, _)| *id)
+            .collect()
+    };
+    // Crate and module written: only the blocking client fits the whole path.
+    assert_eq!(order("`reqwest::blocking::Client::get`")[0], 2);
+    // The crate alone: its two clients before the other crate's.
+    assert_eq!(order("`ureq::Client::get`"), vec![3, 1, 2]);
+    let reqwest = order("`reqwest::Client::get`");
+    assert_eq!(reqwest[2], 3, "{reqwest:?}");
+    // The crate alone fits no item better than another (each of its items has it).
+    let found = found(&index, &items, "`reqwest::get`", ALL);
+    assert!(found.iter().all(|(_, s)| *s == found[0].1), "{found:?}");
+}
+
+#[test]
 fn a_name_written_as_code_prefers_the_item_spelled_so() {
     let items = [
         item(1, "cobra.Command.execute", Kind::Method),
