@@ -74,7 +74,8 @@ enum Command {
     },
     /// Search the workspace's code index (no model provider needed).
     Search {
-        /// What to look for.
+        /// What to look for: words, names (`Type::method`), or text in double quotes found as
+        /// written (`ploke search '"error decoding response body"'`).
         query: String,
         /// Retrieval strategy.
         #[arg(long, value_enum, default_value = "hybrid")]

@@ -11,6 +11,7 @@ mod grpc;
 pub mod index;
 pub mod names;
 pub mod parse;
+pub mod quotes;
 pub mod rank;
 pub mod record;
 pub mod scan;

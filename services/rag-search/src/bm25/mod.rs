@@ -499,6 +499,14 @@ impl Bm25 {
                 ));
             }
         }
+        // Quoted text: the items holding each of its words join the candidates.
+        let spans = crate::quotes::quoted_spans(query);
+        should.extend(
+            spans
+                .iter()
+                .filter_map(|span| quoted::every_word(f.body, span))
+                .map(|q| (Occur::Should, q)),
+        );
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
         if !filters.kinds.is_empty() {
@@ -531,10 +539,21 @@ impl Bm25 {
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
         let collector = TopDocs::with_limit(limit).order_by_score();
-        let top = match scope.stats {
+        let mut top = match scope.stats {
             Some(stats) => searcher.search_with_statistics_provider(&query, &collector, stats)?,
             None => searcher.search(&query, &collector)?,
         };
+        if !spans.is_empty() {
+            // Those whose text holds a span as written come first.
+            for (score, address) in &mut top {
+                let doc: TantivyDocument = searcher.doc(*address)?;
+                let text = doc.get_first(f.text).and_then(|v| v.as_str());
+                if text.is_some_and(|t| crate::quotes::holds_any(t, &spans)) {
+                    *score *= quoted::EXACT;
+                }
+            }
+            top.sort_by(|a, b| b.0.total_cmp(&a.0));
+        }
         // The id column of each segment, opened once for all its hits.
         let ids = searcher
             .segment_readers()
@@ -594,6 +613,8 @@ impl Bm25 {
         }
     }
 }
+
+mod quoted;
 
 #[cfg(test)]
 mod tests;

@@ -142,3 +142,44 @@ fn merging_segments_keeps_every_answer_and_leaves_one_segment() {
     bm.close();
     assert!(matches!(bm.merge_segments(), Err(Bm25Error::Closed)));
 }
+
+#[test]
+fn quoted_text_finds_the_items_holding_it_as_written_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    let bodies = [
+        (
+            1,
+            "fn fmt() { f.write_str(\"error decoding response body\") }",
+        ),
+        // The same words, more often and out of order.
+        (
+            2,
+            "fn text() { // decoding: a response body error is a body error of the response \
+             decoding; the response body decoding error }",
+        ),
+        (3, "fn other() { error() }"),
+    ];
+    for (id, body) in bodies {
+        bm.add(&doc(id, "src/lib.rs", "f", body, Kind::Function))
+            .unwrap();
+    }
+    bm.commit().unwrap();
+    let ids = |q: &str| -> Vec<u64> {
+        bm.search(q, &Filters::default(), 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    assert_eq!(ids("error decoding response body")[0], 2);
+    assert_eq!(
+        ids("where is \"Error decoding response body\" raised")[..2],
+        [1, 2]
+    );
+    // Quoted words that no item holds as written change nothing.
+    assert_eq!(
+        ids("\"body response decoding error\"")[0],
+        ids("body response decoding error")[0]
+    );
+}

@@ -12,6 +12,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::parse::Kind;
+use crate::quotes::outside_quotes;
 use crate::record::ItemRecord;
 use crate::tokenize::{is_stopword, word_parts};
 
@@ -110,7 +111,7 @@ impl QueryNames {
 /// phrases and words.
 pub fn code_names(text: &str) -> QueryNames {
     QueryNames {
-        names: names_in(strip_commit_prefix(text))
+        names: names_in(strip_commit_prefix(&outside_quotes(text)))
             .into_iter()
             .filter(|n| n.strength >= CODE_STRENGTH)
             .collect(),
@@ -125,7 +126,9 @@ pub fn query_names(text: &str) -> QueryNames {
         .into_iter()
         .filter(|w| !is_stopword(w))
         .collect();
-    let body = strip_commit_prefix(text);
+    // Quoted text is asked for as written, not by the names in it ([`crate::quotes`]).
+    let unquoted = outside_quotes(text);
+    let body = strip_commit_prefix(&unquoted);
     let mut names = names_in(body);
     for phrase in phrases(body) {
         if !names.iter().any(|n| n.key == phrase.key) {

@@ -499,3 +499,25 @@ fn a_sentence_is_not_a_commit_prefix() {
     );
     assert_eq!(strip_commit_prefix("no prefix here"), "no prefix here");
 }
+
+#[test]
+fn quoted_text_names_nothing() {
+    // Asked for as written (crate::quotes): neither the phrase nor the identifier in it.
+    let got = keys("where does \"setting h1 header_read_timeout timer\" come from");
+    assert_eq!(
+        got,
+        vec![
+            ("where".to_owned(), WORD_STRENGTH),
+            ("come".to_owned(), WORD_STRENGTH)
+        ]
+    );
+    assert_eq!(
+        keys("`Conn::poll` logs \"header read timeout\""),
+        vec![
+            ("poll".to_owned(), CODE_STRENGTH),
+            ("logs".to_owned(), WORD_STRENGTH)
+        ]
+    );
+    // A quoted name alone is a name.
+    assert_eq!(keys("\"header_read_timeout\"").len(), 1);
+}

@@ -26,6 +26,7 @@ use crate::scan;
 
 /// Why a HYBRID search that names an item ran without its dense side.
 const NAMED: &str = "the query names an item: BM25 and names decide, the dense side was skipped";
+const QUOTED: &str = "the query quotes text: BM25 finds it as written, the dense side was skipped";
 
 /// The strategy, hits and dense-unavailable reason a HYBRID search ended with.
 fn hybrid_outcome<'a>(outcome: Hybrid<'a>, reason: &str) -> (Strategy, Vec<Found<'a>>, String) {
@@ -155,11 +156,13 @@ const IN_PLACE_MAX_ITEMS: u64 = 20_000;
 const IN_PLACE_MAX_QUERY_BYTES: usize = 1024;
 const IN_PLACE_MAX_TOP_K: usize = 100;
 
-/// Whether a BM25 search of `query` over `items` is cheap enough to run in place.
+/// Whether a BM25 search of `query` over `items` is cheap enough to run in place (not a query
+/// with quotes: quoted text reads the stored text of every candidate, [`crate::quotes`]).
 fn cheap_enough(items: u64, query: &SearchQuery) -> bool {
     items <= IN_PLACE_MAX_ITEMS
         && query.query.len() <= IN_PLACE_MAX_QUERY_BYTES
         && query.top_k <= IN_PLACE_MAX_TOP_K
+        && !query.query.contains('"')
 }
 
 /// A BM25 search of the base alone, in place, when it is [`cheap_enough`] and the index lock
@@ -259,17 +262,19 @@ impl RagService {
                 &index_state,
                 reason,
             )?;
-            // A query that names an item in code form is decided by the lexical signal; the
-            // query embedding (most of a HYBRID search's CPU) is not computed.
-            if plan.0 == Strategy::Hybrid
-                && skip_when_named
-                && slot
+            // A query that quotes text, or names an item in code form, is decided by the lexical
+            // signal; the query embedding (most of a HYBRID search's CPU) is not computed.
+            if plan.0 == Strategy::Hybrid && skip_when_named {
+                if !crate::quotes::quoted_spans(&query.query).is_empty() {
+                    plan = (Strategy::Bm25, QUOTED.to_owned());
+                } else if slot
                     .index
                     .read()
                     .map_err(|_| lock_poisoned())?
                     .names_decisive(&query.query, rrf)
-            {
-                plan = (Strategy::Bm25, NAMED.to_owned());
+                {
+                    plan = (Strategy::Bm25, NAMED.to_owned());
+                }
             }
             let (strategy, hits, reason) = match &overlay {
                 None => search_base(&slot, &query, plan, embedder.as_deref(), rrf)?,

@@ -78,6 +78,8 @@ fn only_a_small_index_a_short_query_and_few_hits_search_in_place() {
         ..query("load settings")
     };
     assert!(!cheap_enough(10, &many));
+    // Quoted text reads every candidate's stored text: the pool's work.
+    assert!(!cheap_enough(10, &query("where is \"settings loaded\"")));
     assert!(cheap_enough(
         10,
         &SearchQuery {

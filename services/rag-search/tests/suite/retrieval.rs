@@ -485,6 +485,29 @@ async fn dense_and_hybrid_with_the_real_model() {
         )
     );
     assert_eq!(names(&r)[0], "crate::config::Settings::load_from_file");
+    // Quoted text is asked for as written: the guide's sentence holds it, the method's doc
+    // ("Reads settings from a TOML file") does not; the query is not embedded.
+    let r = s
+        .search(
+            "where does it say \"Settings from a  file\"",
+            Strategy::Hybrid,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            r.strategy,
+            r.dense_used,
+            r.dense_unavailable_reason.as_str(),
+            r.hits[0].part.as_ref().unwrap().file_path.as_str()
+        ),
+        (
+            Strategy::Bm25 as i32,
+            false,
+            "the query quotes text: BM25 finds it as written, the dense side was skipped",
+            "docs/guide.md"
+        )
+    );
     s.stop().await;
 
     // A restart embeds nothing again.

@@ -24,7 +24,7 @@ pub struct RagSearchConfig {
     /// Weight of the items the query names (identifiers, paths, `Type::method`) in fusion.
     pub name_weight: f32,
     /// HYBRID skips its dense side (the query embedding) when the query names an item in code
-    /// form: BM25 and names decide those.
+    /// form or quotes text (`"error decoding response body"`): BM25 and names decide those.
     pub skip_dense_when_named: bool,
     /// Tokens of a query the local model embeds (the rest is left to BM25 and names): the
     /// forward pass costs in proportion, and HYBRID ranked the same with 16 to 128 on the

@@ -1,0 +1,148 @@
+//! What a query quotes: text between double quotes on one line (`"error decoding response
+//! body"`), asked for as written, as grep would find it (an error message, a log line, a
+//! string literal pasted from a terminal). BM25 puts the items holding it first
+//! ([`crate::bm25`]); names are not looked for inside it ([`crate::names`]).
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use crate::tokenize::{code_tokens, is_ident_char, is_stopword};
+
+/// Longest span looked for, in bytes (a pasted line, not a file).
+const MAX_SPAN_BYTES: usize = 200;
+/// Spans looked for per query, at most.
+const MAX_SPANS: usize = 4;
+
+/// The spans a query quotes, each trimmed and lowercased with its white space collapsed. A
+/// span must be more than one identifier (a quoted name is a name, found as one) and hold a
+/// word that is not a stop word: `"Transfer-Encoding"` and `"could not create wasm byte
+/// stream"` count, `"ansi"` and `" and "` do not.
+pub fn quoted_spans(query: &str) -> Vec<String> {
+    let mut spans = Vec::new();
+    for (_, span) in quoted(query) {
+        if !spans.contains(&span) {
+            spans.push(span);
+        }
+    }
+    spans.truncate(MAX_SPANS);
+    spans
+}
+
+/// The query with the spans it quotes blanked out (each byte a space, so offsets hold).
+pub fn outside_quotes(query: &str) -> Cow<'_, str> {
+    let spans = quoted(query);
+    if spans.is_empty() {
+        return Cow::Borrowed(query);
+    }
+    let mut out = query.to_owned();
+    for (range, _) in spans {
+        out.replace_range(range.clone(), &" ".repeat(range.len()));
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `text` holds one of `spans` (as [`quoted_spans`] made them), not as part of a
+/// longer word (`"shr() overflow"` is not in `"overflowing_shr() overflow"`).
+pub fn holds_any(text: &str, spans: &[String]) -> bool {
+    let text = normalised(text);
+    spans.iter().any(|span| {
+        text.match_indices(span.as_str()).any(|(at, _)| {
+            let joins = |a: Option<char>, b: Option<char>| {
+                a.zip(b)
+                    .is_some_and(|(a, b)| is_ident_char(a) && is_ident_char(b))
+            };
+            !joins(text[..at].chars().next_back(), span.chars().next())
+                && !joins(
+                    span.chars().next_back(),
+                    text[at + span.len()..].chars().next(),
+                )
+        })
+    })
+}
+
+/// Each quoted span that counts: where it is in `query` (inside the quotes) and its
+/// normalised text.
+fn quoted(query: &str) -> Vec<(Range<usize>, String)> {
+    let mut found = Vec::new();
+    if !query.contains('"') {
+        return found;
+    }
+    let mut line_start = 0;
+    for line in query.split_inclusive('\n') {
+        let quotes: Vec<usize> = line.match_indices('"').map(|(at, _)| at).collect();
+        // Quotes pair in order; an unpaired last one opens nothing.
+        for pair in quotes.chunks_exact(2) {
+            let inside = &line[pair[0] + 1..pair[1]];
+            let span = normalised(inside);
+            if span.len() <= MAX_SPAN_BYTES
+                && span.contains(|c: char| !is_ident_char(c))
+                && code_tokens(&span).iter().any(|w| !is_stopword(w))
+            {
+                found.push((line_start + pair[0] + 1..line_start + pair[1], span));
+            }
+        }
+        line_start += line.len();
+    }
+    found
+}
+
+/// `text` lowercased, its runs of white space made one space, trimmed.
+fn normalised(text: &str) -> String {
+    text.split_whitespace()
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_quoted_on_one_line_and_more_than_a_name() {
+        assert_eq!(
+            quoted_spans(
+                r#"where is "error  decoding Response body" raised? "ansi" "Transfer-Encoding""#
+            ),
+            vec!["error decoding response body", "transfer-encoding"]
+        );
+        // A stop word alone, an unpaired quote, quotes across lines: nothing.
+        assert!(quoted_spans(r#"joined with " and " here"#).is_empty());
+        assert!(quoted_spans(r#"a "dangling quote"#).is_empty());
+        assert!(quoted_spans("\"first line\nsecond\"").is_empty());
+        let long = format!("\"{} x\"", "y".repeat(MAX_SPAN_BYTES));
+        assert!(quoted_spans(&long).is_empty());
+    }
+
+    #[test]
+    fn outside_quotes_blanks_only_the_spans_that_count() {
+        let query = "fix `Conn::poll` \"setting h1 header_read_timeout\" and \"ansi\"";
+        let outside = outside_quotes(query);
+        assert_eq!(outside.len(), query.len());
+        assert_eq!(
+            outside,
+            format!("fix `Conn::poll` \"{}\" and \"ansi\"", " ".repeat(30))
+        );
+    }
+
+    #[test]
+    fn a_text_holds_a_span_whatever_its_case_and_spacing() {
+        let spans = quoted_spans(r#""error decoding response body""#);
+        assert!(holds_any(
+            "f.write_str(\"Error decoding\n   response body\")",
+            &spans
+        ));
+        assert!(!holds_any("error decoding the response body", &spans));
+        // Not inside a longer word, at either end.
+        let spans = quoted_spans(r#""shr() overflow in shift""#);
+        assert!(holds_any(
+            "assert!(x, \"shr() overflow in shift right.\")",
+            &spans
+        ));
+        assert!(!holds_any(
+            "\"overflowing_shr() overflow in shift right.\"",
+            &spans
+        ));
+        assert!(!holds_any("\"shr() overflow in shifting\"", &spans));
+    }
+}
