@@ -10,22 +10,29 @@ use ploke_runtime::ServiceKind;
 
 use super::env;
 
-struct Tmux(String);
+/// A tmux session (its name) on a server of its own, whose socket lives in a temporary
+/// directory removed with it.
+struct Tmux(String, tempfile::TempDir);
 
 /// How long Ctrl-C may take to end the program: it used to wait 10 s for a drain, and takes
 /// well under a second; the margin is for a loaded machine.
 const QUIT_AT_MOST: Duration = Duration::from_secs(8);
 
 impl Tmux {
-    /// Runs tmux on this session's own server (`-L`): a server shared between tests exits
-    /// when the last session of any of them ends, under another test's next command.
+    /// Runs tmux on this session's own server (`-S`): a server shared between tests exits
+    /// when the last session of any of them ends, under another test's next command. No
+    /// configuration file is read (`-f /dev/null`): a user's `exit-empty off` or key
+    /// bindings are not the test's.
     fn run(&self, args: &[&str]) -> std::process::Output {
-        Self::on(&self.0, args)
+        Self::on(&self.1, args)
     }
 
-    fn on(server: &str, args: &[&str]) -> std::process::Output {
+    fn on(dir: &tempfile::TempDir, args: &[&str]) -> std::process::Output {
+        let socket = dir.path().join("tmux");
         Command::new("tmux")
-            .args(["-L", server])
+            .arg("-S")
+            .arg(&socket)
+            .args(["-f", "/dev/null"])
             .args(args)
             .output()
             .expect("tmux is installed (the TUI test drives it)")
@@ -87,13 +94,14 @@ impl Tmux {
             args.extend(["-c", d]);
         }
         args.push(command);
-        let started = Self::on(&name, &args);
+        let server = tempfile::tempdir().unwrap();
+        let started = Self::on(&server, &args);
         assert!(
             started.status.success(),
             "{}",
             String::from_utf8_lossy(&started.stderr)
         );
-        Self(name)
+        Self(name, server)
     }
 
     /// Presses Ctrl-C and waits for the program to end; returns how long that took.
@@ -115,7 +123,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = self.run(&["kill-session", "-t", &self.0]);
+        let _ = self.run(&["kill-server"]);
     }
 }
 

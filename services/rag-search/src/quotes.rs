@@ -45,18 +45,26 @@ pub fn outside_quotes(query: &str) -> Cow<'_, str> {
 /// longer word (`"shr() overflow"` is not in `"overflowing_shr() overflow"`).
 pub fn holds_any(text: &str, spans: &[String]) -> bool {
     let text = normalised(text);
+    let joins = |a: Option<char>, b: Option<char>| {
+        a.zip(b)
+            .is_some_and(|(a, b)| is_ident_char(a) && is_ident_char(b))
+    };
     spans.iter().any(|span| {
-        text.match_indices(span.as_str()).any(|(at, _)| {
-            let joins = |a: Option<char>, b: Option<char>| {
-                a.zip(b)
-                    .is_some_and(|(a, b)| is_ident_char(a) && is_ident_char(b))
-            };
-            !joins(text[..at].chars().next_back(), span.chars().next())
-                && !joins(
-                    span.chars().next_back(),
-                    text[at + span.len()..].chars().next(),
-                )
-        })
+        let (Some(first), last) = (span.chars().next(), span.chars().next_back()) else {
+            return false;
+        };
+        // Every occurrence, overlapping ones too (one inside a word may hide the next).
+        let mut from = 0;
+        while let Some(found) = text.get(from..).and_then(|rest| rest.find(span.as_str())) {
+            let at = from + found;
+            if !joins(text[..at].chars().next_back(), Some(first))
+                && !joins(last, text[at + span.len()..].chars().next())
+            {
+                return true;
+            }
+            from = at + first.len_utf8();
+        }
+        false
     })
 }
 
@@ -123,6 +131,12 @@ mod tests {
             outside,
             format!("fix `Conn::poll` \"{}\" and \"ansi\"", " ".repeat(30))
         );
+        // Multi-byte characters inside a span are blanked byte for byte.
+        let query = "voir \"échec de lecture\" ici";
+        let outside = outside_quotes(query);
+        assert_eq!(outside.len(), query.len());
+        let blank = " ".repeat("échec de lecture".len());
+        assert_eq!(outside, format!("voir \"{blank}\" ici"));
     }
 
     #[test]
@@ -144,5 +158,12 @@ mod tests {
             &spans
         ));
         assert!(!holds_any("\"shr() overflow in shifting\"", &spans));
+        // An occurrence inside a word does not hide the next one it overlaps.
+        assert!(holds_any("cab ab ab", &quoted_spans(r#""ab ab""#)));
+        // Letters of any script are word characters; other characters are not.
+        let spans = quoted_spans(r#""échec de lecture""#);
+        assert!(holds_any("« Échec de lecture »", &spans));
+        assert!(!holds_any("réchec de lecture", &spans));
+        assert!(!holds_any("échec de lectureé", &spans));
     }
 }

@@ -501,12 +501,7 @@ impl Bm25 {
         }
         // Quoted text: the items holding each of its words join the candidates.
         let spans = crate::quotes::quoted_spans(query);
-        should.extend(
-            spans
-                .iter()
-                .filter_map(|span| quoted::every_word(f.body, span))
-                .map(|q| (Occur::Should, q)),
-        );
+        should.extend(quoted::every_word_clauses(f.body, &spans));
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
         if !filters.kinds.is_empty() {
@@ -543,17 +538,7 @@ impl Bm25 {
             Some(stats) => searcher.search_with_statistics_provider(&query, &collector, stats)?,
             None => searcher.search(&query, &collector)?,
         };
-        if !spans.is_empty() {
-            // Those whose text holds a span as written come first.
-            for (score, address) in &mut top {
-                let doc: TantivyDocument = searcher.doc(*address)?;
-                let text = doc.get_first(f.text).and_then(|v| v.as_str());
-                if text.is_some_and(|t| crate::quotes::holds_any(t, &spans)) {
-                    *score *= quoted::EXACT;
-                }
-            }
-            top.sort_by(|a, b| b.0.total_cmp(&a.0));
-        }
+        quoted::raise_holders(&searcher, f.text, &mut top, &spans)?;
         // The id column of each segment, opened once for all its hits.
         let ids = searcher
             .segment_readers()

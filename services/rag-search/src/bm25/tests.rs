@@ -177,7 +177,7 @@ fn quoted_text_finds_the_items_holding_it_as_written_first() {
         ids("where is \"Error decoding response body\" raised")[..2],
         [1, 2]
     );
-    // Quoted words that no item holds as written change nothing.
+    // Quoted words that no item holds as written leave the first hit as it was.
     assert_eq!(
         ids("\"body response decoding error\"")[0],
         ids("body response decoding error")[0]

@@ -26,6 +26,7 @@ use crate::scan;
 
 /// Why a HYBRID search that names an item ran without its dense side.
 const NAMED: &str = "the query names an item: BM25 and names decide, the dense side was skipped";
+/// Why a HYBRID query that quotes text was answered without its dense side.
 const QUOTED: &str = "the query quotes text: BM25 finds it as written, the dense side was skipped";
 
 /// The strategy, hits and dense-unavailable reason a HYBRID search ended with.
