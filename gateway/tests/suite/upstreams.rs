@@ -12,12 +12,9 @@ use tonic::Code;
 
 #[tokio::test]
 async fn unreachable_upstreams_are_reported() {
-    // Bind and drop three listeners: their ports are free and nothing answers there.
-    let mut dead = Vec::new();
-    for _ in 0..3 {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        dead.push(format!("http://{}", l.local_addr().unwrap()));
-    }
+    // Port 9 (discard) of three loopback addresses: nothing answers there, and no other
+    // test's `127.0.0.1:0` can be handed it (a port bound and dropped could be).
+    let dead: Vec<String> = (1..=3).map(|i| format!("http://127.0.0.{i}:9")).collect();
     let config = ploke_gateway::Config {
         upstreams: UpstreamsConfig {
             llm_session_url: dead[0].clone(),
