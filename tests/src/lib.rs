@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod fake_embeddings;
 pub mod fake_provider;
+pub mod ports;
 pub mod postgres;
 
 use std::net::{Ipv4Addr, SocketAddr};

@@ -12,7 +12,6 @@
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU16, Ordering};
 
 /// The role the cluster is created with (trusted, no password).
 const ROLE: &str = "ploke";
@@ -87,23 +86,15 @@ fn run(mut command: Command) -> Result<Output, PostgresError> {
     }
 }
 
-/// A free loopback port below the ephemeral range (32768 and up on Linux): the kernel never
-/// hands it to another test's `127.0.0.1:0`, so it stays free while the server is stopped
-/// between [`Postgres::stop`] and [`Postgres::restart`]. Each call looks from a different place
-/// (the process id and a counter), so parallel test binaries rarely probe the same one.
+/// A free loopback port that stays free while the server is stopped between
+/// [`Postgres::stop`] and [`Postgres::restart`] ([`crate::ports`]).
 fn free_port() -> Result<u16, PostgresError> {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let seed = (std::process::id() % 1_000) as u16 * 7;
-    for _ in 0..1_000 {
-        let step = NEXT.fetch_add(1, Ordering::Relaxed);
-        let port = 30_000 + seed.wrapping_add(step.wrapping_mul(13)) % 2_500;
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return Ok(port);
-        }
+    match crate::ports::free_run(1) {
+        Some(port) => Ok(port),
+        None => Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+            .local_addr()?
+            .port()),
     }
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
 }
 
 impl Postgres {

@@ -49,33 +49,30 @@ impl Tmux {
             .into_owned()
     }
 
-    /// Polls the pane (an external program: there is nothing to wait on but its screen).
+    /// Waits until the pane shows `text`; returns the screen.
     async fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        poll(|| {
             let screen = self.screen();
             if screen.contains(text) {
-                return screen;
+                Ok(screen)
+            } else {
+                Err(format!("`{text}` never appeared:\n{screen}"))
             }
-            assert!(
-                Instant::now() < deadline,
-                "`{text}` never appeared:\n{screen}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await
     }
 
-    /// Polls the pane until `text` is gone from it.
+    /// Waits until `text` is gone from the pane.
     async fn wait_gone(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        poll(|| {
             let screen = self.screen();
-            if !screen.contains(text) {
-                return;
+            if screen.contains(text) {
+                Err(format!("`{text}` stayed:\n{screen}"))
+            } else {
+                Ok(())
             }
-            assert!(Instant::now() < deadline, "`{text}` stayed:\n{screen}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await
     }
 }
 
@@ -229,13 +226,26 @@ async fn up_in_tmux_keeps_the_services_logs_off_the_screen() {
 
 /// Polls the log file until one line holds every one of `parts`.
 async fn wait_logged(log: &std::path::Path, parts: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    poll(|| {
         let text = std::fs::read_to_string(log).unwrap();
         if text.lines().any(|l| parts.iter().all(|p| l.contains(p))) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("no line with {parts:?}:\n{text}"))
         }
-        assert!(Instant::now() < deadline, "no line with {parts:?}:\n{text}");
+    })
+    .await
+}
+
+/// Runs `probe` every 100 ms until it answers, for 30 s at most, then fails with its last
+/// reason (an external program: there is nothing to wait on but what it shows).
+async fn poll<T>(mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match probe() {
+            Ok(found) => return found,
+            Err(why) => assert!(Instant::now() < deadline, "{why}"),
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

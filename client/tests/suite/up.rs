@@ -249,7 +249,7 @@ async fn two_workspaces_at_once_and_never_one_twice() {
         .unwrap();
     assert_eq!(super::text(&status.stdout), "?? src/lib.rs\n");
 
-    let base = free_port_run();
+    let base = ploke_e2e::ports::free_run(5).expect("five free ports in a row");
     let second = Up::start(
         &root,
         &[
@@ -301,15 +301,4 @@ async fn two_workspaces_at_once_and_never_one_twice() {
     second.stop().await;
     assert!(!a.join(".ploke/up.json").exists());
     assert!(!b.join(".ploke/up.json").exists());
-}
-
-/// The first of five free ports in a row below the ephemeral range (32768 up here and by
-/// default on Linux): ports the kernel never hands out to another test's `127.0.0.1:0` or
-/// outgoing connection between this probe and `ploke up` binding them.
-fn free_port_run() -> u16 {
-    let start = 20_000 + (std::process::id() % 2_000) as u16 * 5;
-    (0..2_000u16)
-        .map(|i| 20_000 + (start - 20_000 + i * 5) % 10_000)
-        .find(|base| (0..5).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("five free ports in a row below 30000")
 }

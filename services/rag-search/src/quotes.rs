@@ -94,12 +94,17 @@ fn quoted(query: &str) -> Vec<(Range<usize>, String)> {
     found
 }
 
-/// `text` lowercased, its runs of white space made one space, trimmed.
+/// `text` lowercased, its runs of white space made one space, trimmed (one string, made in
+/// one pass: it runs on the stored text of every candidate of a quoted search).
 fn normalised(text: &str) -> String {
-    text.split_whitespace()
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
 }
 
 #[cfg(test)]
