@@ -538,7 +538,7 @@ impl Bm25 {
             Some(stats) => searcher.search_with_statistics_provider(&query, &collector, stats)?,
             None => searcher.search(&query, &collector)?,
         };
-        quoted::raise_holders(&searcher, f.text, &mut top, &spans)?;
+        quoted::raise_holders(&searcher, (f.file, f.text), &mut top, &spans)?;
         // The id column of each segment, opened once for all its hits.
         let ids = searcher
             .segment_readers()

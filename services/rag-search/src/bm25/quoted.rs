@@ -1,6 +1,6 @@
 //! Quoted text in a BM25 search ([`crate::quotes`]): the items holding every word of a span
 //! are drawn into the candidates, and those whose stored text holds it as written come first
-//! (their score multiplied by [`EXACT`]).
+//! (their score multiplied by [`EXACT`]), the innermost of them before the items around it.
 
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
@@ -47,20 +47,38 @@ fn every_word(field: Field, span: &str) -> Option<Box<dyn Query>> {
 }
 
 /// Multiplies by [`EXACT`] the score of each hit whose stored `text` holds one of `spans`, and
-/// re-sorts `top` best first (nothing to do without spans).
+/// re-sorts `top` best first (nothing to do without spans). A hit that holds the text only
+/// because an item inside it does (a class or impl around the method that writes the message:
+/// its text holds that item's text, in the same file) is not raised: the innermost item is
+/// the answer, and the items around it rank by their own words.
 pub(super) fn raise_holders(
     searcher: &Searcher,
-    text: Field,
+    fields: (Field, Field),
     top: &mut [(f32, DocAddress)],
     spans: &[String],
 ) -> tantivy::Result<()> {
     if spans.is_empty() {
         return Ok(());
     }
-    for (score, address) in top.iter_mut() {
+    let (file, text) = fields;
+    // Each holder: where it is in `top`, its file and its text.
+    let mut holders: Vec<(usize, String, String)> = Vec::new();
+    for (at, (_, address)) in top.iter().enumerate() {
         let doc: TantivyDocument = searcher.doc(*address)?;
-        let stored = doc.get_first(text).and_then(|v| v.as_str());
-        if stored.is_some_and(|t| crate::quotes::holds_any(t, spans)) {
+        let field = |f: Field| {
+            doc.get_first(f)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+        };
+        if crate::quotes::holds_any(field(text), spans) {
+            holders.push((at, field(file).to_owned(), field(text).to_owned()));
+        }
+    }
+    for (at, file, text) in &holders {
+        let around_another = holders.iter().any(|(other, other_file, inner)| {
+            other != at && other_file == file && inner.len() < text.len() && text.contains(inner)
+        });
+        if !around_another && let Some((score, _)) = top.get_mut(*at) {
             *score *= EXACT;
         }
     }

@@ -183,3 +183,33 @@ fn quoted_text_finds_the_items_holding_it_as_written_first() {
         ids("body response decoding error")[0]
     );
 }
+
+#[test]
+fn quoted_text_ranks_the_innermost_holder_before_the_items_around_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    let method = "fn call(&self) { raise(\"auth hooks must be callable\") }";
+    let around =
+        format!("impl Auth {{ {method} fn hooks() {{ /* auth hooks, callable hooks */ }} }}");
+    let copy = format!("mod copy {{ {method} /* auth hooks */ }}");
+    bm.add(&doc(1, "src/auth.rs", "Auth", &around, Kind::Impl))
+        .unwrap();
+    bm.add(&doc(2, "src/auth.rs", "call", method, Kind::Method))
+        .unwrap();
+    // The same text in another file holds it on its own account.
+    bm.add(&doc(3, "src/copy.rs", "copy", &copy, Kind::Module))
+        .unwrap();
+    bm.commit().unwrap();
+    let ids = |q: &str| -> Vec<u64> {
+        bm.search(q, &Filters::default(), 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    // Unquoted, the impl's words count most.
+    assert_eq!(ids("auth hooks must be callable")[0], 1);
+    // Quoted, the method that writes the message comes before the impl around it (raised
+    // alike, the method and the copy keep BM25's order between them).
+    assert_eq!(ids("\"auth hooks must be callable\""), [2, 3, 1]);
+}
