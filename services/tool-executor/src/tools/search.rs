@@ -275,7 +275,8 @@ mod tests {
             std::fs::create_dir_all(&sub).unwrap();
             std::fs::write(sub.join(format!("f{i}.rs")), "fn x() {}\n".repeat(100)).unwrap();
         }
-        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        // Room for every report a whole search makes (20), so that the count below can fail.
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let progress = Progress::new(tx);
         let cancel = CancellationToken::new();
         let token = cancel.clone();
