@@ -70,6 +70,11 @@ async fn bad_search_arguments_name_the_field() {
         (search("", 10), "query", "must not be empty"),
         (search("   ", 10), "query", "must not be empty"),
         (
+            search("\"?!\"", 10),
+            "query",
+            "holds no word to search for (no letter or digit)",
+        ),
+        (
             search("x", 1001),
             "top_k",
             "must be between 1 and 1000 (0 = 10), got 1001",

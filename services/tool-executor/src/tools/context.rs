@@ -37,6 +37,13 @@ pub async fn request_code_context(
             .hint("pass search_term"));
         }
     };
+    if !term.chars().any(char::is_alphanumeric) {
+        return Err(ToolFailure::invalid(
+            "search_term",
+            "holds no word to search for (no letter or digit)",
+        )
+        .hint("describe the code to find in words, or name it"));
+    }
     let budget = args.token_budget.unwrap_or(ctx.limits.default_token_budget);
     if !(BUDGET_MIN..=BUDGET_MAX).contains(&budget) {
         return Err(ToolFailure::out_of_range(

@@ -85,6 +85,23 @@ async fn request_code_context_defaults_to_the_user_message_and_config_budget() {
         (code(&e), e.field.as_str()),
         (ToolErrorCode::OutOfRange, "token_budget")
     );
+
+    // Punctuation alone is no search term (a model retries with words).
+    let no_word = RequestCodeContextArgs {
+        search_term: Some("\"?\"".into()),
+        token_budget: None,
+        languages: vec![],
+    };
+    let e = h.err(tool_call::Args::RequestCodeContext(no_word)).await;
+    assert_eq!(
+        e,
+        ToolError {
+            code: ToolErrorCode::InvalidArgument as i32,
+            field: "search_term".into(),
+            message: "holds no word to search for (no letter or digit)".into(),
+            retry_hint: "describe the code to find in words, or name it".into(),
+        }
+    );
     h.stop().await;
 }
 
