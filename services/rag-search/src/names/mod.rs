@@ -4,7 +4,9 @@
 //! list — so an item the user names comes first even when its body shares few of the query's
 //! words. A name written as code (`snake_case`, `CamelCase`, `a::b`, in backticks, with `()`)
 //! counts more than a plain word that happens to name something, two or three words in a row
-//! that spell a name together (`send error` for `send_error`) count in between, and a name
+//! that spell a name together (`send error` for `send_error`) count in between (half that when
+//! they spell only a run of words inside a longer name: `value filters` for
+//! `has_value_filters`), and a name
 //! many items share (`new`, `poll`) counts less than a rare one. Among items sharing a name,
 //! the one whose path holds more of the query's other words (`blocking` in "add bytes to
 //! blocking::Response") wins. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
@@ -46,6 +48,9 @@ const NOT_A_FUNCTION: f32 = 0.5;
 const PLURAL: f32 = 0.8;
 /// Words spelling a name in another form (`parsing escapes` for `parse_escape`).
 const OTHER_FORM: f32 = 0.8;
+/// Words spelling a run of words inside a longer name (`value filters` for
+/// `has_value_filters`).
+const PART: f32 = 0.5;
 /// A name written as code that matches an item's only up to case or `_` (`Execute` for
 /// `execute`, Go's exported and unexported methods; `Body` for `body`).
 const OTHER_SPELLING: f32 = 0.5;
@@ -353,6 +358,9 @@ pub struct NameIndex {
     by_key: FxHashMap<String, Vec<u64>>,
     /// Names of several words by their stems joined (`parse_escape` as `parsescap`).
     by_stems: FxHashMap<String, Vec<u64>>,
+    /// Names of three or more words by the stems of each run of two or more of their words
+    /// inside them (`has_value_filters` under `value filters` and `has value`).
+    by_part: FxHashMap<String, Vec<u64>>,
     path_words: FxHashMap<u64, Box<[String]>>,
 }
 
@@ -375,6 +383,9 @@ impl NameIndex {
         if let Some(stems) = stems_of(&own) {
             self.by_stems.entry(stems).or_default().push(record.id);
         }
+        for part in parts_of(&own) {
+            self.by_part.entry(part).or_default().push(record.id);
+        }
         // The words of the path around the name (its module, type, trait), not the name's own.
         let mut words = word_parts(&record.item.canon_path);
         words.retain(|w| w != "crate" && !own.contains(w));
@@ -386,7 +397,11 @@ impl NameIndex {
     /// Removes an item.
     pub fn remove(&mut self, record: &ItemRecord) {
         unlist(&mut self.by_key, key(&record.item.name), record.id);
-        if let Some(stems) = stems_of(&word_parts(&record.item.name)) {
+        let own = word_parts(&record.item.name);
+        for part in parts_of(&own) {
+            unlist(&mut self.by_part, part, record.id);
+        }
+        if let Some(stems) = stems_of(&own) {
             unlist(&mut self.by_stems, stems, record.id);
         }
         self.path_words.remove(&record.id);
@@ -396,6 +411,7 @@ impl NameIndex {
     pub fn clear(&mut self) {
         self.by_key.clear();
         self.by_stems.clear();
+        self.by_part.clear();
         self.path_words.clear();
     }
 
@@ -424,7 +440,11 @@ impl NameIndex {
                     // Words in another form than the name's (`parsing escapes`).
                     None => match name.stems.as_ref().and_then(|s| self.by_stems.get(s)) {
                         Some(ids) => (ids, OTHER_FORM, None),
-                        None => continue,
+                        // Words spelling part of a longer name (`value filters`).
+                        None => match name.stems.as_ref().and_then(|s| self.by_part.get(s)) {
+                            Some(ids) => (ids, PART, None),
+                            None => continue,
+                        },
                     },
                 },
             };
@@ -480,6 +500,20 @@ impl NameIndex {
         }
         found.into_values().collect()
     }
+}
+
+/// The runs of two or more words inside a name of three or more (not the whole name), each
+/// as its stems joined.
+fn parts_of(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for len in 2..words.len() {
+        for start in 0..=words.len() - len {
+            out.push(words[start..start + len].concat());
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// A name of several words (its [`word_parts`]) as its stems joined; none for a one-word name.

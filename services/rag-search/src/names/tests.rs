@@ -255,6 +255,44 @@ fn words_spelling_a_name_in_another_form_find_it() {
 }
 
 #[test]
+fn words_spelling_part_of_a_longer_name_find_it() {
+    let items = [
+        item(1, "crate::env::Dynamics::has_value_filters", Kind::Method),
+        item(2, "crate::env::value_filters_of", Kind::Function),
+        item(3, "crate::env::value_filters", Kind::Function),
+    ];
+    let mut index = indexed(&items);
+    let query = "fix level hint not considering value filters";
+    // A name the words spell whole is what they mean.
+    assert_eq!(found(&index, &items, query, ALL), [(3, PHRASE_STRENGTH)]);
+    // Without it, the names holding the words in a row, at PART (shared by two); each
+    // forgotten on removal.
+    index.remove(&items[2]);
+    let by_two = 1.0 / (1.0 + 2f32.ln());
+    assert_eq!(
+        found(&index, &items, query, ALL),
+        [
+            (1, PHRASE_STRENGTH * PART * by_two),
+            (2, PHRASE_STRENGTH * PART * by_two)
+        ]
+    );
+    index.remove(&items[0]);
+    assert_eq!(
+        found(&index, &items, query, ALL),
+        [(2, PHRASE_STRENGTH * PART)]
+    );
+    // Two words of a two-word name are the name itself, not a part of it.
+    assert_eq!(
+        parts_of(&["value".into(), "filter".into()]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        parts_of(&["has".into(), "valu".into(), "filter".into()]),
+        ["hasvalu", "valufilter"]
+    );
+}
+
+#[test]
 fn the_named_item_whose_path_holds_the_query_s_words_scores_highest() {
     let items = [
         item(
