@@ -455,9 +455,14 @@ async fn dense_and_hybrid_with_the_real_model() {
     assert_eq!(names(&r)[0], "crate::net::backoff");
     assert_eq!((r.hits[0].bm25_rank, r.hits[0].dense_rank), (0, 1));
 
-    // Hybrid (also the default): both ranks reported, fused score = RRF.
+    // Hybrid (also the default): both ranks reported, fused score = RRF (a query whose words
+    // spell no name, whole or in part: `from file` would be part of `load_from_file`).
     let r = s
-        .search("load settings from file", Strategy::Unspecified, None)
+        .search(
+            "read settings stored in a toml document",
+            Strategy::Unspecified,
+            None,
+        )
         .await;
     assert_eq!(r.strategy, Strategy::Hybrid as i32);
     assert!(r.dense_used);
