@@ -2,6 +2,8 @@
 //! are drawn into the candidates, and those whose stored text holds it as written come first
 //! (their score multiplied by [`EXACT`]), the innermost of them before the items around it.
 
+use std::borrow::Cow;
+
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
@@ -46,11 +48,15 @@ fn every_word(field: Field, span: &str) -> Option<Box<dyn Query>> {
     Some(Box::new(BooleanQuery::new(must)))
 }
 
+/// Holders that take part in the test of one inside another, best first; the ones after them
+/// are raised without it (the test searches a holder's text for each shorter holder of its file).
+const NESTING_CHECKED: usize = 100;
+
 /// Multiplies by [`EXACT`] the score of each hit whose stored `text` holds one of `spans`, and
-/// re-sorts `top` best first (nothing to do without spans). A hit that holds the text only
-/// because an item inside it does (a class or impl around the method that writes the message:
-/// its text holds that item's text, in the same file) is not raised: the innermost item is
-/// the answer, and the items around it rank by their own words.
+/// re-sorts `top` best first (nothing to do without spans). A hit around other holders of its
+/// file (a class or impl around the method that writes the message: its text holds theirs) is
+/// raised only if it still holds a span once their texts are left out: the innermost item that
+/// writes the text is the answer, and the items around it rank by their own words.
 pub(super) fn raise_holders(
     searcher: &Searcher,
     fields: (Field, Field),
@@ -74,14 +80,38 @@ pub(super) fn raise_holders(
             holders.push((at, field(file).to_owned(), field(text).to_owned()));
         }
     }
-    for (at, file, text) in &holders {
-        let around_another = holders.iter().any(|(other, other_file, inner)| {
-            other != at && other_file == file && inner.len() < text.len() && text.contains(inner)
-        });
-        if !around_another && let Some((score, _)) = top.get_mut(*at) {
+    for (i, (at, file, text)) in holders.iter().enumerate() {
+        let own = if i < NESTING_CHECKED {
+            left_of(text, file, &holders[..NESTING_CHECKED.min(holders.len())])
+        } else {
+            Cow::Borrowed(text.as_str())
+        };
+        let holds = match &own {
+            Cow::Borrowed(_) => true,
+            Cow::Owned(rest) => crate::quotes::holds_any(rest, spans),
+        };
+        if holds && let Some((score, _)) = top.get_mut(*at) {
             *score *= EXACT;
         }
     }
     top.sort_by(|a, b| b.0.total_cmp(&a.0));
     Ok(())
+}
+
+/// `text` without the texts of the shorter `holders` of `file` it holds (longest first, so an
+/// item inside one of them goes with it); borrowed when it holds none.
+fn left_of<'a>(text: &'a str, file: &str, holders: &[(usize, String, String)]) -> Cow<'a, str> {
+    let mut inside: Vec<&str> = holders
+        .iter()
+        .filter(|(_, f, inner)| f == file && inner.len() < text.len())
+        .map(|(_, _, inner)| inner.as_str())
+        .collect();
+    inside.sort_by_key(|inner| std::cmp::Reverse(inner.len()));
+    let mut own = Cow::Borrowed(text);
+    for inner in inside {
+        if own.contains(inner) {
+            own = Cow::Owned(own.replace(inner, "\n"));
+        }
+    }
+    own
 }
