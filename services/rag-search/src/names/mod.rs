@@ -1,38 +1,29 @@
 //! Names as their own retrieval signal: the identifiers, paths and `Type::method`s a query
-//! writes are looked up among the items' names (case and `_` ignored, a plural `s` forgiven),
-//! and the items so found form a ranked list that fusion weighs beside BM25 and the dense
-//! list — so an item the user names comes first even when its body shares few of the query's
-//! words. A name written as code (`snake_case`, `CamelCase`, `a::b`, in backticks, with `()`)
-//! counts more than a plain word that happens to name something, two or three words in a row
-//! that spell a name together (`send error` for `send_error`) count in between (half that when
-//! they spell only a run of words inside a longer name: `value filters` for
-//! `has_value_filters`), and a name
-//! many items share (`new`, `poll`) counts less than a rare one. Among items sharing a name,
-//! the one whose path holds more of the query's other words (`blocking` in "add bytes to
-//! blocking::Response") wins. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
+//! writes ([`query`]) are looked up among the items' names (case and `_` ignored, a plural `s`
+//! forgiven), and the items so found form a ranked list that fusion weighs beside BM25 and the
+//! dense list — so an item the user names comes first even when its body shares few of the
+//! query's words. A name written as code (`snake_case`, `CamelCase`, `a::b`, in backticks, with
+//! `()`) counts more than a plain word that happens to name something, two or three words in a
+//! row that spell a name together (`send error` for `send_error`) count in between (half that
+//! when they spell only a run of words inside a longer name: `value filters` for
+//! `has_value_filters`), and a name many items share (`new`, `poll`) counts less than a rare
+//! one. Among items sharing a name, the one whose path holds more of the query's other words
+//! (`blocking` in "add bytes to blocking::Response") wins. The constants were chosen on
+//! ../shared/eval (docs/RETRIEVAL.md, "Names").
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::parse::Kind;
-use crate::quotes::outside_quotes;
 use crate::record::ItemRecord;
-use crate::tokenize::{is_stopword, word_parts};
+use crate::tokenize::word_parts;
 
-/// How much a name written as code counts, against a plain word (1.0).
-const CODE_STRENGTH: f32 = 1.0;
-/// A capitalised word (`Token`, `Server`): often a type, sometimes the start of a sentence.
-const CAPITALISED_STRENGTH: f32 = 0.3;
-/// A plain lowercase word that is also some item's name.
-const WORD_STRENGTH: f32 = 0.1;
-/// Plain words written apart that together spell a name ([`phrases`]).
-const PHRASE_STRENGTH: f32 = 0.5;
-/// Shortest name spelled by a phrase (`is ok` → `isok` is noise).
-const MIN_PHRASE_LEN: usize = 6;
-/// Function words that begin names (`is_empty`, `as_bytes`, `to_string`, `on_record`): a
-/// phrase may start with one.
-const NAME_LEADS: [&str; 11] = [
-    "as", "by", "can", "for", "from", "has", "into", "is", "on", "to", "with",
-];
+mod query;
+
+use query::CODE_STRENGTH;
+#[cfg(test)]
+use query::{CAPITALISED_STRENGTH, PHRASE_STRENGTH, WORD_STRENGTH, phrases, strip_commit_prefix};
+pub use query::{QueryName, QueryNames, code_names, query_names};
+
 /// Factor when the query qualifies a name (`Type::method`) and the item's path has the
 /// qualifier; and when it has none of them.
 const QUALIFIED: f32 = 1.5;
@@ -54,8 +45,6 @@ const PART: f32 = 0.5;
 /// A name written as code that matches an item's only up to case or `_` (`Execute` for
 /// `execute`, Go's exported and unexported methods; `Body` for `body`).
 const OTHER_SPELLING: f32 = 0.5;
-/// Shortest name looked up (shorter ones are mostly noise: `id`, `io`).
-const MIN_LEN: usize = 3;
 /// Gain per other query word in the item's path (`blocking` and `response` for
 /// `blocking::response::Response::bytes` asked as "bytes … blocking::Response"), up to
 /// [`MAX_CONTEXT`] words.
@@ -78,287 +67,13 @@ fn key_eq(name: &str, key: &str) -> bool {
         .eq(key.chars())
 }
 
-/// A name the query writes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueryName {
-    /// Its lookup key.
-    pub key: String,
-    /// Keys of the path segments written before it (`Type` of `Type::method`).
-    pub qualifiers: Vec<String>,
-    /// How surely it is meant as a name.
-    pub strength: f32,
-    /// For words spelling a name ([`phrases`]): their stems joined, to find the name written
-    /// in other forms (`parsing escapes` for `parse_escape`).
-    pub stems: Option<String>,
-    /// For a name written as code: as written (`Execute`), to prefer the item spelled so over
-    /// one whose name differs only in case or `_` (`execute`).
-    pub spelled: Option<String>,
-}
-
-/// What a query says about names: the names it writes, and its words (identifier parts,
-/// stemmed) to find them in items' paths.
-#[derive(Debug, Clone, Default)]
-pub struct QueryNames {
-    /// The names, strongest first, each key once.
-    pub names: Vec<QueryName>,
-    /// The query's words, without function words.
-    pub words: FxHashSet<String>,
-}
-
-impl QueryNames {
-    /// Whether the query names nothing.
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-}
-
-/// The names a query writes as code (what [`NameIndex::names_code`] looks at), without its
-/// phrases and words.
-pub fn code_names(text: &str) -> QueryNames {
-    QueryNames {
-        names: names_in(strip_commit_prefix(&outside_quotes(text)))
-            .into_iter()
-            .filter(|n| n.strength >= CODE_STRENGTH)
-            .collect(),
-        words: FxHashSet::default(),
-    }
-}
-
-/// The names in a query, and its words.
-pub fn query_names(text: &str) -> QueryNames {
-    // A commit prefix names no item, but its scope (`fix(client):`, `wasm:`) is context.
-    let words = word_parts(text)
-        .into_iter()
-        .filter(|w| !is_stopword(w))
-        .collect();
-    // Quoted text is asked for as written, not by the names in it ([`crate::quotes`]).
-    let unquoted = outside_quotes(text);
-    let body = strip_commit_prefix(&unquoted);
-    let mut names = names_in(body);
-    for phrase in phrases(body) {
-        if !names.iter().any(|n| n.key == phrase.key) {
-            names.push(phrase);
-        }
-    }
-    names.sort_by(|a, b| b.strength.total_cmp(&a.strength));
-    QueryNames { names, words }
-}
-
-/// Two or three plain words written apart that spell an item's name together (`send error`
-/// for `send_error`, `max level hint` for `max_level_hint`): the query describes the item in
-/// words. Stronger than one word that happens to be a name, weaker than a name written as code.
-fn phrases(text: &str) -> Vec<QueryName> {
-    // Runs of plain words: an identifier, a number or punctuation ends a run.
-    let mut runs: Vec<Vec<&str>> = vec![Vec::new()];
-    for raw in text.split_whitespace() {
-        let word = raw.trim_start_matches(['(', '"', '\'']);
-        // An opening bracket or quote starts a run of its own.
-        if word.len() != raw.len() {
-            runs.push(Vec::new());
-        }
-        let trimmed = word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '\'']);
-        let plain = !trimmed.is_empty() && trimmed.chars().all(char::is_alphabetic);
-        if plain && let Some(run) = runs.last_mut() {
-            run.push(trimmed);
-        }
-        if !plain || trimmed.len() != word.len() {
-            runs.push(Vec::new());
-        }
-    }
-    let mut out = Vec::new();
-    for words in runs.iter().filter(|run| run.len() > 1) {
-        // Each word once: lowercase, whether a function word, its stem.
-        let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-        let stop: Vec<bool> = lower.iter().map(|w| is_stopword(w)).collect();
-        let stems: Vec<String> = words.iter().map(|w| word_parts(w).concat()).collect();
-        for n in [2usize, 3] {
-            for start in 0..words.len().saturating_sub(n - 1) {
-                let run = start..start + n;
-                // Function words join no phrase, except the ones names start with
-                // (`is empty`, `as bytes`, `into iter`, `with level`).
-                let leads = !stop[start] || NAME_LEADS.contains(&lower[start].as_str());
-                if !leads || stop[start + 1..run.end].iter().any(|s| *s) {
-                    continue;
-                }
-                let joined = lower[run.clone()].concat();
-                if joined.chars().count() < MIN_PHRASE_LEN {
-                    continue;
-                }
-                out.push(QueryName {
-                    // Lowercase words without `_`: already a key.
-                    key: joined,
-                    qualifiers: Vec::new(),
-                    strength: PHRASE_STRENGTH,
-                    stems: Some(stems[run].concat()),
-                    spelled: None,
-                });
-            }
-        }
-    }
-    out
-}
-
-/// The names in a query (its commit prefix left out), each key once.
-fn names_in(text: &str) -> Vec<QueryName> {
-    let mut names: Vec<QueryName> = Vec::new();
-    let bytes = text.as_bytes();
-    let spans = inline_code(text);
-    let in_backticks = |at: usize| spans.iter().any(|span| span.contains(&at));
-    let is_ident = crate::tokenize::is_ident_char;
-    let is_part = |c: char| is_ident(c) || c == ':';
-    let mut rest = text;
-    let mut offset = 0;
-    while let Some(start) = rest.find(is_part) {
-        // A `.` between identifier characters joins a path (`Session.request`, `pkg.mod.f`).
-        let mut run_len = 0;
-        let mut chars = rest[start..].char_indices().peekable();
-        let mut prev = None;
-        while let Some((i, c)) = chars.next() {
-            let next_ident = chars.peek().is_some_and(|(_, n)| is_ident(*n));
-            let dotted = c == '.' && prev.is_some_and(is_ident) && next_ident;
-            if !(is_part(c) || dotted) {
-                break;
-            }
-            run_len = i + c.len_utf8();
-            prev = Some(c);
-        }
-        let run = &rest[start..start + run_len];
-        let before = (offset + start).checked_sub(1).map(|i| bytes[i]);
-        let after = bytes.get(offset + start + run_len).copied();
-        let as_code = before == Some(b'`')
-            || after == Some(b'(')
-            || after == Some(b'`')
-            || in_backticks(offset + start);
-        let at_start = offset + start == 0;
-        if let Some(name) = parse_run(run, as_code, at_start) {
-            match names.iter_mut().find(|n| n.key == name.key) {
-                Some(seen) if seen.strength < name.strength => *seen = name,
-                Some(_) => {}
-                None => names.push(name),
-            }
-        }
-        offset += start + run_len;
-        rest = &rest[start + run_len..];
-    }
-    names
-}
-
-/// Longest inline code span read as code (a longer one is a quoted message or output).
-const MAX_INLINE_CODE: usize = 60;
-
-/// Byte ranges of inline code spans: text between two single backticks on one line
-/// (`` `fn headers ` ``), paired line by line. Fenced blocks (```` ``` ````) hold output and
-/// examples, not names: nothing in them counts.
-fn inline_code(text: &str) -> Vec<std::ops::Range<usize>> {
-    let mut spans = Vec::new();
-    let mut fenced = false;
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let start = at;
-        at += line.len();
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
-        let bytes = line.as_bytes();
-        let single = |i: usize| {
-            bytes[i] == b'`'
-                && (i == 0 || bytes[i - 1] != b'`')
-                && bytes.get(i + 1).is_none_or(|b| *b != b'`')
-        };
-        let ticks: Vec<usize> = (0..bytes.len()).filter(|i| single(*i)).collect();
-        spans.extend(
-            ticks
-                .chunks_exact(2)
-                .map(|pair| start + pair[0] + 1..start + pair[1])
-                .filter(|span| span.len() <= MAX_INLINE_CODE),
-        );
-    }
-    spans
-}
-
-/// A conventional-commit prefix (`fix(h1): `, `feat!: `) says what kind of change, not what
-/// it names.
-fn strip_commit_prefix(text: &str) -> &str {
-    let Some((head, rest)) = text.split_once(": ") else {
-        return text;
-    };
-    let kind = head.split('(').next().unwrap_or(head).trim_end_matches('!');
-    let is_prefix = !kind.is_empty()
-        && kind.len() <= 12
-        && kind.chars().all(|c| c.is_ascii_lowercase())
-        && (!head.contains('(') || head.trim_end_matches('!').ends_with(')'));
-    if is_prefix { rest } else { text }
-}
-
-/// Extensions of file names a query may write (`config.rs`, `api.py`): the name is the stem.
-const FILE_EXTENSIONS: [&str; 20] = [
-    "rs", "py", "go", "ts", "tsx", "js", "jsx", "mjs", "java", "toml", "md", "json", "yaml", "yml",
-    "proto", "c", "h", "cpp", "sh", "txt",
-];
-
-/// One run of identifier characters (`a::b::c`, `a.b.c`, `read_mem`, `Token`) as a name, if it
-/// is one.
-fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
-    let run = match run.rsplit_once('.') {
-        Some((stem, ext)) if FILE_EXTENSIONS.contains(&ext) => stem,
-        _ => run,
-    };
-    let segments: Vec<&str> = run
-        .split("::")
-        .flat_map(|s| s.split('.'))
-        .map(|s| s.trim_matches(':'))
-        .filter(|s| !s.is_empty())
-        .collect();
-    let (written, before) = segments.split_last()?;
-    let last = written.trim_matches('_');
-    if last.chars().count() < MIN_LEN || last.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let qualifiers: Vec<String> = before
-        .iter()
-        .filter(|s| !matches!(**s, "crate" | "self" | "super" | "Self"))
-        .map(|s| key(s))
-        .collect();
-    let lower = last.to_lowercase();
-    let looks_like_code = as_code
-        || !before.is_empty()
-        || last.contains('_')
-        || has_inner_capital(last)
-        || (last.chars().any(|c| c.is_ascii_digit()) && last.chars().any(char::is_alphabetic));
-    let strength = if looks_like_code {
-        CODE_STRENGTH
-    } else if is_stopword(&lower) {
-        return None;
-    } else if last.starts_with(char::is_uppercase) && !at_start {
-        CAPITALISED_STRENGTH
-    } else {
-        WORD_STRENGTH
-    };
-    Some(QueryName {
-        key: key(last),
-        qualifiers,
-        strength,
-        stems: None,
-        spelled: (strength >= CODE_STRENGTH).then(|| (*written).to_owned()),
-    })
-}
-
-/// `readMem`, `ReadMem`, `HTTPServer`: a capital after the first character.
-fn has_inner_capital(word: &str) -> bool {
-    word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase)
-}
-
 /// The items of one index by name key, with the words of the path around each one's name.
 #[derive(Debug, Clone, Default)]
 pub struct NameIndex {
     by_key: FxHashMap<String, Vec<u64>>,
     /// Names of several words by their stems joined (`parse_escape` as `parsescap`).
     by_stems: FxHashMap<String, Vec<u64>>,
-    /// Names of three or more words by the stems of each run of two or more of their words
+    /// Names of three or more words by the stems of each run of two or three of their words
     /// inside them (`has_value_filters` under `value filters` and `has value`).
     by_part: FxHashMap<String, Vec<u64>>,
     path_words: FxHashMap<u64, Box<[String]>>,
@@ -502,11 +217,11 @@ impl NameIndex {
     }
 }
 
-/// The runs of two or more words inside a name of three or more (not the whole name), each
+/// The runs of two or three words inside a longer name (what a query's phrase may spell), each
 /// as its stems joined.
 fn parts_of(words: &[String]) -> Vec<String> {
     let mut out = Vec::new();
-    for len in 2..words.len() {
+    for len in 2..words.len().min(4) {
         for start in 0..=words.len() - len {
             out.push(words[start..start + len].concat());
         }
