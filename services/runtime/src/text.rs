@@ -1,6 +1,7 @@
 //! User input repeated in error messages: never more than a short prefix of it. A megabyte of
 //! input echoed into a status message makes the error itself too large for gRPC's metadata
-//! limits, and the client sees RESOURCE_EXHAUSTED or INTERNAL instead of the real error.
+//! limits, and the client sees RESOURCE_EXHAUSTED or INTERNAL instead of the real error. And
+//! the one rule every search text meets ([`has_word`]), so that each service says it alike.
 
 use std::borrow::Cow;
 
@@ -25,9 +26,28 @@ pub fn shown(input: &str) -> Cow<'_, str> {
     clip(input, SHOWN_CHARS)
 }
 
+/// Why a search text without a word is refused ([`has_word`]).
+pub const NO_WORD: &str = "holds no word to search for (no letter or digit)";
+
+/// Whether a search text holds a word: punctuation alone (`?`, `"`) finds nothing by its words
+/// and only noise by meaning.
+pub fn has_word(text: &str) -> bool {
+    text.chars().any(char::is_alphanumeric)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_is_a_letter_or_a_digit_in_any_script() {
+        for text in ["x", "404", "\"é\"", "日本", " a "] {
+            assert!(has_word(text), "{text}");
+        }
+        for text in ["", "?!", "\"\"", "` `", "—…", "🚀"] {
+            assert!(!has_word(text), "{text}");
+        }
+    }
 
     #[test]
     fn short_input_is_kept_long_input_is_cut_on_a_char_boundary() {

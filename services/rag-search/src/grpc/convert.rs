@@ -142,12 +142,8 @@ pub(super) fn query_text(query: &str) -> Result<String, Status> {
     if query.trim().is_empty() {
         return Err(invalid_argument("query", "must not be empty"));
     }
-    // Punctuation alone (`?`, `"`) finds nothing by its words and only noise by meaning.
-    if !query.chars().any(char::is_alphanumeric) {
-        return Err(invalid_argument(
-            "query",
-            "holds no word to search for (no letter or digit)",
-        ));
+    if !ploke_runtime::text::has_word(query) {
+        return Err(invalid_argument("query", ploke_runtime::text::NO_WORD));
     }
     let chars = query.chars().count();
     if chars > MAX_QUERY_CHARS {

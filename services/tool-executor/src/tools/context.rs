@@ -8,6 +8,7 @@ use ploke_proto::tools::v1::{
 };
 
 use ploke_runtime::language::{self, LANGUAGES};
+use ploke_runtime::text::{NO_WORD, has_word};
 
 use super::ReadContext;
 use crate::failure::ToolFailure;
@@ -27,7 +28,17 @@ pub async fn request_code_context(
     let term = match args.search_term.as_deref().map(str::trim) {
         Some(t) if !t.is_empty() => t.to_owned(),
         Some(_) => return Err(ToolFailure::invalid("search_term", "must not be blank")),
-        None if !ctx.user_message.trim().is_empty() => ctx.user_message.trim().to_owned(),
+        None if !ctx.user_message.trim().is_empty() => {
+            if !has_word(&ctx.user_message) {
+                return Err(ToolFailure::new(
+                    ToolErrorCode::MissingField,
+                    "search_term",
+                    "no search term given and the user's message holds no word to search for",
+                )
+                .hint("pass search_term"));
+            }
+            ctx.user_message.trim().to_owned()
+        }
         None => {
             return Err(ToolFailure::new(
                 ToolErrorCode::MissingField,
@@ -37,12 +48,9 @@ pub async fn request_code_context(
             .hint("pass search_term"));
         }
     };
-    if !term.chars().any(char::is_alphanumeric) {
-        return Err(ToolFailure::invalid(
-            "search_term",
-            "holds no word to search for (no letter or digit)",
-        )
-        .hint("describe the code to find in words, or name it"));
+    if !has_word(&term) {
+        return Err(ToolFailure::invalid("search_term", NO_WORD)
+            .hint("describe the code to find in words, or name it"));
     }
     let budget = args.token_budget.unwrap_or(ctx.limits.default_token_budget);
     if !(BUDGET_MIN..=BUDGET_MAX).contains(&budget) {

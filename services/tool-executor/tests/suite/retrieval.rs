@@ -64,7 +64,7 @@ async fn request_code_context_defaults_to_the_user_message_and_config_budget() {
         "{r:?}"
     );
 
-    let mut no_message = request("req-1", "call-1", args);
+    let mut no_message = request("req-1", "call-1", args.clone());
     no_message.user_message = String::new();
     let events = h.events_with(no_message).await;
     let Some(execute_tool_event::Event::Error(e)) = events.last() else {
@@ -73,6 +73,21 @@ async fn request_code_context_defaults_to_the_user_message_and_config_budget() {
     assert_eq!(
         (code(e), e.field.as_str()),
         (ToolErrorCode::MissingField, "search_term")
+    );
+    // A user message without a word is no term to default to either.
+    let mut no_word = request("req-1", "call-2", args);
+    no_word.user_message = "???".into();
+    let events = h.events_with(no_word).await;
+    let Some(execute_tool_event::Event::Error(e)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        (code(e), e.field.as_str(), e.message.as_str()),
+        (
+            ToolErrorCode::MissingField,
+            "search_term",
+            "no search term given and the user's message holds no word to search for"
+        )
     );
 
     let tiny = RequestCodeContextArgs {
