@@ -143,6 +143,15 @@ fn merging_segments_keeps_every_answer_and_leaves_one_segment() {
     assert!(matches!(bm.merge_segments(), Err(Bm25Error::Closed)));
 }
 
+/// The ids of the first ten hits for `query`, best first.
+fn ids_for(bm: &Bm25, query: &str) -> Vec<u64> {
+    bm.search(query, &Filters::default(), 10)
+        .unwrap()
+        .iter()
+        .map(|h| h.id)
+        .collect()
+}
+
 #[test]
 fn quoted_text_finds_the_items_holding_it_as_written_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,13 +174,7 @@ fn quoted_text_finds_the_items_holding_it_as_written_first() {
             .unwrap();
     }
     bm.commit().unwrap();
-    let ids = |q: &str| -> Vec<u64> {
-        bm.search(q, &Filters::default(), 10)
-            .unwrap()
-            .iter()
-            .map(|h| h.id)
-            .collect()
-    };
+    let ids = |q: &str| ids_for(&bm, q);
     assert_eq!(ids("error decoding response body")[0], 2);
     assert_eq!(
         ids("where is \"Error decoding response body\" raised")[..2],
@@ -206,13 +209,7 @@ fn quoted_text_ranks_the_innermost_holder_before_the_items_around_it() {
     bm.add(&doc(5, "src/own.rs", "call", method, Kind::Method))
         .unwrap();
     bm.commit().unwrap();
-    let ids = |q: &str| -> Vec<u64> {
-        bm.search(q, &Filters::default(), 10)
-            .unwrap()
-            .iter()
-            .map(|h| h.id)
-            .collect()
-    };
+    let ids = |q: &str| ids_for(&bm, q);
     // Unquoted, the impl's words count more than its method's.
     let plain = ids("auth hooks must be callable");
     let at = |id: u64| plain.iter().position(|i| *i == id).unwrap();
