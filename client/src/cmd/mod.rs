@@ -1,7 +1,7 @@
 //! The commands of `ploke` and how they reach the services: a gateway named with `--gateway`
 //! (token from `PLOKE_TOKEN`), else a `ploke up` already serving this workspace (found by its
-//! record in `.ploke/up.json`, or on the default port), else the services started in this
-//! process for the workspace.
+//! record in `.ploke/up.json`, or on the default port) or a directory above it, else the
+//! services started in this process for the workspace.
 
 pub mod ask;
 pub mod chat;
@@ -14,7 +14,7 @@ pub mod running;
 pub mod up;
 pub mod workspaces;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ploke_client::embedded::Embedded;
@@ -39,7 +39,9 @@ pub struct Target {
         global = true
     )]
     pub gateway: Option<String>,
-    /// The workspace (default: the current directory).
+    /// The workspace (default: the current directory; other commands than `up` in a
+    /// subdirectory of a workspace a `ploke up` serves use that one; with --gateway, the git
+    /// checkout holding the current directory).
     #[arg(long, value_name = "DIR", global = true)]
     pub workspace: Option<PathBuf>,
     /// Config file (`ploke.toml`) for services started in this process [env: PLOKE_CONFIG].
@@ -49,6 +51,15 @@ pub struct Target {
     /// this very checkout).
     #[arg(long, global = true)]
     pub no_overlay: bool,
+}
+
+/// The root of the git work tree holding `dir` (the nearest directory with a `.git`, a
+/// worktree's file included), else `dir` itself.
+pub fn checkout_root(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(dir)
+        .to_path_buf()
 }
 
 /// A connection, and the services behind it when this process runs them.
@@ -80,6 +91,12 @@ impl Conn {
         let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
         let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
+            // The checkout's changes are sent, and approved edits written, by paths from its
+            // root: from a subdirectory, its root is the git work tree around it.
+            let workspace = match target.workspace {
+                Some(_) => workspace,
+                None => checkout_root(&workspace),
+            };
             if let Ok(state) = ploke_client::delivery::state_dir(&workspace) {
                 for interrupted in ploke_client::delivery::recover(&state) {
                     eprintln!(
@@ -96,13 +113,22 @@ impl Conn {
                 overlays: !target.no_overlay,
             });
         }
-        if let Some(gateway) = running::find(&workspace, token).await {
+        let found = match running::find(&workspace, token.clone()).await {
+            Some(gateway) => Some((gateway, workspace.clone())),
+            // In a subdirectory of a workspace `ploke up` serves: that one, not a second index.
+            None if target.workspace.is_none() => running::find_above(&workspace, token).await,
+            None => None,
+        };
+        if let Some((gateway, served)) = found {
+            if served != workspace {
+                eprintln!("(using the `ploke up` of {})", served.display());
+            }
             return Ok(Self {
                 gateway,
                 embedded: None,
                 provider: None,
                 indexed: false,
-                local_root: workspace,
+                local_root: served,
                 overlays: false,
             });
         }
@@ -192,4 +218,25 @@ pub fn tui_logging(
     };
     let guard = ploke_runtime::telemetry::init_to("ploke", telemetry, Some(sink))?;
     Ok((guard, rx, dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checkout_is_the_git_work_tree_around_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let deep = root.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        // No .git above (the temp dir's parents have none): the directory itself.
+        assert_eq!(checkout_root(&deep), deep);
+        std::fs::create_dir(root.join("a/.git")).unwrap();
+        assert_eq!(checkout_root(&deep), root.join("a"));
+        assert_eq!(checkout_root(&root.join("a")), root.join("a"));
+        // A worktree's `.git` is a file.
+        std::fs::write(deep.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        assert_eq!(checkout_root(&deep), deep);
+    }
 }

@@ -105,6 +105,24 @@ pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
     answering(DEFAULT_GATEWAY, workspace, token).await
 }
 
+/// The `ploke up` serving the nearest directory above `dir` that has one (a command run in a
+/// subdirectory of its workspace), with that directory. Only records are looked at: no port is
+/// tried for each directory above.
+pub async fn find_above(dir: &Path, token: Option<String>) -> Option<(Gateway, PathBuf)> {
+    for above in dir.ancestors().skip(1) {
+        let Some(r) = Record::read(above) else {
+            continue;
+        };
+        if r.workspace != above {
+            continue;
+        }
+        if let Some(g) = answering(&r.gateway, above, token.clone()).await {
+            return Some((g, above.to_path_buf()));
+        }
+    }
+    None
+}
+
 /// Listens on `base`, `base+1`, … (gateway, llm-session, tool-executor, rag-search, MCP).
 pub fn use_port_base(cfg: &mut PlokeConfig, base: u16) -> anyhow::Result<()> {
     if base > u16::MAX - 4 {

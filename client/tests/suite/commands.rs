@@ -453,6 +453,7 @@ async fn workspaces_are_added_listed_and_removed_from_the_command_line() {
 #[tokio::test]
 async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_approved_edits_there()
  {
+    // Asked from a subdirectory of a git checkout: the checkout is the work tree's root.
     let fake = FakeProvider::start().await.unwrap();
     let sandbox = Sandbox::start_with_provider(fake.provider_config(None), |c| {
         c.tool_executor.apply_to = ploke_runtime::config::ApplyTo::Overlay;
@@ -467,6 +468,12 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
         super::LIB_RS
     );
     std::fs::write(mine.path().join("src/lib.rs"), &local).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(mine.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
     let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "    7\n", "replace": "    8\n"}}]}"#;
     fake.push([
         Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
@@ -476,7 +483,7 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
     // The client's own state (undo records) goes here, never into the checkout.
     let state = tempfile::tempdir().unwrap();
     let out = super::run(
-        mine.path(),
+        &mine.path().join("src"),
         vec![
             "ask".into(),
             "make mine_only return 8".into(),

@@ -275,6 +275,20 @@ async fn two_workspaces_at_once_and_never_one_twice() {
         super::text(&out.stdout)
     );
     assert!(!stderr.contains("indexing"), "{stderr}");
+    // So does a command in a subdirectory of a.
+    let out = super::run(&a.join("src"), vec!["search".into(), "add".into()], &[]).await;
+    let stderr = super::text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        super::text(&out.stdout).contains("src/lib.rs"),
+        "{}",
+        super::text(&out.stdout)
+    );
+    assert!(
+        stderr.contains(&format!("(using the `ploke up` of {})\n", a.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("indexing"), "{stderr}");
 
     let again = super::run(
         &root,
