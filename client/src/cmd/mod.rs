@@ -14,7 +14,7 @@ pub mod running;
 pub mod up;
 pub mod workspaces;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use ploke_client::embedded::Embedded;
@@ -39,9 +39,8 @@ pub struct Target {
         global = true
     )]
     pub gateway: Option<String>,
-    /// The workspace (default: the current directory; other commands than `up` in a
-    /// subdirectory of a workspace a `ploke up` serves use that one; with --gateway, the git
-    /// checkout holding the current directory).
+    /// The workspace (default: the current directory; below a directory that a `ploke up`
+    /// serves, a command uses that `ploke up`). With --gateway: your checkout's root.
     #[arg(long, value_name = "DIR", global = true)]
     pub workspace: Option<PathBuf>,
     /// Config file (`ploke.toml`) for services started in this process [env: PLOKE_CONFIG].
@@ -51,15 +50,6 @@ pub struct Target {
     /// this very checkout).
     #[arg(long, global = true)]
     pub no_overlay: bool,
-}
-
-/// The root of the git work tree holding `dir` (the nearest directory with a `.git`, a
-/// worktree's file included), else `dir` itself.
-pub fn checkout_root(dir: &Path) -> PathBuf {
-    dir.ancestors()
-        .find(|d| d.join(".git").symlink_metadata().is_ok())
-        .unwrap_or(dir)
-        .to_path_buf()
 }
 
 /// A connection, and the services behind it when this process runs them.
@@ -91,12 +81,6 @@ impl Conn {
         let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
         let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
-            // The checkout's changes are sent, and approved edits written, by paths from its
-            // root: from a subdirectory, its root is the git work tree around it.
-            let workspace = match target.workspace {
-                Some(_) => workspace,
-                None => checkout_root(&workspace),
-            };
             if let Ok(state) = ploke_client::delivery::state_dir(&workspace) {
                 for interrupted in ploke_client::delivery::recover(&state) {
                     eprintln!(
@@ -218,25 +202,4 @@ pub fn tui_logging(
     };
     let guard = ploke_runtime::telemetry::init_to("ploke", telemetry, Some(sink))?;
     Ok((guard, rx, dir))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_checkout_is_the_git_work_tree_around_a_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let deep = root.join("a/b");
-        std::fs::create_dir_all(&deep).unwrap();
-        // No .git above (the temp dir's parents have none): the directory itself.
-        assert_eq!(checkout_root(&deep), deep);
-        std::fs::create_dir(root.join("a/.git")).unwrap();
-        assert_eq!(checkout_root(&deep), root.join("a"));
-        assert_eq!(checkout_root(&root.join("a")), root.join("a"));
-        // A worktree's `.git` is a file.
-        std::fs::write(deep.join(".git"), "gitdir: /elsewhere\n").unwrap();
-        assert_eq!(checkout_root(&deep), deep);
-    }
 }

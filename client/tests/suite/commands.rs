@@ -453,7 +453,6 @@ async fn workspaces_are_added_listed_and_removed_from_the_command_line() {
 #[tokio::test]
 async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_approved_edits_there()
  {
-    // Asked from a subdirectory of a git checkout: the checkout is the work tree's root.
     let fake = FakeProvider::start().await.unwrap();
     let sandbox = Sandbox::start_with_provider(fake.provider_config(None), |c| {
         c.tool_executor.apply_to = ploke_runtime::config::ApplyTo::Overlay;
@@ -468,12 +467,6 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
         super::LIB_RS
     );
     std::fs::write(mine.path().join("src/lib.rs"), &local).unwrap();
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(mine.path())
-        .status()
-        .unwrap();
-    assert!(git.success());
     let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "    7\n", "replace": "    8\n"}}]}"#;
     fake.push([
         Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
@@ -482,21 +475,32 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
     let url = sandbox.addrs().url(ServiceKind::Gateway);
     // The client's own state (undo records) goes here, never into the checkout.
     let state = tempfile::tempdir().unwrap();
-    let out = super::run(
-        &mine.path().join("src"),
+    let env = [
+        ("PLOKE_TOKEN", ploke_e2e::TOKEN),
+        ("XDG_STATE_HOME", &state.path().display().to_string()),
+    ];
+    let ask = |url: &str| {
         vec![
             "ask".into(),
             "make mine_only return 8".into(),
             "--approve".into(),
             "--gateway".into(),
-            url,
-        ],
-        &[
-            ("PLOKE_TOKEN", ploke_e2e::TOKEN),
-            ("XDG_STATE_HOME", &state.path().display().to_string()),
-        ],
-    )
-    .await;
+            url.to_owned(),
+        ]
+    };
+    // Asked from a subdirectory, whose paths are not the served tree's: refused, nothing sent.
+    let src = mine.path().join("src");
+    let out = super::run(&src, ask(&url), &env).await;
+    assert!(!out.status.success());
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: {} does not line up with the served workspace: none of the 1 file(s) here has a path of the served tree, and 1 file(s) of the served tree are missing here; run from your checkout's root or name it with --workspace DIR (--no-overlay sends no changes); nothing was uploaded\n",
+            src.display()
+        )
+    );
+    assert_eq!(fake.received().len(), 0);
+    let out = super::run(mine.path(), ask(&url), &env).await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

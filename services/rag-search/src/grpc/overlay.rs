@@ -32,6 +32,7 @@ pub(super) fn synced_to_pb(s: Synced) -> pb::SyncOverlayResponse {
     pb::SyncOverlayResponse {
         need: s.need,
         changed: s.changed,
+        added: s.added,
         deleted: s.deleted,
         unchanged: s.unchanged,
         version: s.version,

@@ -46,6 +46,8 @@ pub(super) struct Planned {
     pub(super) next: BTreeMap<String, Entry>,
     pub(super) need: Vec<String>,
     pub(super) changed: u64,
+    /// Of `changed`, the paths the base lacks.
+    pub(super) added: u64,
     pub(super) deleted: u64,
     pub(super) unchanged: u64,
 }
@@ -173,6 +175,7 @@ pub(super) fn plan_sync(
         next: BTreeMap::new(),
         need: Vec::new(),
         changed: 0,
+        added: 0,
         deleted: 0,
         unchanged: 0,
     };
@@ -182,6 +185,9 @@ pub(super) fn plan_sync(
             continue;
         }
         planned.changed += 1;
+        if !base.contains_key(path) {
+            planned.added += 1;
+        }
         let entry = match held.get(hash.as_str()) {
             Some(size) => Entry::Changed {
                 hash: hash.clone(),

@@ -54,6 +54,7 @@ fn a_sync_sorts_paths_into_unchanged_changed_pending_and_deleted() {
             ]),
             need: vec!["src/new.rs".to_owned(), "src/z.rs".to_owned()],
             changed: 3,
+            added: 2,
             deleted: 1,
             unchanged: 1,
         }

@@ -28,6 +28,8 @@ pub struct Synced {
     pub need: Vec<String>,
     /// Manifest files that differ from the base (changed or new).
     pub changed: u64,
+    /// Of `changed`, the paths the base lacks.
+    pub added: u64,
     /// Base files the manifest lacks.
     pub deleted: u64,
     /// Manifest files identical to the base.
@@ -189,6 +191,7 @@ impl RagService {
             Ok(Synced {
                 need: planned.need,
                 changed: planned.changed,
+                added: planned.added,
                 deleted: planned.deleted,
                 unchanged: planned.unchanged,
                 version,

@@ -31,6 +31,7 @@ async fn synced(model: bool) -> (tempfile::TempDir, tempfile::TempDir, Server) {
                 "src/pending.rs".into()
             ],
             changed: 3,
+            added: 1,
             deleted: 1,
             unchanged: 2,
             version: 1,

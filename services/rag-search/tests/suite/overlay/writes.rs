@@ -82,6 +82,7 @@ async fn a_sync_needs_only_what_is_missing_and_follows_reverts_and_renames() {
         SyncOverlayResponse {
             need: vec![],
             changed: 3,
+            added: 1,
             deleted: 1,
             unchanged: 2,
             version: 2,
