@@ -23,7 +23,19 @@ pub struct Which {
 
 /// Creates (or finds) the session and runs the TUI until the user quits.
 pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
-    let workspace = super::up::workspace(target.workspace.clone())?;
+    let here = super::up::workspace(target.workspace.clone())?;
+    // Below a workspace a `ploke up` serves (the one the connection will use), the TUI logs
+    // where that one keeps its state, not into a `.ploke/` of the subdirectory.
+    let above = (target.gateway.is_none()
+        && target.workspace.is_none()
+        && super::running::Record::read(&here).is_none())
+    .then(|| {
+        super::running::served_above(&here)
+            .next()
+            .map(|(dir, _)| dir.to_path_buf())
+    })
+    .flatten();
+    let workspace = above.unwrap_or(here);
     let (_telemetry, notices, _) = super::tui_logging(&workspace, &Default::default())?;
     let mut conn = Conn::open_indexing(target, None).await?;
     let result = async {

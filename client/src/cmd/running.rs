@@ -105,17 +105,20 @@ pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
     answering(DEFAULT_GATEWAY, workspace, token).await
 }
 
+/// The directories above `dir` whose record names a `ploke up` serving them, nearest first,
+/// with their records (whether it still answers is not asked).
+pub fn served_above(dir: &Path) -> impl Iterator<Item = (&Path, Record)> {
+    dir.ancestors()
+        .skip(1)
+        .filter_map(|above| Some((above, Record::read(above)?)))
+        .filter(|(above, r)| r.workspace == *above)
+}
+
 /// The `ploke up` serving the nearest directory above `dir` that has one (a command run in a
 /// subdirectory of its workspace), with that directory. Only records are looked at: no port is
 /// tried for each directory above.
 pub async fn find_above(dir: &Path, token: Option<String>) -> Option<(Gateway, PathBuf)> {
-    for above in dir.ancestors().skip(1) {
-        let Some(r) = Record::read(above) else {
-            continue;
-        };
-        if r.workspace != above {
-            continue;
-        }
+    for (above, r) in served_above(dir) {
         if let Some(g) = answering(&r.gateway, above, token.clone()).await {
             return Some((g, above.to_path_buf()));
         }
@@ -188,6 +191,38 @@ mod tests {
         assert!(record.process_is_gone());
         assert!(find(workspace, None).await.is_none());
         assert_eq!(Record::read(workspace), None);
+    }
+
+    #[test]
+    fn the_directories_served_above_are_nearest_first_and_only_by_their_own_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (inner, middle, deep) = (root.join("a"), root.join("a/b"), root.join("a/b/c"));
+        std::fs::create_dir_all(&deep).unwrap();
+        let record = |ws: &Path| Record {
+            pid: 1,
+            workspace: ws.to_owned(),
+            gateway: "http://127.0.0.1:9".into(),
+            mcp: None,
+        };
+        for ws in [&root, &inner] {
+            std::fs::create_dir_all(ws.join(".ploke")).unwrap();
+            record(ws).write(ws).unwrap();
+        }
+        // A record copied along with a tree names its own directory, not this one.
+        std::fs::create_dir_all(middle.join(".ploke")).unwrap();
+        record(&root.join("elsewhere")).write(&middle).unwrap();
+        let found: Vec<&Path> = served_above(&deep)
+            .map(|(d, _)| d)
+            .filter(|d| d.starts_with(&root))
+            .collect();
+        assert_eq!(found, [inner.as_path(), root.as_path()]);
+        // The directory's own record is not above it.
+        let found: Vec<&Path> = served_above(&inner)
+            .map(|(d, _)| d)
+            .filter(|d| d.starts_with(&root))
+            .collect();
+        assert_eq!(found, [root.as_path()]);
     }
 
     #[test]
