@@ -9,7 +9,6 @@
 //! [`Postgres::for_test`] is what tests call: it fails the test when the server cannot be
 //! started in CI (`CI=true`) and skips it (returns `None`, printing why) elsewhere.
 
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -89,12 +88,11 @@ fn run(mut command: Command) -> Result<Output, PostgresError> {
 /// A free loopback port that stays free while the server is stopped between
 /// [`Postgres::stop`] and [`Postgres::restart`] ([`crate::ports`]).
 fn free_port() -> Result<u16, PostgresError> {
-    match crate::ports::free_run(1) {
-        Some(port) => Ok(port),
-        None => Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-            .local_addr()?
-            .port()),
-    }
+    crate::ports::free_run(1).ok_or_else(|| {
+        PostgresError::Io(std::io::Error::other(
+            "no free loopback port below the ephemeral range",
+        ))
+    })
 }
 
 impl Postgres {
