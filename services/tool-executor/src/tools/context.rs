@@ -26,32 +26,25 @@ pub async fn request_code_context(
     args: &RequestCodeContextArgs,
 ) -> Result<RequestCodeContextResult, ToolFailure> {
     let term = match args.search_term.as_deref().map(str::trim) {
-        Some(t) if !t.is_empty() => t.to_owned(),
-        Some(_) => return Err(ToolFailure::invalid("search_term", "must not be blank")),
-        None if !ctx.user_message.trim().is_empty() => {
-            if !has_word(&ctx.user_message) {
-                return Err(ToolFailure::new(
-                    ToolErrorCode::MissingField,
-                    "search_term",
-                    "no search term given and the user's message holds no word to search for",
-                )
-                .hint("pass search_term"));
-            }
-            ctx.user_message.trim().to_owned()
+        Some("") => return Err(ToolFailure::invalid("search_term", "must not be blank")),
+        Some(t) if !has_word(t) => {
+            return Err(ToolFailure::invalid("search_term", NO_WORD)
+                .hint("describe the code to find in words, or name it"));
         }
+        Some(t) => t.to_owned(),
+        None if has_word(&ctx.user_message) => ctx.user_message.trim().to_owned(),
         None => {
-            return Err(ToolFailure::new(
-                ToolErrorCode::MissingField,
-                "search_term",
-                "no search term given and the turn has no user message to default to",
-            )
-            .hint("pass search_term"));
+            let message = if ctx.user_message.trim().is_empty() {
+                "no search term given and the turn has no user message to default to"
+            } else {
+                "no search term given and the user's message holds no word to search for"
+            };
+            return Err(
+                ToolFailure::new(ToolErrorCode::MissingField, "search_term", message)
+                    .hint("pass search_term"),
+            );
         }
     };
-    if !has_word(&term) {
-        return Err(ToolFailure::invalid("search_term", NO_WORD)
-            .hint("describe the code to find in words, or name it"));
-    }
     let budget = args.token_budget.unwrap_or(ctx.limits.default_token_budget);
     if !(BUDGET_MIN..=BUDGET_MAX).contains(&budget) {
         return Err(ToolFailure::out_of_range(
