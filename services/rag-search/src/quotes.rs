@@ -10,7 +10,8 @@ use crate::tokenize::{code_tokens, is_ident_char, is_stopword};
 
 /// Longest span looked for, in bytes (a pasted line, not a file).
 const MAX_SPAN_BYTES: usize = 200;
-/// Spans looked for per query, at most.
+/// Spans looked for as written per query, at most (every quoted span is still left out of the
+/// query's names).
 const MAX_SPANS: usize = 4;
 
 /// The spans a query quotes, each trimmed and lowercased with its white space collapsed. A

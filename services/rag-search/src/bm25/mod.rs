@@ -499,7 +499,7 @@ impl Bm25 {
                 ));
             }
         }
-        // Quoted text: the items holding each of its words join the candidates.
+        // Quoted text: the items holding every word of a span score them once more.
         let spans = crate::quotes::quoted_spans(query);
         should.extend(quoted::every_word_clauses(f.body, &spans));
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =

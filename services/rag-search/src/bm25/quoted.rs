@@ -1,5 +1,6 @@
 //! Quoted text in a BM25 search ([`crate::quotes`]): the items holding every word of a span
-//! are drawn into the candidates, and those whose stored text holds it as written come first
+//! count those words once more, so that they reach the candidate window, and those whose
+//! stored text holds it as written come first
 //! (their score multiplied by [`EXACT`]), the innermost of them before the items around it.
 
 use std::borrow::Cow;
@@ -11,11 +12,13 @@ use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 use crate::tokenize::{code_tokens, is_stopword};
 
 /// How much the BM25 score of a hit whose text holds a quoted span is multiplied by: it comes
-/// before the hits without it unless their own score is ten times higher (the length prior
-/// applied later moves a score by ~3 at most).
+/// before the hits without it unless their own score is ten times higher, before the priors
+/// applied later (the length prior, ~3 at most for items of a few hundred lines, ~4 at a
+/// thousand; test code halved).
 pub(super) const EXACT: f32 = 10.0;
 
-/// For each span, a clause matching the items whose `field` has every word of it.
+/// For each span, a clause matching the items whose `field` has every word of it (they match
+/// the query's own terms already: the clause adds those words' score once more).
 pub(super) fn every_word_clauses(
     field: Field,
     spans: &[String],

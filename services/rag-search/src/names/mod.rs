@@ -53,18 +53,19 @@ const MAX_CONTEXT: usize = 4;
 
 /// A name's lookup key: lowercase without `_` (`read_mem`, `readMem` and `ReadMem` are one).
 pub fn key(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect()
+    key_chars(name).collect()
 }
 
 /// Whether `name` has the lookup key `key` (without making it).
 fn key_eq(name: &str, key: &str) -> bool {
+    key_chars(name).eq(key.chars())
+}
+
+/// The characters of `name`'s lookup key.
+fn key_chars(name: &str) -> impl Iterator<Item = char> + '_ {
     name.chars()
         .filter(|c| *c != '_')
         .flat_map(char::to_lowercase)
-        .eq(key.chars())
 }
 
 /// The items of one index by name key, with the words of the path around each one's name.

@@ -180,14 +180,15 @@ pub(super) fn plan_sync(
         unchanged: 0,
     };
     for (path, hash) in manifest {
-        if base.get(path) == Some(hash) {
-            planned.unchanged += 1;
-            continue;
+        match base.get(path) {
+            Some(h) if h == hash => {
+                planned.unchanged += 1;
+                continue;
+            }
+            Some(_) => {}
+            None => planned.added += 1,
         }
         planned.changed += 1;
-        if !base.contains_key(path) {
-            planned.added += 1;
-        }
         let entry = match held.get(hash.as_str()) {
             Some(size) => Entry::Changed {
                 hash: hash.clone(),
