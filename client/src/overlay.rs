@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use ploke_proto::rag::v1::{
     ManifestEntry, OverlayFile, PutOverlayFilesRequest, SyncOverlayRequest,
 };
+use ploke_proto::status::{CHECKOUT_MISALIGNED, is_precondition};
 
 use crate::gateway::Gateway;
 
@@ -90,24 +91,21 @@ pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyho
             files,
         })
         .await
-        .map_err(|s| anyhow::anyhow!("sending your changes: {}", s.message()))?
+        .map_err(|s| {
+            // Not one of its paths the server's, and the server's files missing: this directory
+            // is not the root of a checkout of the served tree (a subdirectory of it, or another
+            // tree); the server refused it before changing anything.
+            if is_precondition(&s, CHECKOUT_MISALIGNED) {
+                anyhow::anyhow!(
+                    "{} does not line up with the served workspace ({}); run from your checkout's root or name it with --workspace DIR (--no-overlay sends no changes); nothing was uploaded",
+                    root.display(),
+                    s.message()
+                )
+            } else {
+                anyhow::anyhow!("sending your changes: {}", s.message())
+            }
+        })?
         .into_inner();
-    // Not one of its paths the server's, and the server's files missing: this directory is not
-    // the root of a checkout of the served tree (a subdirectory of it, or another tree). Its
-    // paths would not be the server's, nor would approved edits land where they belong. (A
-    // server that does not count `added` sends 0: never refused.)
-    if planned.unchanged == 0
-        && planned.changed > 0
-        && planned.added == planned.changed
-        && planned.deleted > 0
-    {
-        anyhow::bail!(
-            "{} does not line up with the served workspace: none of the {} file(s) here has a path of the served tree, and {} file(s) of the served tree are missing here; run from your checkout's root or name it with --workspace DIR (--no-overlay sends no changes); nothing was uploaded",
-            root.display(),
-            planned.changed,
-            planned.deleted
-        );
-    }
     let mut synced = Synced {
         changed: planned.changed,
         deleted: planned.deleted,

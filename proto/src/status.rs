@@ -18,6 +18,31 @@ pub fn invalid_argument(field: &str, reason: impl std::fmt::Display) -> Status {
     )
 }
 
+/// The `PreconditionFailure` violation type of a SyncOverlay whose manifest is not a checkout
+/// of the overlay's workspace (a subdirectory of it, another tree); clients name their own
+/// directory and what to do instead.
+pub const CHECKOUT_MISALIGNED: &str = "CHECKOUT_MISALIGNED";
+
+/// `FAILED_PRECONDITION` with a `google.rpc.PreconditionFailure` violation of type `kind`
+/// about `subject`, so that clients can tell this refusal from another without parsing the
+/// message.
+pub fn failed_precondition(kind: &str, subject: &str, message: impl std::fmt::Display) -> Status {
+    let message = message.to_string();
+    Status::with_error_details(
+        Code::FailedPrecondition,
+        message.clone(),
+        ErrorDetails::with_precondition_failure_violation(kind, subject, message),
+    )
+}
+
+/// Whether a status is a `FAILED_PRECONDITION` carrying a violation of type `kind`.
+pub fn is_precondition(status: &Status, kind: &str) -> bool {
+    status.code() == Code::FailedPrecondition
+        && status
+            .get_details_precondition_failure()
+            .is_some_and(|p| p.violations.iter().any(|v| v.r#type == kind))
+}
+
 /// `NOT_FOUND` for a named thing (`workspace /x`, `session 0193…`).
 pub fn not_found(what: impl std::fmt::Display) -> Status {
     Status::not_found(format!("{what} not found"))
@@ -75,6 +100,21 @@ pub fn tool_error(s: &Status) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_precondition_carries_its_kind() {
+        let s = failed_precondition(CHECKOUT_MISALIGNED, "manifest", "not a checkout");
+        assert_eq!(
+            (s.code(), s.message()),
+            (Code::FailedPrecondition, "not a checkout")
+        );
+        assert!(is_precondition(&s, CHECKOUT_MISALIGNED));
+        assert!(!is_precondition(&s, "OTHER"));
+        assert!(!is_precondition(
+            &Status::failed_precondition("not a checkout"),
+            CHECKOUT_MISALIGNED
+        ));
+    }
 
     #[test]
     fn invalid_argument_carries_field_violation() {

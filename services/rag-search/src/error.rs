@@ -136,6 +136,20 @@ pub enum RagError {
         "workspace {0} has no complete index yet (its first index run has not finished); sync the overlay once IndexStatus says READY"
     )]
     BaseIncomplete(String),
+    /// A sync's manifest shares no path with the workspace while every file of the workspace
+    /// is missing from it: a subdirectory of a checkout, or another tree, not a checkout's
+    /// root. Taken as the overlay it would delete every file of the workspace; nothing changed.
+    #[error(
+        "none of the {sent} file(s) sent has a path of workspace {root}, and all {missing} file(s) of it are missing from them: send the root of a checkout of that workspace, not a subdirectory of it or another tree; the overlay is unchanged"
+    )]
+    CheckoutMisaligned {
+        /// The overlay's workspace.
+        root: String,
+        /// Files the manifest lists.
+        sent: u64,
+        /// Files of the workspace the manifest lacks.
+        missing: u64,
+    },
     /// An overlay's files could not be read or written; what was answered before stays.
     #[error("overlay storage unavailable: {0}")]
     OverlayStorage(String),

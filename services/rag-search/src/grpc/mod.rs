@@ -12,7 +12,7 @@ use std::pin::Pin;
 use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::rag_search_server::RagSearch;
 use ploke_proto::rag::v1::{self as pb};
-use ploke_proto::status::invalid_argument;
+use ploke_proto::status::{CHECKOUT_MISALIGNED, failed_precondition, invalid_argument};
 use ploke_runtime::blocking::BlockingError;
 use ploke_runtime::text::shown;
 use tokio::sync::mpsc;
@@ -106,6 +106,9 @@ fn to_status(e: RagError) -> Status {
         e @ (RagError::OverlayConflict { .. }
         | RagError::OverlayWorkspace { .. }
         | RagError::BaseIncomplete(_)) => Status::failed_precondition(e.to_string()),
+        e @ RagError::CheckoutMisaligned { .. } => {
+            failed_precondition(CHECKOUT_MISALIGNED, "manifest", e.to_string())
+        }
         e @ RagError::OverlayStorage(_) => Status::unavailable(e.to_string()),
     }
 }

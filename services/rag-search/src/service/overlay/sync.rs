@@ -174,6 +174,19 @@ impl RagService {
             let mut held = current.clone();
             lost_contents_pending(&overlay.store, &mut held);
             let planned = plan_sync(&held, &base, &manifest);
+            // Not one path of the workspace's, and all of its files missing: as the overlay this
+            // manifest would delete the whole workspace and add a tree beside it.
+            if planned.unchanged == 0
+                && planned.changed > 0
+                && planned.added == planned.changed
+                && planned.deleted > 0
+            {
+                return Err(RagError::CheckoutMisaligned {
+                    root: overlay.root.display().to_string(),
+                    sent: planned.changed,
+                    missing: planned.deleted,
+                });
+            }
             check_limits(&overlay.session, &planned.next, limits)?;
             let version = if created || planned.next != current {
                 version + 1

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use ploke_proto::rag::v1::*;
-use ploke_proto::status::field_violations;
+use ploke_proto::status::{CHECKOUT_MISALIGNED, field_violations, is_precondition};
 use ploke_rag_search::service::{OverlayLimits, RagService, Retrieval};
 use ploke_runtime::workspaces::Workspaces;
 use tonic::Code;
@@ -287,6 +287,40 @@ async fn over_a_limit_is_refused_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn a_manifest_that_is_not_a_checkout_of_the_workspace_is_refused_and_changes_nothing() {
+    let (_ws, _data, mut s) = base(Options::default()).await;
+    let alice = user("alice");
+    s.sync(&alice, "s-alice", &dev_manifest()).await.unwrap();
+    let before = s.overlay(&alice, "s-alice").await;
+    // The checkout's src/ sent as if it were the whole tree: as the overlay it would delete
+    // every file of the workspace and add lib.rs, config.rs beside src/.
+    let subdirectory = [("lib.rs", LIB_RS), ("config.rs", CONFIG_RS_DEV)];
+    let refused = "none of the 2 file(s) sent has a path of workspace ROOT, and all 5 file(s) of it are missing from them: send the root of a checkout of that workspace, not a subdirectory of it or another tree; the overlay is unchanged"
+        .replace("ROOT", &s.root.display().to_string());
+    for session in ["s-alice", "s-new"] {
+        let err = s.sync(&alice, session, &subdirectory).await.unwrap_err();
+        assert_eq!(
+            (err.code(), err.message()),
+            (Code::FailedPrecondition, refused.as_str())
+        );
+        assert!(is_precondition(&err, CHECKOUT_MISALIGNED));
+    }
+    assert_eq!(s.overlay(&alice, "s-alice").await, before);
+    assert_eq!(
+        s.overlay(&alice, "s-new").await,
+        Overlay {
+            session_id: "s-new".into(),
+            ..Default::default()
+        }
+    );
+    // One path in common is a checkout whose other files moved: taken.
+    let moved = [("src/lib.rs", LIB_RS), ("lib/config.rs", CONFIG_RS_DEV)];
+    let synced = s.sync(&alice, "s-alice", &moved).await.unwrap();
+    assert_eq!((synced.unchanged, synced.added, synced.deleted), (1, 1, 4));
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn bad_requests_name_the_field() {
     let (_ws, _data, mut s) = base(Options::default()).await;
     let alice = user("alice");
@@ -472,10 +506,13 @@ async fn an_overlay_survives_a_restart_and_expires_when_idle() {
         ..OverlayLimits::default()
     });
     let manifest = || {
-        vec![ploke_rag_search::service::ManifestFile {
-            path: "src/extra.rs".into(),
-            hash: hash(EXTRA_RS),
-        }]
+        dev_manifest()
+            .into_iter()
+            .map(|(path, text)| ploke_rag_search::service::ManifestFile {
+                path: path.into(),
+                hash: hash(text),
+            })
+            .collect::<Vec<_>>()
     };
     let as_ = |who: &str, session: &'static str| {
         let service = service.clone();
