@@ -23,21 +23,15 @@ pub struct Which {
 
 /// Creates (or finds) the session and runs the TUI until the user quits.
 pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
-    let here = super::up::workspace(target.workspace.clone())?;
     // Below a workspace a `ploke up` serves (the one the connection will use), the TUI logs
     // where that one keeps its state, not into a `.ploke/` of the subdirectory.
-    let above = (target.gateway.is_none()
-        && target.workspace.is_none()
-        && super::running::Record::read(&here).is_none())
-    .then(|| {
-        super::running::served_above(&here)
-            .next()
-            .map(|(dir, _)| dir.to_path_buf())
-    })
-    .flatten();
-    let workspace = above.unwrap_or(here);
+    let served = Conn::served(target).await?;
+    let workspace = match &served {
+        Some((_, dir)) => dir.clone(),
+        None => super::up::workspace(target.workspace.clone())?,
+    };
     let (_telemetry, notices, _) = super::tui_logging(&workspace, &Default::default())?;
-    let mut conn = Conn::open_indexing(target, None).await?;
+    let mut conn = Conn::open_served(target, None, served).await?;
     let result = async {
         let session = open_session(&mut conn.gateway, which).await;
         let session = match session {

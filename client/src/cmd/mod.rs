@@ -69,6 +69,11 @@ pub struct Conn {
     overlays: bool,
 }
 
+/// `PLOKE_TOKEN`, when set and not empty.
+fn token() -> Option<String> {
+    std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty())
+}
+
 impl Conn {
     /// Opens the target; in-process services index the workspace first.
     pub async fn open(target: &Target) -> anyhow::Result<Self> {
@@ -78,7 +83,34 @@ impl Conn {
     /// Opens the target; in-process services index the workspace first, `until` searchable or
     /// done, or (`None`) in the background (answering from what is indexed so far).
     pub async fn open_indexing(target: &Target, until: Option<up::Until>) -> anyhow::Result<Self> {
-        let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
+        let served = Self::served(target).await?;
+        Self::open_served(target, until, served).await
+    }
+
+    /// The `ploke up` already serving the target's workspace (or, without `--workspace`, the
+    /// nearest directory above it that one serves), with the directory it serves; none with
+    /// `--gateway`. What [`Self::open_served`] then connects to, so that a caller deciding
+    /// something by it first (where `ploke chat` logs) decides by the same one.
+    pub async fn served(target: &Target) -> anyhow::Result<Option<(Gateway, PathBuf)>> {
+        if target.gateway.is_some() {
+            return Ok(None);
+        }
+        let token = token();
+        let workspace = up::workspace(target.workspace.clone())?;
+        Ok(match running::find(&workspace, token.clone()).await {
+            Some(gateway) => Some((gateway, workspace)),
+            // In a subdirectory of a workspace `ploke up` serves: that one, not a second index.
+            None if target.workspace.is_none() => running::find_above(&workspace, token).await,
+            None => None,
+        })
+    }
+
+    /// [`Self::open_indexing`] with what [`Self::served`] found.
+    pub async fn open_served(
+        target: &Target,
+        until: Option<up::Until>,
+        served: Option<(Gateway, PathBuf)>,
+    ) -> anyhow::Result<Self> {
         let workspace = up::workspace(target.workspace.clone())?;
         if let Some(url) = &target.gateway {
             if let Ok(state) = ploke_client::delivery::state_dir(&workspace) {
@@ -89,7 +121,7 @@ impl Conn {
                 }
             }
             return Ok(Self {
-                gateway: connect(url, token).await?,
+                gateway: connect(url, token()).await?,
                 embedded: None,
                 provider: None,
                 indexed: false,
@@ -97,13 +129,7 @@ impl Conn {
                 overlays: !target.no_overlay,
             });
         }
-        let found = match running::find(&workspace, token.clone()).await {
-            Some(gateway) => Some((gateway, workspace.clone())),
-            // In a subdirectory of a workspace `ploke up` serves: that one, not a second index.
-            None if target.workspace.is_none() => running::find_above(&workspace, token).await,
-            None => None,
-        };
-        if let Some((gateway, served)) = found {
+        if let Some((gateway, served)) = served {
             if served != workspace {
                 eprintln!("(using the `ploke up` of {})", served.display());
             }
