@@ -8,6 +8,7 @@ pub mod fake_embeddings;
 pub mod fake_provider;
 pub mod ports;
 pub mod postgres;
+pub mod wait;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;

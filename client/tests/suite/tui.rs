@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ploke_e2e::fake_provider::Reply;
+use ploke_e2e::wait::poll;
 use ploke_runtime::ServiceKind;
 
 use super::env;
@@ -52,12 +53,14 @@ impl Tmux {
     /// Waits until the pane shows `text`; returns the screen.
     async fn wait_for(&self, text: &str) -> String {
         poll(|| {
-            let screen = self.screen();
-            if screen.contains(text) {
-                Ok(screen)
-            } else {
-                Err(format!("`{text}` never appeared:\n{screen}"))
-            }
+            std::future::ready({
+                let screen = self.screen();
+                if screen.contains(text) {
+                    Ok(screen)
+                } else {
+                    Err(format!("`{text}` never appeared:\n{screen}"))
+                }
+            })
         })
         .await
     }
@@ -65,12 +68,14 @@ impl Tmux {
     /// Waits until `text` is gone from the pane.
     async fn wait_gone(&self, text: &str) {
         poll(|| {
-            let screen = self.screen();
-            if screen.contains(text) {
-                Err(format!("`{text}` stayed:\n{screen}"))
-            } else {
-                Ok(())
-            }
+            std::future::ready({
+                let screen = self.screen();
+                if screen.contains(text) {
+                    Err(format!("`{text}` stayed:\n{screen}"))
+                } else {
+                    Ok(())
+                }
+            })
         })
         .await
     }
@@ -227,27 +232,16 @@ async fn up_in_tmux_keeps_the_services_logs_off_the_screen() {
 /// Polls the log file until one line holds every one of `parts`.
 async fn wait_logged(log: &std::path::Path, parts: &[&str]) {
     poll(|| {
-        let text = std::fs::read_to_string(log).unwrap();
-        if text.lines().any(|l| parts.iter().all(|p| l.contains(p))) {
-            Ok(())
-        } else {
-            Err(format!("no line with {parts:?}:\n{text}"))
-        }
+        std::future::ready({
+            let text = std::fs::read_to_string(log).unwrap();
+            if text.lines().any(|l| parts.iter().all(|p| l.contains(p))) {
+                Ok(())
+            } else {
+                Err(format!("no line with {parts:?}:\n{text}"))
+            }
+        })
     })
     .await
-}
-
-/// Runs `probe` every 100 ms until it answers, for 30 s at most, then fails with its last
-/// reason (an external program: there is nothing to wait on but what it shows).
-async fn poll<T>(mut probe: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match probe() {
-            Ok(found) => return found,
-            Err(why) => assert!(Instant::now() < deadline, "{why}"),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// The one log file of today in `dir` (`ploke.YYYY-MM-DD.log`, rotated daily).

@@ -4,9 +4,8 @@
 mod escapes;
 mod special_files;
 
-use std::time::Duration;
-
 use ploke_e2e::Sandbox;
+pub use ploke_e2e::wait::eventually;
 use ploke_proto::rag::v1::{SearchRequest, Strategy};
 use ploke_proto::tools::v1::{
     ExecuteToolRequest, ToolError, ToolResult, execute_tool_event, tool_call,
@@ -35,19 +34,6 @@ pub async fn search(sandbox: &Sandbox, query: &str) -> Vec<String> {
             format!("{}:{}", part.file_path, part.canon_path)
         })
         .collect()
-}
-
-/// Polls `probe` until it holds; the deadline only bounds a failing test.
-pub async fn eventually<F, Fut>(what: &str, mut probe: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !probe().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Runs one tool call directly on tool-executor; its result or its typed error.
