@@ -271,16 +271,18 @@ async fn serve(
         embedded.stop().await?;
         return Ok(());
     }
+    // Handlers first: a signal right after the line below must drain, not kill.
+    let signalled = ploke_runtime::shutdown::signal();
+    let stop = embedded.shutdown_handle();
+    tokio::spawn(async move {
+        signalled.await;
+        stop.trigger();
+    });
     println!(
         "\nthe services run until Ctrl-C; in another terminal: `ploke ask \"…\"`, `ploke search \"…\"`, \
          `ploke edits`, or `grpcurl -plaintext {} list`",
         embedded.addrs.gateway
     );
-    let stop = embedded.shutdown_handle();
-    tokio::spawn(async move {
-        ploke_runtime::shutdown::signal().await;
-        stop.trigger();
-    });
     embedded.wait().await?;
     Ok(())
 }

@@ -5,27 +5,40 @@ use tokio::sync::watch;
 /// [`signal`], boxed so that it can be named.
 pub type SignalFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed by this call, not when the
+/// future is first polled: a signal that comes in between (a process told to stop as soon as it
+/// says it is ready) is not left to the default action, which ends the process with no drain.
+/// Must be called inside a Tokio runtime.
+pub fn signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        let terminate = signal(SignalKind::terminate()).ok();
+        // A handler that could not be installed never fires.
+        async fn next(signal: Option<Signal>) {
+            match signal {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+        async move {
+            tokio::select! {
+                () = next(interrupt) => tracing::info!("ctrl-c received, draining"),
+                () = next(terminate) => tracing::info!("sigterm received, draining"),
+            }
+        }
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("ctrl-c received, draining"),
-        () = term => tracing::info!("sigterm received, draining"),
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tracing::info!("ctrl-c received, draining");
+        }
     }
 }
 
