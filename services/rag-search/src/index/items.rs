@@ -1,9 +1,11 @@
 //! The items of one index by id, with their names indexed beside them ([`NameIndex`]): one
-//! place changes both, so a name never outlives its item.
+//! place changes both, so a name never outlives its item. Files' re-exports go to the names
+//! through here too.
 
 use rustc_hash::FxHashMap;
 
 use crate::names::NameIndex;
+use crate::parse::Reexport;
 
 use super::ItemRecord;
 
@@ -29,6 +31,16 @@ impl Items {
         let old = self.by_id.remove(id)?;
         self.names.remove(&old);
         Some(old)
+    }
+
+    /// Sets the re-exports of `file`, replacing those it had.
+    pub fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
+        self.names.set_reexports(file, reexports);
+    }
+
+    /// Forgets the re-exports of `file`.
+    pub fn remove_reexports(&mut self, file: &str) {
+        self.names.remove_reexports(file);
     }
 
     /// Forgets every item.

@@ -25,6 +25,7 @@ use rustc_hash::FxHashMap;
 
 use crate::bm25::{CorpusStats, Filters, Scope};
 use crate::fusion::{self, Lists, Rrf};
+use crate::names::Resolved;
 use crate::rank;
 
 use super::dense::passes;
@@ -140,12 +141,17 @@ pub fn rank_names_layers<'a>(
     if names.is_empty() {
         return Vec::new();
     }
+    // A path is resolved through every layer's re-exports (the base has the crate's root).
+    let mut resolved = Resolved::default();
+    for layer in layers {
+        resolved.extend(layer.index.items.names().resolve(&names));
+    }
     let lists = layers
         .iter()
         .enumerate()
         .map(|(i, layer)| {
             let items = &layer.index.items;
-            let scored = items.names().matches(&names, |id| {
+            let scored = items.names().matches(&names, &resolved, |id| {
                 items
                     .get(&id)
                     .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))

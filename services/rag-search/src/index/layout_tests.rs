@@ -1,7 +1,7 @@
 //! Canonical paths from module systems: a workspace of several languages (each parsed
 //! language's items under its module system's paths, found by lookup and by search with a
-//! language filter, moved when a refresh changes a package marker), and Rust's `#[path]`
-//! modules.
+//! language filter, moved when a refresh changes a package marker), Rust's `#[path]`
+//! modules, and public paths through Rust's re-exports.
 
 use super::*;
 use crate::bm25::Filters;
@@ -189,5 +189,87 @@ fn path_attributes_place_the_files_they_name() {
     assert_eq!(
         s.files_indexed, 2,
         "the declaring file and the one it moved"
+    );
+}
+
+#[test]
+fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "Cargo.toml", "[package]\nname = \"net-kit\"\n");
+    let lib =
+        |module: &str| format!("pub mod fast;\npub mod slow;\npub use self::{module}::Client;\n");
+    write(root, "src/lib.rs", &lib("fast"));
+    let client = "pub struct Client;\nimpl Client {\n    /// Sends a request.\n    pub fn get(&self) {}\n}\n";
+    write(
+        root,
+        "src/fast/mod.rs",
+        "mod client;\npub use self::client::Client;\n",
+    );
+    write(root, "src/fast/client.rs", client);
+    write(root, "src/slow/mod.rs", "mod client;\npub use client::*;\n");
+    write(root, "src/slow/client.rs", client);
+    let named = |index: &WorkspaceIndex, q: &str| -> String {
+        let found = index
+            .search(
+                Query::Bm25 {
+                    text: q,
+                    rrf: crate::fusion::Rrf::default(),
+                },
+                &Filters::default(),
+                5,
+            )
+            .unwrap();
+        found[0].hit.record.item.canon_path.clone()
+    };
+    let looked_up = |index: &WorkspaceIndex, path: &str| -> Vec<String> {
+        index
+            .lookup_canon(path, None)
+            .iter()
+            .map(|r| r.item.canon_path.clone())
+            .collect()
+    };
+    let mut index = indexed(root, data.path());
+    assert_eq!(
+        named(&index, "`net_kit::Client::get`"),
+        "crate::fast::client::Client::get"
+    );
+    assert_eq!(
+        named(&index, "`net_kit::slow::Client::get`"),
+        "crate::slow::client::Client::get"
+    );
+    assert_eq!(
+        looked_up(&index, "net_kit::Client::get"),
+        vec!["crate::fast::client::Client::get"]
+    );
+    assert_eq!(
+        looked_up(&index, "net_kit::slow::Client"),
+        vec!["crate::slow::client::Client"]
+    );
+    // Not a path of the crate: nothing.
+    assert!(looked_up(&index, "net_kit::Client::put").is_empty());
+    // The root re-exports the other client now.
+    write(root, "src/lib.rs", &lib("slow"));
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    assert_eq!(
+        named(&index, "`net_kit::Client::get`"),
+        "crate::slow::client::Client::get"
+    );
+    drop(index);
+    let index = WorkspaceIndex::open(
+        root,
+        data.path(),
+        (Boosts::default(), LengthPrior::default()),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        looked_up(&index, "net_kit::Client::get"),
+        vec!["crate::slow::client::Client::get"]
+    );
+    assert_eq!(
+        named(&index, "`net_kit::Client::get`"),
+        "crate::slow::client::Client::get"
     );
 }

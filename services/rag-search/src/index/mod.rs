@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::bm25::{Bm25, Bm25Error, Boosts};
 use crate::embed::EmbedError;
-use crate::parse::{Kind, Layout};
+use crate::parse::{Kind, Layout, Reexport};
 use crate::rank::LengthPrior;
 pub use crate::record::ItemRecord;
 use crate::scan::ScannedFile;
@@ -20,7 +20,7 @@ use items::Items;
 const META_FILE: &str = "meta.json";
 /// Bumped whenever parsing, tokenization or item ids change meaning: an index of another
 /// version is rebuilt from scratch (embeddings are still reused by content hash).
-const META_VERSION: u32 = 3;
+const META_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct FileRecord {
@@ -31,6 +31,9 @@ struct FileRecord {
     /// it even when its content is the same.
     #[serde(default)]
     module: String,
+    /// Its re-exports (Rust's `pub use`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    reexports: Vec<Reexport>,
 }
 
 impl FileRecord {
@@ -336,6 +339,11 @@ impl WorkspaceIndex {
             meta_generation: AtomicU64::new(0),
             meta_written: Arc::default(),
         };
+        for (rel, file) in &index.files {
+            if !file.reexports.is_empty() {
+                index.items.set_reexports(rel, &file.reexports);
+            }
+        }
         // A crash between the BM25 commit and the metadata write leaves them out of step:
         // start over rather than serve items that do not exist.
         if index.bm25.num_docs() != index.items.len() as u64 || index.items.is_empty() {
@@ -463,6 +471,9 @@ impl WorkspaceIndex {
             return 0;
         };
         self.bm25.remove_file(rel);
+        if !record.reexports.is_empty() {
+            self.items.remove_reexports(rel);
+        }
         for id in &record.item_ids {
             self.items.remove(id);
             if let Some(v) = self.vectors.as_mut() {
@@ -531,52 +542,6 @@ impl WorkspaceIndex {
         self.closed = true;
         self.bm25.close();
     }
-
-    /// Items with this exact canonical path: `crate::a::Item`, or with the crate named
-    /// (`my_crate::a::Item`) where several crates have the same path.
-    pub fn lookup_canon(&self, canon: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
-        let named = |r: &ItemRecord| {
-            let krate = r.item.crate_name.as_str();
-            !krate.is_empty()
-                && canon
-                    .strip_prefix(krate)
-                    .and_then(|rest| rest.strip_prefix("::"))
-                    .is_some_and(|rest| r.item.canon_path.strip_prefix("crate::") == Some(rest))
-        };
-        self.lookup(|r| r.item.canon_path == canon || named(r), kind)
-    }
-
-    /// Items with this bare name (or qualified name).
-    pub fn lookup_name(&self, name: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
-        self.lookup(|r| r.item.name == name || r.item.qualname == name, kind)
-    }
-
-    /// Every item of one file, in span order.
-    pub fn lookup_file(&self, file: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
-        let mut out: Vec<&ItemRecord> = self
-            .items
-            .values()
-            .filter(|r| r.file == file && kind.is_none_or(|k| r.item.kind == k))
-            .collect();
-        out.sort_by_key(|r| (r.item.byte_start, std::cmp::Reverse(r.item.byte_end)));
-        out
-    }
-
-    fn lookup(&self, pred: impl Fn(&ItemRecord) -> bool, kind: Option<Kind>) -> Vec<&ItemRecord> {
-        let mut out: Vec<&ItemRecord> = self
-            .items
-            .values()
-            .filter(|r| pred(r) && kind.is_none_or(|k| r.item.kind == k))
-            .collect();
-        out.sort_by(|a, b| {
-            (&a.item.canon_path, &a.file, a.item.byte_start).cmp(&(
-                &b.item.canon_path,
-                &b.file,
-                b.item.byte_start,
-            ))
-        });
-        out
-    }
 }
 
 pub(crate) fn hex_hash(hex: &str) -> TextHash {
@@ -593,6 +558,7 @@ mod dense;
 mod items;
 mod layers;
 mod layout;
+mod lookup;
 mod refresh;
 mod search;
 

@@ -265,7 +265,8 @@ impl WorkspaceIndex {
         if names.is_empty() {
             return Vec::new();
         }
-        let scored = self.items.names().matches(&names, |id| {
+        let resolved = self.items.names().resolve(&names);
+        let scored = self.items.names().matches(&names, &resolved, |id| {
             self.items
                 .get(&id)
                 .filter(|r| super::dense::passes(r, filters))

@@ -7,7 +7,7 @@ use ploke_runtime::path_policy::{self, FileError};
 
 use crate::bm25::Bm25Doc;
 use crate::embed;
-use crate::parse::{self, Layout, ModuleLoc, ParsedItem};
+use crate::parse::{self, Layout, ModuleLoc, ParsedItem, Reexport};
 use crate::scan::{self, ScannedFile};
 
 use super::{FileOutcome, FileRecord, IndexError, ItemRecord, WorkspaceIndex};
@@ -31,6 +31,8 @@ pub(super) enum Prepared {
         module: String,
         text: String,
         items: Vec<(ParsedItem, String)>,
+        /// Its re-exports (Rust's `pub use`).
+        reexports: Vec<Reexport>,
     },
 }
 
@@ -91,7 +93,7 @@ pub(super) fn prepare_bytes(
     let Some(text) = scan::read_text(bytes) else {
         return Prepared::Skipped;
     };
-    let parsed = parse::parse_file(rel, language, loc.as_ref(), &text);
+    let (parsed, reexports) = parse::parse_file(rel, language, loc.as_ref(), &text);
     let items = parsed
         .into_iter()
         .map(|item| {
@@ -106,6 +108,7 @@ pub(super) fn prepare_bytes(
         module,
         text,
         items,
+        reexports,
     }
 }
 
@@ -167,7 +170,7 @@ impl WorkspaceIndex {
         file: &FileName<'_>,
         prepared: Prepared,
     ) -> Result<FileOutcome, IndexError> {
-        let (hash, module, text, items) = match prepared {
+        let (hash, module, text, items, reexports) = match prepared {
             Prepared::Missing => {
                 let removed = self.drop_file(file.rel);
                 return Ok(FileOutcome::Removed { removed });
@@ -182,7 +185,8 @@ impl WorkspaceIndex {
                 module,
                 text,
                 items,
-            } => (hash, module, text, items),
+                reexports,
+            } => (hash, module, text, items, reexports),
         };
         let removed = self.drop_file(file.rel);
         let mut ids = Vec::with_capacity(items.len());
@@ -215,6 +219,10 @@ impl WorkspaceIndex {
             );
         }
         let added = ids.len() as u64;
+        // The file's old ones went with drop_file.
+        if !reexports.is_empty() {
+            self.items.set_reexports(file.rel, &reexports);
+        }
         self.files.insert(
             file.rel.to_owned(),
             FileRecord {
@@ -222,6 +230,7 @@ impl WorkspaceIndex {
                 language: file.language.to_owned(),
                 item_ids: ids,
                 module,
+                reexports,
             },
         );
         Ok(FileOutcome::Indexed { added, removed })

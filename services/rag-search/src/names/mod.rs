@@ -11,14 +11,16 @@
 //! (`blocking` in "add bytes to blocking::Response") wins. The constants were chosen on
 //! ../shared/eval (docs/RETRIEVAL.md, "Names").
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::parse::Kind;
+use crate::parse::{Kind, Reexport};
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
+mod paths;
 mod query;
 
+pub use paths::path_of;
 use query::CODE_STRENGTH;
 #[cfg(test)]
 use query::{CAPITALISED_STRENGTH, PHRASE_STRENGTH, WORD_STRENGTH, phrases, strip_commit_prefix};
@@ -68,6 +70,22 @@ fn key_chars(name: &str) -> impl Iterator<Item = char> + '_ {
         .flat_map(char::to_lowercase)
 }
 
+/// The item paths each of a query's names can mean ([`NameIndex::resolve`]).
+#[derive(Debug, Clone, Default)]
+pub struct Resolved(Vec<FxHashSet<String>>);
+
+impl Resolved {
+    /// Adds what another layer of the same workspace resolved for the same query.
+    pub fn extend(&mut self, other: Resolved) {
+        if self.0.len() < other.0.len() {
+            self.0.resize_with(other.0.len(), FxHashSet::default);
+        }
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            mine.extend(theirs);
+        }
+    }
+}
+
 /// The items of one index by name key, with the words of the path around each one's name.
 #[derive(Debug, Clone, Default)]
 pub struct NameIndex {
@@ -78,6 +96,8 @@ pub struct NameIndex {
     /// inside them (`has_value_filters` under `value filters` and `has value`).
     by_part: FxHashMap<String, Vec<u64>>,
     path_words: FxHashMap<u64, Box<[String]>>,
+    /// Rust items' paths and the re-exports that make public paths of them.
+    paths: paths::Paths,
 }
 
 impl NameIndex {
@@ -91,6 +111,7 @@ impl NameIndex {
         if !Self::named(record) {
             return;
         }
+        self.paths.insert(record);
         self.by_key
             .entry(key(&record.item.name))
             .or_default()
@@ -112,6 +133,9 @@ impl NameIndex {
 
     /// Removes an item.
     pub fn remove(&mut self, record: &ItemRecord) {
+        if Self::named(record) {
+            self.paths.remove(record);
+        }
         unlist(&mut self.by_key, key(&record.item.name), record.id);
         let own = word_parts(&record.item.name);
         for part in parts_of(&own) {
@@ -129,6 +153,57 @@ impl NameIndex {
         self.by_stems.clear();
         self.by_part.clear();
         self.path_words.clear();
+        self.paths.clear();
+    }
+
+    /// Sets the re-exports of `file`, replacing those it had.
+    pub fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
+        self.paths.set_reexports(file, reexports);
+    }
+
+    /// Forgets the re-exports of `file`.
+    pub fn remove_reexports(&mut self, file: &str) {
+        self.paths.remove_reexports(file);
+    }
+
+    /// The items a path written as code (`reqwest::Client::get`, a `crate::` path, or one from
+    /// a crate's root) can mean through the crates' re-exports, by their paths ([`path_of`]);
+    /// none for a path into a module.
+    pub fn resolve_path(&self, written: &str) -> FxHashSet<String> {
+        let segments: Vec<&str> = written
+            .split("::")
+            .filter(|s| !s.is_empty() && *s != "crate")
+            .collect();
+        let lowercase = segments
+            .last()
+            .is_none_or(|s| !s.starts_with(char::is_uppercase));
+        let keys: Vec<String> = segments.into_iter().map(key).collect();
+        self.paths.resolve(&keys, lowercase)
+    }
+
+    /// For each of the query's names written with a path (`reqwest::Client::get`,
+    /// `Client::get`), the paths of the items it can mean through the crates' re-exports, in
+    /// the order of `query.names` (see [`paths`]). Layers of one workspace merge theirs with
+    /// [`Resolved::extend`].
+    pub fn resolve(&self, query: &QueryNames) -> Resolved {
+        Resolved(
+            query
+                .names
+                .iter()
+                .map(|n| {
+                    if n.qualifiers.is_empty() {
+                        return FxHashSet::default();
+                    }
+                    let mut written = n.qualifiers.clone();
+                    written.push(n.key.clone());
+                    let lowercase = n
+                        .spelled
+                        .as_deref()
+                        .is_none_or(|s| !s.starts_with(char::is_uppercase));
+                    self.paths.resolve(&written, lowercase)
+                })
+                .collect(),
+        )
     }
 
     /// Whether one of the query's names written as code is an item's name here.
@@ -144,10 +219,13 @@ impl NameIndex {
     pub fn matches<'a>(
         &self,
         query: &QueryNames,
+        resolved: &Resolved,
         item: impl Fn(u64) -> Option<&'a ItemRecord>,
     ) -> Vec<(&'a ItemRecord, f32)> {
         let mut found: FxHashMap<u64, (&'a ItemRecord, f32)> = FxHashMap::default();
-        for name in &query.names {
+        let nothing = FxHashSet::default();
+        for (i, name) in query.names.iter().enumerate() {
+            let public = resolved.0.get(i).unwrap_or(&nothing);
             // The spelling as written counts only where the key itself matched.
             let (ids, form, spelled) = match self.by_key.get(&name.key) {
                 Some(ids) => (ids, 1.0, name.spelled.as_deref()),
@@ -174,24 +252,32 @@ impl NameIndex {
                 .iter()
                 .filter_map(|id| {
                     let record = item(*id)?;
-                    let fit =
-                        (!name.qualifiers.is_empty()).then(|| Fit::of(record, &name.qualifiers));
+                    let fit = (!name.qualifiers.is_empty()).then(|| {
+                        let at_public_path = !public.is_empty()
+                            && paths::path_of(record).is_some_and(|p| public.contains(&p));
+                        if at_public_path {
+                            Fit::Exact
+                        } else {
+                            Fit::of(record, &name.qualifiers)
+                        }
+                    });
                     Some((*id, record, fit))
                 })
                 .collect();
-            let mut per_fit = [0usize; 4];
+            let mut per_fit = [0usize; 5];
             for fit in candidates.iter().filter_map(|c| c.2) {
                 per_fit[fit as usize] += 1;
             }
             for (id, record, fit) in candidates {
                 let shared_by = match fit {
-                    Some(fit @ (Fit::Whole | Fit::Owner | Fit::Path)) => {
+                    Some(fit @ (Fit::Exact | Fit::Whole | Fit::Owner | Fit::Path)) => {
                         per_fit[..=fit as usize].iter().sum()
                     }
                     Some(Fit::Nothing) | None => ids.len(),
                 };
                 let specificity = 1.0 / (1.0 + (shared_by.max(1) as f32).ln());
-                let qualified = fit.map_or(1.0, Fit::factor);
+                let owned = owners(&record.item.qualname).next().is_some();
+                let qualified = fit.map_or(1.0, |f| f.factor(owned));
                 let context = self.path_words.get(&id).map_or(0, |words| {
                     words
                         .iter()
@@ -259,6 +345,9 @@ fn kind_factor(kind: Kind) -> f32 {
 /// first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fit {
+    /// The path written is the item's, canonical or public through re-exports
+    /// (`reqwest::Client::get` for `crate::async_impl::client::Client::get`).
+    Exact,
     /// Its own type or trait is the last qualifier and the others are in its path.
     Whole,
     /// Its own type or trait is the last qualifier.
@@ -294,9 +383,12 @@ impl Fit {
         }
     }
 
-    fn factor(self) -> f32 {
+    /// What a fit weighs; an exact path weighs what a whole one does (its own type named for a
+    /// method, its module for a free item), and is told apart from those by being shared less.
+    fn factor(self, owned: bool) -> f32 {
         match self {
-            Self::Whole | Self::Owner => OWNER_QUALIFIED,
+            Self::Exact if !owned => QUALIFIED,
+            Self::Exact | Self::Whole | Self::Owner => OWNER_QUALIFIED,
             Self::Path => QUALIFIED,
             Self::Nothing => OTHERWISE_QUALIFIED,
         }

@@ -10,6 +10,7 @@ mod layout;
 mod module_path;
 mod path_attr;
 mod python;
+mod reexports;
 mod rust;
 mod source;
 mod text;
@@ -22,25 +23,28 @@ pub use layout::{Layout, is_manifest, shapes_layout};
 pub use module_path::module_path;
 pub use path_attr::{PathModule, path_modules};
 pub use python::parse_python;
-pub use rust::{parse_rust, parse_rust_in};
+pub use reexports::Reexport;
+pub use rust::{parse_rust, parse_rust_file, parse_rust_in};
 pub use text::{WINDOW_LINES, line_windows};
 pub use typescript::parse_typescript;
 
-/// Items of one file: parsed by its language at `loc` ([`Layout::locate`]), else line windows.
+/// Items of one file: parsed by its language at `loc` ([`Layout::locate`]), else line windows;
+/// with its re-exports (Rust's `pub use`; none for other languages yet).
 pub fn parse_file(
     rel: &str,
     language: &str,
     loc: Option<&ModuleLoc>,
     text: &str,
-) -> Vec<ParsedItem> {
-    match (language, loc) {
-        ("rust", Some(loc)) => parse_rust_in(loc, text),
+) -> (Vec<ParsedItem>, Vec<Reexport>) {
+    let items = match (language, loc) {
+        ("rust", Some(loc)) => return parse_rust_file(loc, text),
         ("python", Some(loc)) => parse_python(loc, text),
         ("go", Some(loc)) => parse_go(loc, text),
         ("typescript" | "javascript", Some(loc)) => parse_typescript(rel, loc, text),
         ("java", Some(loc)) => parse_java(loc, text),
         _ => line_windows(rel, text),
-    }
+    };
+    (items, Vec::new())
 }
 
 /// The signature and doc of the item named `name`, for parser tests.

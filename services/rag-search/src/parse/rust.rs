@@ -4,6 +4,7 @@
 
 use tree_sitter::{Node, Parser};
 
+use super::reexports::{self, Reexport};
 use super::source::{Lines, child_of, collapse_ws, named_children};
 use super::{Kind, ModuleLoc, ParsedItem, module_path};
 
@@ -26,6 +27,7 @@ struct Walker<'a> {
     src: &'a str,
     lines: Lines,
     items: Vec<ParsedItem>,
+    reexports: Vec<Reexport>,
     crate_name: &'a str,
 }
 
@@ -41,17 +43,23 @@ pub fn parse_rust(rel: &str, src: &str) -> Vec<ParsedItem> {
 
 /// Parses one Rust file at `loc` (its crate and module, [`super::CrateLayout`]) into items.
 pub fn parse_rust_in(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
+    parse_rust_file(loc, src).0
+}
+
+/// [`parse_rust_in`], with the file's re-exports (`pub use`) in file order.
+pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reexport>) {
     let mut walker = Walker {
         src,
         lines: Lines::new(src),
         items: Vec::new(),
+        reexports: Vec::new(),
         crate_name: &loc.crate_name,
     };
     walker.parse_region(0, src.len(), &loc.segments, &Scope::Module, 0);
     walker
         .items
         .sort_by_key(|i| (i.byte_start, std::cmp::Reverse(i.byte_end)));
-    walker.items
+    (walker.items, walker.reexports)
 }
 
 fn new_parser() -> Option<Parser> {
@@ -177,6 +185,14 @@ impl Walker<'_> {
                             self.parse_region(start, end, module, scope, depth + 1);
                         }
                     }
+                }
+                "use_declaration" if matches!(scope, Scope::Module) => {
+                    let found = reexports::of_use(
+                        node,
+                        |n| self.text(n, offset).to_owned(),
+                        (self.crate_name, module),
+                    );
+                    self.reexports.extend(found);
                 }
                 "ERROR" | "declaration_list" => self.walk(node, offset, module, scope, depth),
                 _ => {}

@@ -193,8 +193,10 @@ fn found(
     query: &str,
     keep: &dyn Fn(u64) -> bool,
 ) -> Vec<(u64, f32)> {
+    let names = query_names(query);
+    let resolved = index.resolve(&names);
     let mut found: Vec<(u64, f32)> = index
-        .matches(&query_names(query), |id| {
+        .matches(&names, &resolved, |id| {
             items.iter().find(|i| i.id == id).filter(|_| keep(id))
         })
         .into_iter()
@@ -517,14 +519,17 @@ fn the_owner_of_an_item_is_its_type_or_trait() {
         [Fit::Whole, Fit::Owner, Fit::Path, Fit::Nothing]
     );
     assert_eq!(
-        [Fit::Whole, Fit::Owner, Fit::Path, Fit::Nothing].map(Fit::factor),
+        [Fit::Exact, Fit::Whole, Fit::Owner, Fit::Path, Fit::Nothing].map(|f| f.factor(true)),
         [
+            OWNER_QUALIFIED,
             OWNER_QUALIFIED,
             OWNER_QUALIFIED,
             QUALIFIED,
             OTHERWISE_QUALIFIED
         ]
     );
+    // A free item at the exact path weighs what its module written does.
+    assert_eq!(Fit::Exact.factor(false), QUALIFIED);
 }
 
 #[test]
@@ -559,3 +564,5 @@ fn quoted_text_names_nothing() {
     // A quoted name alone is a name.
     assert_eq!(keys("\"header_read_timeout\"").len(), 1);
 }
+
+mod public_paths;

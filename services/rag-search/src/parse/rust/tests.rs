@@ -132,3 +132,58 @@ fn garbage_and_empty_input_give_no_items_and_no_panic() {
         "cfg_x! { cfg_y! { cfg_z! { cfg_w! { fn deep() {} } } } }",
     );
 }
+
+#[test]
+fn public_uses_are_re_exports_of_their_module() {
+    let src = r#"
+use private::Hidden;
+pub use self::async_impl::{Body, Client as AsyncClient, self};
+pub(crate) use crate::de::from_str;
+pub(self) use nothing::Here;
+pub use super::up::*;
+pub use ::external::Thing;
+pub use inner::{deep::{Leaf, other::*}};
+pub use a::b as _;
+if_hyper! {
+    pub use self::hyper_only::Upgraded;
+}
+mod nested {
+    pub use super::Body as NestedBody;
+}
+fn body() {
+    pub use not::AnExport;
+}
+"#;
+    let loc = ModuleLoc {
+        crate_name: "reqwest".into(),
+        segments: vec!["top".into()],
+    };
+    let (_, reexports) = parse_rust_file(&loc, src);
+    let shown: Vec<String> = reexports
+        .iter()
+        .map(|r| {
+            assert_eq!(r.crate_name, "reqwest");
+            format!(
+                "{} {} = {}",
+                r.module.join("::"),
+                r.name,
+                r.target.join("::")
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            "top Body = self::async_impl::Body",
+            "top AsyncClient = self::async_impl::Client",
+            "top async_impl = self::async_impl",
+            "top from_str = crate::de::from_str",
+            "top  = super::up",
+            "top Thing = ::::external::Thing",
+            "top Leaf = inner::deep::Leaf",
+            "top  = inner::deep::other",
+            "top Upgraded = self::hyper_only::Upgraded",
+            "top::nested NestedBody = super::Body",
+        ]
+    );
+}

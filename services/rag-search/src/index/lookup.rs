@@ -1,0 +1,70 @@
+//! Looking items up by canonical (or public) path, by name and by file: what
+//! `code_item_lookup`, `replace_item` and snippets by path ask.
+
+use super::{ItemRecord, Kind, WorkspaceIndex};
+
+impl WorkspaceIndex {
+    /// Items with this exact canonical path: `crate::a::Item`, or with the crate named
+    /// (`my_crate::a::Item`) where several crates have the same path; else the items a public
+    /// path means through the crate's re-exports (`reqwest::Client` for
+    /// `crate::async_impl::client::Client`).
+    pub fn lookup_canon(&self, canon: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        let named = |r: &ItemRecord| {
+            let krate = r.item.crate_name.as_str();
+            !krate.is_empty()
+                && canon
+                    .strip_prefix(krate)
+                    .and_then(|rest| rest.strip_prefix("::"))
+                    .is_some_and(|rest| r.item.canon_path.strip_prefix("crate::") == Some(rest))
+        };
+        let found = self.lookup(|r| r.item.canon_path == canon || named(r), kind);
+        if !found.is_empty() {
+            return found;
+        }
+        // A public path (`reqwest::Client::get` for `crate::async_impl::client::Client::get`):
+        // through the crates' re-exports, the name itself as written.
+        let public = self.items.names().resolve_path(canon);
+        let name = canon.rsplit("::").next().unwrap_or(canon);
+        if public.is_empty() {
+            return found;
+        }
+        self.lookup(
+            |r| {
+                r.item.name == name && crate::names::path_of(r).is_some_and(|p| public.contains(&p))
+            },
+            kind,
+        )
+    }
+
+    /// Items with this bare name (or qualified name).
+    pub fn lookup_name(&self, name: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        self.lookup(|r| r.item.name == name || r.item.qualname == name, kind)
+    }
+
+    /// Every item of one file, in span order.
+    pub fn lookup_file(&self, file: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        let mut out: Vec<&ItemRecord> = self
+            .items
+            .values()
+            .filter(|r| r.file == file && kind.is_none_or(|k| r.item.kind == k))
+            .collect();
+        out.sort_by_key(|r| (r.item.byte_start, std::cmp::Reverse(r.item.byte_end)));
+        out
+    }
+
+    fn lookup(&self, pred: impl Fn(&ItemRecord) -> bool, kind: Option<Kind>) -> Vec<&ItemRecord> {
+        let mut out: Vec<&ItemRecord> = self
+            .items
+            .values()
+            .filter(|r| pred(r) && kind.is_none_or(|k| r.item.kind == k))
+            .collect();
+        out.sort_by(|a, b| {
+            (&a.item.canon_path, &a.file, a.item.byte_start).cmp(&(
+                &b.item.canon_path,
+                &b.file,
+                b.item.byte_start,
+            ))
+        });
+        out
+    }
+}

@@ -1,0 +1,265 @@
+//! Paths written from a crate's root, resolved through its re-exports: `reqwest::Client::get`
+//! is `crate::async_impl::client::Client::get` because reqwest's root says
+//! `pub use self::async_impl::Client` and `async_impl` says `pub use self::client::Client`.
+//! A user or a model writes the public path it knows from the crate's documentation; the index
+//! knows canonical paths. Every path here is a lookup key per segment ([`super::key`]) joined
+//! with `::`, the crate's own name first (`reqwest::asyncimpl::client::client::get`).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{key, owners};
+use crate::parse::Reexport;
+use crate::record::ItemRecord;
+
+/// Most re-exports followed in a chain (`a` re-exports `b`'s, which re-exports `c`'s, …).
+const MAX_DEPTH: usize = 8;
+/// Most paths one written path may resolve to (the same name re-exported under `cfg`s).
+const MAX_PATHS: usize = 16;
+
+/// A name a module binds with `pub use`.
+#[derive(Debug, Clone)]
+struct Bound {
+    /// The file declaring it.
+    file: String,
+    /// The name's key; empty for a glob.
+    name: String,
+    /// The path as written.
+    target: Vec<String>,
+}
+
+/// The paths of one index's Rust items and modules, and its re-exports.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Paths {
+    /// Every item's path and each path above it (its modules, its type), with how many items
+    /// lie at or below it.
+    paths: FxHashMap<String, u32>,
+    /// The modules among them (the crate roots too), with their items.
+    modules: FxHashMap<String, u32>,
+    /// Crates by key, with their items.
+    crates: FxHashMap<String, u32>,
+    /// Re-exports by the path of the module declaring them.
+    bound: FxHashMap<String, Vec<Bound>>,
+}
+
+/// The key of a crate as paths start with it (a file no manifest accounts for: `crate`).
+fn crate_key(name: &str) -> String {
+    if name.is_empty() {
+        "crate".to_owned()
+    } else {
+        key(name)
+    }
+}
+
+/// An item's path (`reqwest::asyncimpl::client::client::get`) and the paths above it, nearest
+/// the root first (the crate's root not among them); none for items of other languages than
+/// Rust. The first `.1` of them are its modules.
+fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
+    let item = &record.item;
+    if record.language != "rust" {
+        return (Vec::new(), 0);
+    }
+    let Some(module) = item
+        .canon_path
+        .strip_suffix(item.qualname.as_str())
+        .map(|m| m.trim_end_matches("::"))
+    else {
+        return (Vec::new(), 0);
+    };
+    let mut segments: Vec<String> = module
+        .split("::")
+        .skip(1) // `crate`
+        .map(key)
+        .collect();
+    let modules = segments.len();
+    // A method's type (`Client` of `Client::get` and of `<Client as Trait>::get`).
+    if let Some(owner) = owners(&item.qualname).next() {
+        segments.push(key(owner));
+    }
+    segments.push(key(item.name.trim_end_matches('!')));
+    let mut path = crate_key(&item.crate_name);
+    let mut out = Vec::with_capacity(segments.len());
+    for segment in segments {
+        path.push_str("::");
+        path.push_str(&segment);
+        out.push(path.clone());
+    }
+    (out, modules)
+}
+
+/// An item's path as [`super::NameIndex::resolve`] gives them
+/// (`reqwest::asyncimpl::client::client::get`); none for other languages than Rust.
+pub fn path_of(record: &ItemRecord) -> Option<String> {
+    path_and_above(record).0.pop()
+}
+
+impl Paths {
+    /// Adds an item's path.
+    pub(super) fn insert(&mut self, record: &ItemRecord) {
+        let (paths, modules) = path_and_above(record);
+        if paths.is_empty() {
+            return;
+        }
+        let root = crate_key(&record.item.crate_name);
+        *self.crates.entry(root.clone()).or_default() += 1;
+        *self.modules.entry(root).or_default() += 1;
+        for (i, path) in paths.into_iter().enumerate() {
+            if i < modules {
+                *self.modules.entry(path.clone()).or_default() += 1;
+            }
+            *self.paths.entry(path).or_default() += 1;
+        }
+    }
+
+    /// Takes an item's path off.
+    pub(super) fn remove(&mut self, record: &ItemRecord) {
+        let (paths, modules) = path_and_above(record);
+        if paths.is_empty() {
+            return;
+        }
+        let root = crate_key(&record.item.crate_name);
+        uncount(&mut self.crates, root.clone());
+        uncount(&mut self.modules, root);
+        for (i, path) in paths.into_iter().enumerate() {
+            if i < modules {
+                uncount(&mut self.modules, path.clone());
+            }
+            uncount(&mut self.paths, path);
+        }
+    }
+
+    /// Sets the re-exports of `file` (replacing those it had).
+    pub(super) fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
+        self.remove_reexports(file);
+        for r in reexports {
+            let mut module = crate_key(&r.crate_name);
+            for segment in &r.module {
+                module.push_str("::");
+                module.push_str(&key(segment));
+            }
+            self.bound.entry(module).or_default().push(Bound {
+                file: file.to_owned(),
+                name: key(&r.name),
+                target: r.target.clone(),
+            });
+        }
+    }
+
+    /// Forgets the re-exports of `file`.
+    pub(super) fn remove_reexports(&mut self, file: &str) {
+        self.bound.retain(|_, bound| {
+            bound.retain(|b| b.file != file);
+            !bound.is_empty()
+        });
+    }
+
+    /// Forgets everything.
+    pub(super) fn clear(&mut self) {
+        self.paths.clear();
+        self.modules.clear();
+        self.crates.clear();
+        self.bound.clear();
+    }
+
+    /// The item paths a written path (segment keys: `reqwest`, `client`, `get`) can mean: from
+    /// the crate it names first, or from every crate's root when it names none (`Client::get`
+    /// in reqwest is `reqwest::Client::get`), through re-exports. None when a lowercase last
+    /// segment (`lowercase_last`) is a module there: `tracing_subscriber::fmt` names the module,
+    /// not the function `fmt::fmt` the root also re-exports as `fmt`.
+    pub(super) fn resolve(&self, written: &[String], lowercase_last: bool) -> FxHashSet<String> {
+        let Some((first, rest)) = written.split_first() else {
+            return FxHashSet::default();
+        };
+        // `crate::` and `self::` are dropped from the paths written ([`super::query`]).
+        let (roots, rest): (Vec<&String>, &[String]) = if self.crates.contains_key(first) {
+            (vec![first], rest)
+        } else {
+            (self.crates.keys().collect(), written)
+        };
+        let mut found = FxHashSet::default();
+        for root in roots {
+            let mut current = vec![root.clone()];
+            for segment in rest {
+                current = self.step_all(&current, segment, 0);
+            }
+            found.extend(current);
+        }
+        if lowercase_last && found.iter().any(|p| self.modules.contains_key(p)) {
+            found.clear();
+        }
+        found
+    }
+
+    /// [`Self::step`] from each of `modules`.
+    fn step_all(&self, modules: &[String], segment: &str, depth: usize) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for module in modules {
+            for path in self.step(module, segment, depth) {
+                if !out.contains(&path) && out.len() < MAX_PATHS {
+                    out.push(path);
+                }
+            }
+        }
+        out
+    }
+
+    /// What `segment` (a key) names in `module`: an item or module defined there, or what a
+    /// re-export there binds to it (directly or through a glob).
+    fn step(&self, module: &str, segment: &str, depth: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let child = format!("{module}::{segment}");
+        if self.paths.contains_key(&child) {
+            out.push(child);
+        }
+        if depth >= MAX_DEPTH {
+            return out;
+        }
+        for b in self.bound.get(module).into_iter().flatten() {
+            if b.name == segment {
+                out.extend(self.target(module, &b.target, depth + 1));
+            } else if b.name.is_empty() {
+                let sources = self.target(module, &b.target, depth + 1);
+                out.extend(self.step_all(&sources, segment, depth + 1));
+            }
+        }
+        out
+    }
+
+    /// Where a `use` path written in `module` leads (`self::x::Y`, `super::Y`, `crate::a::Y`,
+    /// or `x::Y` from `module`); nothing for a path into another crate.
+    fn target(&self, module: &str, target: &[String], depth: usize) -> Vec<String> {
+        let root = module.split("::").next().unwrap_or(module);
+        let mut current = module.to_owned();
+        let mut segments = target;
+        while let Some((first, rest)) = segments.split_first() {
+            match first.as_str() {
+                "crate" => current = root.to_owned(),
+                "self" => {}
+                "super" => match current.rsplit_once("::") {
+                    Some((parent, _)) => current = parent.to_owned(),
+                    None => return Vec::new(),
+                },
+                "::" => return Vec::new(),
+                _ => break,
+            }
+            segments = rest;
+        }
+        let mut paths = vec![current];
+        for segment in segments {
+            paths = self.step_all(&paths, &key(segment), depth);
+            if paths.is_empty() {
+                break;
+            }
+        }
+        paths
+    }
+}
+
+/// Counts one less under `key`, and forgets it at zero.
+fn uncount(map: &mut FxHashMap<String, u32>, key: String) {
+    if let Some(n) = map.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            map.remove(&key);
+        }
+    }
+}
