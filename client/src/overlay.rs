@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use ploke_proto::rag::v1::{
     ManifestEntry, OverlayFile, PutOverlayFilesRequest, SyncOverlayRequest,
 };
-use ploke_proto::status::{CHECKOUT_MISALIGNED, is_precondition};
+use ploke_proto::status::{CHECKOUT_MISALIGNED, precondition};
 
 use crate::gateway::Gateway;
 
@@ -71,6 +71,17 @@ pub fn manifest(root: &Path) -> Vec<(ManifestEntry, PathBuf)> {
         .collect()
 }
 
+/// Not one path of `root`'s the served tree's, and the served tree's files missing: `root` is
+/// not where the checkout has the served workspace's root (a subdirectory of it, a directory
+/// above it, another tree). Its paths would not be the server's, nor would approved edits land
+/// where they belong.
+fn misaligned(root: &Path, sent: &str, missing: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} does not line up with the served workspace: none of the {sent} file(s) here has a path of the served tree, and all {missing} of its file(s) are missing here; run from the directory of your checkout that is the served workspace's root, or name it with --workspace DIR (--no-overlay sends no changes); nothing was uploaded",
+        root.display()
+    )
+}
+
 /// Sends the developer's checkout at `root` as the overlay of `session_id`.
 pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyhow::Result<Synced> {
     let started = Instant::now();
@@ -91,21 +102,23 @@ pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyho
             files,
         })
         .await
-        .map_err(|s| {
-            // Not one of its paths the server's, and the server's files missing: this directory
-            // is not the root of a checkout of the served tree (a subdirectory of it, or another
-            // tree); the server refused it before changing anything.
-            if is_precondition(&s, CHECKOUT_MISALIGNED) {
-                anyhow::anyhow!(
-                    "{} does not line up with the served workspace ({}); run from your checkout's root or name it with --workspace DIR (--no-overlay sends no changes); nothing was uploaded",
-                    root.display(),
-                    s.message()
-                )
-            } else {
-                anyhow::anyhow!("sending your changes: {}", s.message())
+        .map_err(|s| match precondition(&s, CHECKOUT_MISALIGNED) {
+            Some(figures) => {
+                let figure = |k: &str| figures.get(k).cloned().unwrap_or_else(|| "?".into());
+                misaligned(root, &figure("sent"), &figure("missing"))
             }
+            None => anyhow::anyhow!("sending your changes: {}", s.message()),
         })?
         .into_inner();
+    // A server that counts `added` but does not refuse such a manifest itself (before
+    // CHECKOUT_MISALIGNED) has taken it; nothing is uploaded or sent on it.
+    if planned.unchanged == 0 && planned.added == planned.changed && planned.deleted > 0 {
+        return Err(misaligned(
+            root,
+            &planned.changed.to_string(),
+            &planned.deleted.to_string(),
+        ));
+    }
     let mut synced = Synced {
         changed: planned.changed,
         deleted: planned.deleted,

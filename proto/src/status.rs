@@ -1,6 +1,9 @@
 //! Error-code mapping helpers shared by every gRPC adapter: field-level `INVALID_ARGUMENT`
-//! with `google.rpc.BadRequest` details, the other codes with consistent wording, and a failed
-//! call as the typed tool error a model reads.
+//! with `google.rpc.BadRequest` details, a `FAILED_PRECONDITION` a client must tell apart with
+//! `google.rpc.ErrorInfo` (its reason and figures), the other codes with consistent wording,
+//! and a failed call as the typed tool error a model reads.
+
+use std::collections::HashMap;
 
 use tonic::{Code, Status};
 
@@ -18,29 +21,43 @@ pub fn invalid_argument(field: &str, reason: impl std::fmt::Display) -> Status {
     )
 }
 
-/// The `PreconditionFailure` violation type of a SyncOverlay whose manifest is not a checkout
-/// of the overlay's workspace (a subdirectory of it, another tree); clients name their own
-/// directory and what to do instead.
+/// The `ErrorInfo` reason of a SyncOverlay refused because its manifest is not the overlay's
+/// workspace as a checkout has it (a subdirectory of it, a directory above it, another tree);
+/// the metadata has `sent` (files in the manifest) and `missing` (workspace files it lacks).
 pub const CHECKOUT_MISALIGNED: &str = "CHECKOUT_MISALIGNED";
 
-/// `FAILED_PRECONDITION` with a `google.rpc.PreconditionFailure` violation of type `kind`
-/// about `subject`, so that clients can tell this refusal from another without parsing the
+/// Domain of the `ErrorInfo` reasons ploke sets.
+const DOMAIN: &str = "ploke.dev";
+
+/// `FAILED_PRECONDITION` with a `google.rpc.ErrorInfo` of `reason` and `metadata`, so that
+/// clients can tell this refusal from another, and read its figures, without parsing the
 /// message.
-pub fn failed_precondition(kind: &str, subject: &str, message: impl std::fmt::Display) -> Status {
-    let message = message.to_string();
+pub fn failed_precondition<'a>(
+    reason: &str,
+    message: impl std::fmt::Display,
+    metadata: impl IntoIterator<Item = (&'a str, String)>,
+) -> Status {
+    let metadata: HashMap<String, String> = metadata
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
     Status::with_error_details(
         Code::FailedPrecondition,
-        message.clone(),
-        ErrorDetails::with_precondition_failure_violation(kind, subject, message),
+        message.to_string(),
+        ErrorDetails::with_error_info(reason, DOMAIN, metadata),
     )
 }
 
-/// Whether a status is a `FAILED_PRECONDITION` carrying a violation of type `kind`.
-pub fn is_precondition(status: &Status, kind: &str) -> bool {
-    status.code() == Code::FailedPrecondition
-        && status
-            .get_details_precondition_failure()
-            .is_some_and(|p| p.violations.iter().any(|v| v.r#type == kind))
+/// The metadata of a `FAILED_PRECONDITION` whose `ErrorInfo` has `reason`; none for any other
+/// status.
+pub fn precondition(status: &Status, reason: &str) -> Option<HashMap<String, String>> {
+    if status.code() != Code::FailedPrecondition {
+        return None;
+    }
+    status
+        .get_details_error_info()
+        .filter(|i| i.reason == reason)
+        .map(|i| i.metadata)
 }
 
 /// `NOT_FOUND` for a named thing (`workspace /x`, `session 0193…`).
@@ -102,18 +119,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn failed_precondition_carries_its_kind() {
-        let s = failed_precondition(CHECKOUT_MISALIGNED, "manifest", "not a checkout");
+    fn failed_precondition_carries_its_reason_and_figures() {
+        let s = failed_precondition(
+            CHECKOUT_MISALIGNED,
+            "not a checkout",
+            [("sent", "2".to_owned())],
+        );
         assert_eq!(
             (s.code(), s.message()),
             (Code::FailedPrecondition, "not a checkout")
         );
-        assert!(is_precondition(&s, CHECKOUT_MISALIGNED));
-        assert!(!is_precondition(&s, "OTHER"));
-        assert!(!is_precondition(
-            &Status::failed_precondition("not a checkout"),
-            CHECKOUT_MISALIGNED
-        ));
+        assert_eq!(
+            precondition(&s, CHECKOUT_MISALIGNED),
+            Some(HashMap::from([("sent".to_owned(), "2".to_owned())]))
+        );
+        assert_eq!(precondition(&s, "OTHER"), None);
+        assert_eq!(
+            precondition(
+                &Status::failed_precondition("not a checkout"),
+                CHECKOUT_MISALIGNED
+            ),
+            None
+        );
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl Conn {
     /// nearest directory above it that one serves), with the directory it serves; none with
     /// `--gateway`. What [`Self::open_served`] then connects to, so that a caller deciding
     /// something by it first (where `ploke chat` logs) decides by the same one.
-    pub async fn served(target: &Target) -> anyhow::Result<Option<(Gateway, PathBuf)>> {
+    async fn served(target: &Target) -> anyhow::Result<Option<(Gateway, PathBuf)>> {
         if target.gateway.is_some() {
             return Ok(None);
         }
@@ -106,7 +106,7 @@ impl Conn {
     }
 
     /// [`Self::open_indexing`] with what [`Self::served`] found.
-    pub async fn open_served(
+    async fn open_served(
         target: &Target,
         until: Option<up::Until>,
         served: Option<(Gateway, PathBuf)>,

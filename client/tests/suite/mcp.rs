@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::Duration;
 
 use ploke_runtime::ServiceKind;
 
@@ -70,22 +69,15 @@ async fn client(
                 &token,
             )
         };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        let id = loop {
+        let id = ploke_e2e::wait::poll(|| async {
             let out = text(&list().await.stdout);
-            if let Some(id) = out
-                .lines()
+            out.lines()
                 .find(|l| l.contains("  pending  create_file"))
                 .and_then(|l| l.split_whitespace().next())
-            {
-                break id.to_owned();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no pending edit: {out}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+                .map(str::to_owned)
+                .ok_or_else(|| format!("no pending edit: {out}"))
+        })
+        .await;
         let approved = run(
             dir,
             vec![

@@ -137,10 +137,11 @@ pub enum RagError {
     )]
     BaseIncomplete(String),
     /// A sync's manifest shares no path with the workspace while every file of the workspace
-    /// is missing from it: a subdirectory of a checkout, or another tree, not a checkout's
-    /// root. Taken as the overlay it would delete every file of the workspace; nothing changed.
+    /// is missing from it (or it is empty): a subdirectory of a checkout, a directory above the
+    /// workspace's place in it, or another tree. Taken as the overlay it would delete every
+    /// file of the workspace; nothing changed.
     #[error(
-        "none of the {sent} file(s) sent has a path of workspace {root}, and all {missing} file(s) of it are missing from them: send the root of a checkout of that workspace, not a subdirectory of it or another tree; the overlay is unchanged"
+        "none of the {sent} file(s) sent has a path of workspace {root}, and all {missing} of its file(s) are missing from them: the directory sent is not where the checkout has that workspace's root (it is a subdirectory of it, a directory above it, or another tree); the overlay is unchanged"
     )]
     CheckoutMisaligned {
         /// The overlay's workspace.

@@ -195,7 +195,7 @@ async fn a_configured_workspace_is_indexed_at_start_with_no_rpc() {
     }
     // A restart on the same data dir and workspace: no IndexWorkspace is ever called.
     let sandbox = sandbox.restart().await.unwrap();
-    crate::suite::faults::eventually("the start-up run indexed both files", || async {
+    ploke_e2e::wait::eventually("the start-up run indexed both files", || async {
         search(&sandbox, "backoff delay", Strategy::Bm25)
             .await
             .hits
@@ -203,7 +203,7 @@ async fn a_configured_workspace_is_indexed_at_start_with_no_rpc() {
             == 1
     })
     .await;
-    crate::suite::faults::eventually("the start-up run finished", || async {
+    ploke_e2e::wait::eventually("the start-up run finished", || async {
         let s = sandbox
             .rag()
             .index_status(IndexStatusRequest::default())

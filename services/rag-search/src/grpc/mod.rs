@@ -106,9 +106,11 @@ fn to_status(e: RagError) -> Status {
         e @ (RagError::OverlayConflict { .. }
         | RagError::OverlayWorkspace { .. }
         | RagError::BaseIncomplete(_)) => Status::failed_precondition(e.to_string()),
-        e @ RagError::CheckoutMisaligned { .. } => {
-            failed_precondition(CHECKOUT_MISALIGNED, "manifest", e.to_string())
-        }
+        e @ RagError::CheckoutMisaligned { sent, missing, .. } => failed_precondition(
+            CHECKOUT_MISALIGNED,
+            &e,
+            [("sent", sent.to_string()), ("missing", missing.to_string())],
+        ),
         e @ RagError::OverlayStorage(_) => Status::unavailable(e.to_string()),
     }
 }

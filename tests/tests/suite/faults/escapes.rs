@@ -3,6 +3,7 @@
 
 use std::os::unix::fs::symlink;
 
+use ploke_e2e::wait::eventually;
 use ploke_e2e::{LIB_RS, Sandbox};
 use ploke_proto::common::v1::CodeSpan;
 use ploke_proto::rag::v1::{
@@ -13,7 +14,7 @@ use ploke_proto::tools::v1::{
     tool_result,
 };
 
-use super::{SECRET, eventually, search, tool};
+use super::{SECRET, search, tool};
 
 /// A Sandbox whose workspace holds `notes.md` → a file outside and `linkdir` → a directory
 /// outside, both made after the first index; the outside directory is returned to keep it.

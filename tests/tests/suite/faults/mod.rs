@@ -5,7 +5,6 @@ mod escapes;
 mod special_files;
 
 use ploke_e2e::Sandbox;
-pub use ploke_e2e::wait::eventually;
 use ploke_proto::rag::v1::{SearchRequest, Strategy};
 use ploke_proto::tools::v1::{
     ExecuteToolRequest, ToolError, ToolResult, execute_tool_event, tool_call,

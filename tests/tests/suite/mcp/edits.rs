@@ -3,8 +3,6 @@
 //! edits` / `DecideEdit` while the call waits and says so in its progress. Cancelling the call
 //! withdraws the pending edit.
 
-use std::time::Duration;
-
 use ploke_proto::tools::v1::{DecideEditRequest, Decision, ListEditsRequest, ProposalState};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ElicitResult, ElicitationAction,
@@ -154,14 +152,15 @@ async fn cancelling_the_call_withdraws_the_pending_edit() {
         .await
         .unwrap();
     // The tool stops: tool-executor sees its call end and withdraws the proposal.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let p = loop {
+    let p = ploke_e2e::wait::poll(|| async {
         let p = proposals(&d).await.remove(0);
-        if p.state() != ProposalState::Pending || tokio::time::Instant::now() > deadline {
-            break p;
+        if p.state() == ProposalState::Pending {
+            Err("the proposal stayed pending".to_owned())
+        } else {
+            Ok(p)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    })
+    .await;
     assert_eq!(
         (p.state(), p.state_reason.as_str()),
         (

@@ -174,13 +174,9 @@ impl RagService {
             let mut held = current.clone();
             lost_contents_pending(&overlay.store, &mut held);
             let planned = plan_sync(&held, &base, &manifest);
-            // Not one path of the workspace's, and all of its files missing: as the overlay this
-            // manifest would delete the whole workspace and add a tree beside it.
-            if planned.unchanged == 0
-                && planned.changed > 0
-                && planned.added == planned.changed
-                && planned.deleted > 0
-            {
+            // Not one path of the workspace's (or none at all), and all of its files missing: as
+            // the overlay this manifest would delete the whole workspace.
+            if planned.unchanged == 0 && planned.added == planned.changed && planned.deleted > 0 {
                 return Err(RagError::CheckoutMisaligned {
                     root: overlay.root.display().to_string(),
                     sent: planned.changed,

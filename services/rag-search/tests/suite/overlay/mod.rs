@@ -1,10 +1,12 @@
 //! Session overlays through the real gRPC server: a developer's changes seen by their session
 //! only ([`reads`]), the sync and put rules, bounds, validation, restart and expiry
-//! ([`writes`]), and who may do what ([`access`]). Principals travel as the gateway sends them
+//! ([`writes`]), a manifest that is not a checkout of the workspace ([`misaligned`]), and who
+//! may do what ([`access`]). Principals travel as the gateway sends them
 //! (`x-ploke-principal-bin`); the test server has no internal token, so loopback callers are
 //! accepted and the header is read.
 
 mod access;
+mod misaligned;
 mod reads;
 mod writes;
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use ploke_proto::rag::v1::*;
-use ploke_proto::status::{CHECKOUT_MISALIGNED, field_violations, is_precondition};
+use ploke_proto::status::field_violations;
 use ploke_rag_search::service::{OverlayLimits, RagService, Retrieval};
 use ploke_runtime::workspaces::Workspaces;
 use tonic::Code;
@@ -283,40 +283,6 @@ async fn over_a_limit_is_refused_and_changes_nothing() {
         .await
         .unwrap();
     assert_eq!((put.version, put.pending), (2, 1));
-    s.stop().await;
-}
-
-#[tokio::test]
-async fn a_manifest_that_is_not_a_checkout_of_the_workspace_is_refused_and_changes_nothing() {
-    let (_ws, _data, mut s) = base(Options::default()).await;
-    let alice = user("alice");
-    s.sync(&alice, "s-alice", &dev_manifest()).await.unwrap();
-    let before = s.overlay(&alice, "s-alice").await;
-    // The checkout's src/ sent as if it were the whole tree: as the overlay it would delete
-    // every file of the workspace and add lib.rs, config.rs beside src/.
-    let subdirectory = [("lib.rs", LIB_RS), ("config.rs", CONFIG_RS_DEV)];
-    let refused = "none of the 2 file(s) sent has a path of workspace ROOT, and all 5 file(s) of it are missing from them: send the root of a checkout of that workspace, not a subdirectory of it or another tree; the overlay is unchanged"
-        .replace("ROOT", &s.root.display().to_string());
-    for session in ["s-alice", "s-new"] {
-        let err = s.sync(&alice, session, &subdirectory).await.unwrap_err();
-        assert_eq!(
-            (err.code(), err.message()),
-            (Code::FailedPrecondition, refused.as_str())
-        );
-        assert!(is_precondition(&err, CHECKOUT_MISALIGNED));
-    }
-    assert_eq!(s.overlay(&alice, "s-alice").await, before);
-    assert_eq!(
-        s.overlay(&alice, "s-new").await,
-        Overlay {
-            session_id: "s-new".into(),
-            ..Default::default()
-        }
-    );
-    // One path in common is a checkout whose other files moved: taken.
-    let moved = [("src/lib.rs", LIB_RS), ("lib/config.rs", CONFIG_RS_DEV)];
-    let synced = s.sync(&alice, "s-alice", &moved).await.unwrap();
-    assert_eq!((synced.unchanged, synced.added, synced.deleted), (1, 1, 4));
     s.stop().await;
 }
 
