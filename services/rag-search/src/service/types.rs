@@ -165,7 +165,7 @@ pub struct Snippet {
 /// What a lookup asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LookupTarget {
-    /// Exact canonical path.
+    /// Exact canonical path (or a Rust crate's public path, [`crate::index::WorkspaceIndex::lookup_canon`]).
     CanonPath(String),
     /// Bare or qualified name.
     Name(String),
