@@ -37,6 +37,10 @@ pub(super) struct Paths {
     modules: FxHashMap<String, u32>,
     /// Crates by key, with their items.
     crates: FxHashMap<String, u32>,
+    /// The crates that have an item of each name (its key), with how many: a path written
+    /// without its crate is resolved from the roots of these alone (a workspace may hold a
+    /// hundred test and example crates).
+    crates_of_name: FxHashMap<String, FxHashMap<String, u32>>,
     /// Re-exports by the path of the module declaring them.
     bound: FxHashMap<String, Vec<Bound>>,
 }
@@ -75,7 +79,7 @@ fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
     if let Some(owner) = owners(&item.qualname).next() {
         segments.push(key(owner));
     }
-    segments.push(key(item.name.trim_end_matches('!')));
+    segments.push(name_key(record));
     let mut path = crate_key(&item.crate_name);
     let mut out = Vec::with_capacity(segments.len());
     for segment in segments {
@@ -84,6 +88,11 @@ fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
         out.push(path.clone());
     }
     (out, modules)
+}
+
+/// The key of an item's name, as paths end with it.
+fn name_key(record: &ItemRecord) -> String {
+    key(record.item.name.trim_end_matches('!'))
 }
 
 /// An item's path as [`super::NameIndex::resolve`] gives them
@@ -101,6 +110,12 @@ impl Paths {
         }
         let root = crate_key(&record.item.crate_name);
         *self.crates.entry(root.clone()).or_default() += 1;
+        *self
+            .crates_of_name
+            .entry(name_key(record))
+            .or_default()
+            .entry(root.clone())
+            .or_default() += 1;
         *self.modules.entry(root).or_default() += 1;
         for (i, path) in paths.into_iter().enumerate() {
             if i < modules {
@@ -118,6 +133,13 @@ impl Paths {
         }
         let root = crate_key(&record.item.crate_name);
         uncount(&mut self.crates, root.clone());
+        let name = name_key(record);
+        if let Some(crates) = self.crates_of_name.get_mut(&name) {
+            uncount(crates, root.clone());
+            if crates.is_empty() {
+                self.crates_of_name.remove(&name);
+            }
+        }
         uncount(&mut self.modules, root);
         for (i, path) in paths.into_iter().enumerate() {
             if i < modules {
@@ -157,6 +179,7 @@ impl Paths {
         self.paths.clear();
         self.modules.clear();
         self.crates.clear();
+        self.crates_of_name.clear();
         self.bound.clear();
     }
 
@@ -173,7 +196,13 @@ impl Paths {
         let (roots, rest): (Vec<&String>, &[String]) = if self.crates.contains_key(first) {
             (vec![first], rest)
         } else {
-            (self.crates.keys().collect(), written)
+            let name = written.last().unwrap_or(first);
+            let roots = self
+                .crates_of_name
+                .get(name)
+                .into_iter()
+                .flat_map(|c| c.keys());
+            (roots.collect(), written)
         };
         let mut found = FxHashSet::default();
         for root in roots {
