@@ -141,10 +141,12 @@ pub fn rank_names_layers<'a>(
     if names.is_empty() {
         return Vec::new();
     }
-    // A path is resolved through every layer's re-exports (the base has the crate's root).
+    // A path is resolved through every layer's re-exports (the base has the crate's root),
+    // without those of the base's files an upper layer changed.
     let mut resolved = Resolved::default();
     for layer in layers {
-        resolved.extend(layer.index.items.names().resolve(&names));
+        let hidden = |file: &str| layer.hidden.contains(file);
+        resolved.extend(layer.index.items.names().resolve(&names, &hidden));
     }
     let lists = layers
         .iter()

@@ -207,7 +207,13 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
         "src/fast/mod.rs",
         "mod client;\npub use self::client::Client;\n",
     );
-    write(root, "src/fast/client.rs", client);
+    // A free `get` beside the type: `net_kit::Client::get` is not it (paths compare without
+    // case: module `client` and type `Client` are one key).
+    write(
+        root,
+        "src/fast/client.rs",
+        &format!("{client}\npub fn get() {{}}\n"),
+    );
     write(root, "src/slow/mod.rs", "mod client;\npub use client::*;\n");
     write(root, "src/slow/client.rs", client);
     let named = |index: &WorkspaceIndex, q: &str| -> String {

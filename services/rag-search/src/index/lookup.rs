@@ -22,15 +22,22 @@ impl WorkspaceIndex {
             return found;
         }
         // A public path (`reqwest::Client::get` for `crate::async_impl::client::Client::get`):
-        // through the crates' re-exports, the name itself as written.
+        // through the crates' re-exports (paths compared without case), then the name and the
+        // type before it as written (`k::Client::get` is no free `k::client::get`).
         let public = self.items.names().resolve_path(canon);
-        let name = canon.rsplit("::").next().unwrap_or(canon);
         if public.is_empty() {
             return found;
         }
+        let mut segments = canon.rsplit("::");
+        let name = segments.next().unwrap_or(canon);
+        let owner = segments
+            .next()
+            .filter(|s| s.starts_with(char::is_uppercase));
         self.lookup(
             |r| {
-                r.item.name == name && crate::names::path_of(r).is_some_and(|p| public.contains(&p))
+                r.item.name == name
+                    && crate::names::owners(&r.item.qualname).next() == owner
+                    && crate::names::path_of(r).is_some_and(|p| public.contains(&p))
             },
             kind,
         )

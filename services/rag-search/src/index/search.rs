@@ -265,7 +265,7 @@ impl WorkspaceIndex {
         if names.is_empty() {
             return Vec::new();
         }
-        let resolved = self.items.names().resolve(&names);
+        let resolved = self.items.names().resolve(&names, &|_| false);
         let scored = self.items.names().matches(&names, &resolved, |id| {
             self.items
                 .get(&id)

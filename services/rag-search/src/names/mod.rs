@@ -170,22 +170,21 @@ impl NameIndex {
     /// a crate's root) can mean through the crates' re-exports, by their paths ([`path_of`]);
     /// none for a path into a module.
     pub fn resolve_path(&self, written: &str) -> FxHashSet<String> {
-        let segments: Vec<&str> = written
-            .split("::")
-            .filter(|s| !s.is_empty() && *s != "crate")
-            .collect();
+        let written = written.strip_prefix("crate::").unwrap_or(written);
+        let segments: Vec<&str> = written.split("::").filter(|s| !s.is_empty()).collect();
         let lowercase = segments
             .last()
             .is_none_or(|s| !s.starts_with(char::is_uppercase));
         let keys: Vec<String> = segments.into_iter().map(key).collect();
-        self.paths.resolve(&keys, lowercase)
+        self.paths.resolve(&keys, lowercase, &|_| false)
     }
 
     /// For each of the query's names written with a path (`reqwest::Client::get`,
     /// `Client::get`), the paths of the items it can mean through the crates' re-exports, in
-    /// the order of `query.names` (see [`paths`]). Layers of one workspace merge theirs with
+    /// the order of `query.names` (see [`paths`]), the re-exports of files `hidden` says no to
+    /// left out (those a session's overlay changed). Layers of one workspace merge theirs with
     /// [`Resolved::extend`].
-    pub fn resolve(&self, query: &QueryNames) -> Resolved {
+    pub fn resolve(&self, query: &QueryNames, hidden: &dyn Fn(&str) -> bool) -> Resolved {
         Resolved(
             query
                 .names
@@ -200,7 +199,7 @@ impl NameIndex {
                         .spelled
                         .as_deref()
                         .is_none_or(|s| !s.starts_with(char::is_uppercase));
-                    self.paths.resolve(&written, lowercase)
+                    self.paths.resolve(&written, lowercase, hidden)
                 })
                 .collect(),
         )
@@ -253,7 +252,11 @@ impl NameIndex {
                 .filter_map(|id| {
                     let record = item(*id)?;
                     let fit = (!name.qualifiers.is_empty()).then(|| {
+                        // Paths compare without case: the type written must be the item's
+                        // own (`Client::get` is no free `client::get`).
                         let at_public_path = !public.is_empty()
+                            && owners(&record.item.qualname).next().is_some()
+                                == name.type_qualified
                             && paths::path_of(record).is_some_and(|p| public.contains(&p));
                         if at_public_path {
                             Fit::Exact
@@ -398,7 +401,7 @@ impl Fit {
 /// The type (and trait) an item belongs to, from its qualified name: `Type` of
 /// `Type::method`, `Type` and `Trait` of `<Type<T> as Trait<S>>::method`, `Class` of
 /// `Outer.Class.method`; nothing for a free item.
-fn owners(qualname: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn owners(qualname: &str) -> impl Iterator<Item = &str> {
     let head = qualname
         .rsplit_once("::")
         .or_else(|| qualname.rsplit_once('.'))

@@ -15,6 +15,9 @@ use crate::record::ItemRecord;
 const MAX_DEPTH: usize = 8;
 /// Most paths one written path may resolve to (the same name re-exported under `cfg`s).
 const MAX_PATHS: usize = 16;
+/// Most steps and re-exports looked at for one written path: a module of thousands of globs
+/// (web-sys's features) or globs that import each other end early instead of taking seconds.
+const MAX_WORK: usize = 4096;
 
 /// A name a module binds with `pub use`.
 #[derive(Debug, Clone)]
@@ -43,6 +46,8 @@ pub(super) struct Paths {
     crates_of_name: FxHashMap<String, FxHashMap<String, u32>>,
     /// Re-exports by the path of the module declaring them.
     bound: FxHashMap<String, Vec<Bound>>,
+    /// The modules each file declares re-exports in.
+    bound_by_file: FxHashMap<String, Vec<String>>,
 }
 
 /// The key of a crate as paths start with it (a file no manifest accounts for: `crate`).
@@ -98,7 +103,26 @@ fn name_key(record: &ItemRecord) -> String {
 /// An item's path as [`super::NameIndex::resolve`] gives them
 /// (`reqwest::asyncimpl::client::client::get`); none for other languages than Rust.
 pub fn path_of(record: &ItemRecord) -> Option<String> {
-    path_and_above(record).0.pop()
+    let item = &record.item;
+    if record.language != "rust" {
+        return None;
+    }
+    let module = item
+        .canon_path
+        .strip_suffix(item.qualname.as_str())?
+        .trim_end_matches("::");
+    let mut path = crate_key(&item.crate_name);
+    for segment in module
+        .split("::")
+        .skip(1)
+        .chain(owners(&item.qualname).take(1))
+    {
+        path.push_str("::");
+        path.extend(super::key_chars(segment));
+    }
+    path.push_str("::");
+    path.push_str(&name_key(record));
+    Some(path)
 }
 
 impl Paths {
@@ -152,11 +176,15 @@ impl Paths {
     /// Sets the re-exports of `file` (replacing those it had).
     pub(super) fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
         self.remove_reexports(file);
+        let mut modules = Vec::new();
         for r in reexports {
             let mut module = crate_key(&r.crate_name);
             for segment in &r.module {
                 module.push_str("::");
                 module.push_str(&key(segment));
+            }
+            if !modules.contains(&module) {
+                modules.push(module.clone());
             }
             self.bound.entry(module).or_default().push(Bound {
                 file: file.to_owned(),
@@ -164,14 +192,21 @@ impl Paths {
                 target: r.target.clone(),
             });
         }
+        if !modules.is_empty() {
+            self.bound_by_file.insert(file.to_owned(), modules);
+        }
     }
 
     /// Forgets the re-exports of `file`.
     pub(super) fn remove_reexports(&mut self, file: &str) {
-        self.bound.retain(|_, bound| {
-            bound.retain(|b| b.file != file);
-            !bound.is_empty()
-        });
+        for module in self.bound_by_file.remove(file).into_iter().flatten() {
+            if let Some(bound) = self.bound.get_mut(&module) {
+                bound.retain(|b| b.file != file);
+                if bound.is_empty() {
+                    self.bound.remove(&module);
+                }
+            }
+        }
     }
 
     /// Forgets everything.
@@ -181,34 +216,48 @@ impl Paths {
         self.crates.clear();
         self.crates_of_name.clear();
         self.bound.clear();
+        self.bound_by_file.clear();
     }
 
     /// The item paths a written path (segment keys: `reqwest`, `client`, `get`) can mean: from
-    /// the crate it names first, or from every crate's root when it names none (`Client::get`
-    /// in reqwest is `reqwest::Client::get`), through re-exports. None when a lowercase last
-    /// segment (`lowercase_last`) is a module there: `tracing_subscriber::fmt` names the module,
-    /// not the function `fmt::fmt` the root also re-exports as `fmt`.
-    pub(super) fn resolve(&self, written: &[String], lowercase_last: bool) -> FxHashSet<String> {
-        let Some((first, rest)) = written.split_first() else {
+    /// the crate it names first, and from the root of each crate that has an item of its name
+    /// (`Client::get` in reqwest is `reqwest::Client::get`; `config::load` may be a module's or
+    /// crate `config`'s), through re-exports, those declared in a file `hidden` says no to left
+    /// out (a file a session's overlay changed). None when a lowercase last segment
+    /// (`lowercase_last`) is a module there: `tracing_subscriber::fmt` names the module, not
+    /// the function `fmt::fmt` the root also re-exports as `fmt`.
+    pub(super) fn resolve(
+        &self,
+        written: &[String],
+        lowercase_last: bool,
+        hidden: &dyn Fn(&str) -> bool,
+    ) -> FxHashSet<String> {
+        let (Some((first, rest)), Some(name)) = (written.split_first(), written.last()) else {
             return FxHashSet::default();
         };
-        // `crate::` and `self::` are dropped from the paths written ([`super::query`]).
-        let (roots, rest): (Vec<&String>, &[String]) = if self.crates.contains_key(first) {
-            (vec![first], rest)
-        } else {
-            let name = written.last().unwrap_or(first);
-            let roots = self
-                .crates_of_name
-                .get(name)
-                .into_iter()
-                .flat_map(|c| c.keys());
-            (roots.collect(), written)
+        let mut starts: Vec<(&String, &[String])> = Vec::new();
+        if self.crates.contains_key(first) {
+            starts.push((first, rest));
+        }
+        for root in self
+            .crates_of_name
+            .get(name)
+            .into_iter()
+            .flat_map(|c| c.keys())
+        {
+            starts.push((root, written));
+        }
+        let mut walk = Walk {
+            paths: self,
+            hidden,
+            work: 0,
+            done: FxHashMap::default(),
         };
         let mut found = FxHashSet::default();
-        for root in roots {
+        for (root, rest) in starts {
             let mut current = vec![root.clone()];
             for segment in rest {
-                current = self.step_all(&current, segment, 0);
+                current = walk.step_all(&current, segment, 0);
             }
             found.extend(current);
         }
@@ -217,9 +266,30 @@ impl Paths {
         }
         found
     }
+}
+
+/// One resolution: the work done so far (bounded by [`MAX_WORK`]) and the steps already
+/// answered (each `(module, segment)` once; one still being answered gives what is defined
+/// there only).
+struct Walk<'a> {
+    paths: &'a Paths,
+    hidden: &'a dyn Fn(&str) -> bool,
+    work: usize,
+    done: FxHashMap<(String, String), Option<Vec<String>>>,
+}
+
+impl Walk<'_> {
+    /// Counts `n` units of work if the budget has them; false (and nothing counted) if not.
+    fn spend(&mut self, n: usize) -> bool {
+        if self.work + n > MAX_WORK {
+            return false;
+        }
+        self.work += n;
+        true
+    }
 
     /// [`Self::step`] from each of `modules`.
-    fn step_all(&self, modules: &[String], segment: &str, depth: usize) -> Vec<String> {
+    fn step_all(&mut self, modules: &[String], segment: &str, depth: usize) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for module in modules {
             for path in self.step(module, segment, depth) {
@@ -231,31 +301,62 @@ impl Paths {
         out
     }
 
-    /// What `segment` (a key) names in `module`: an item or module defined there, or what a
-    /// re-export there binds to it (directly or through a glob).
-    fn step(&self, module: &str, segment: &str, depth: usize) -> Vec<String> {
-        let mut out = Vec::new();
+    /// What `segment` (a key) names in `module`: an item or module defined there (a module
+    /// holding re-exports only too), or what a re-export there binds to it — by name, or
+    /// through a glob when no re-export names it (a name imported by name hides the globs', as
+    /// in Rust).
+    fn step(&mut self, module: &str, segment: &str, depth: usize) -> Vec<String> {
+        let paths = self.paths;
         let child = format!("{module}::{segment}");
-        if self.paths.contains_key(&child) {
+        let mut out = Vec::new();
+        if paths.paths.contains_key(&child) || paths.bound.contains_key(&child) {
             out.push(child);
         }
-        if depth >= MAX_DEPTH {
+        let memo = (module.to_owned(), segment.to_owned());
+        match self.done.get(&memo) {
+            Some(Some(answer)) => return answer.clone(),
+            // Being answered: what is defined there, no re-export followed again (a glob cycle;
+            // or `pub use self::client::Client` in a module that has a module `client`, the
+            // two one key).
+            Some(None) => return out,
+            None => {}
+        }
+        if !self.spend(1) {
             return out;
         }
-        for b in self.bound.get(module).into_iter().flatten() {
-            if b.name == segment {
-                out.extend(self.target(module, &b.target, depth + 1));
-            } else if b.name.is_empty() {
-                let sources = self.target(module, &b.target, depth + 1);
-                out.extend(self.step_all(&sources, segment, depth + 1));
+        self.done.insert(memo.clone(), None);
+        if depth < MAX_DEPTH {
+            let bound: Vec<&Bound> = paths
+                .bound
+                .get(module)
+                .into_iter()
+                .flatten()
+                .filter(|b| !(self.hidden)(&b.file))
+                .collect();
+            if self.spend(bound.len()) {
+                let named: Vec<&Bound> = bound
+                    .iter()
+                    .copied()
+                    .filter(|b| b.name == segment)
+                    .collect();
+                for b in &named {
+                    out.extend(self.target(module, &b.target, depth + 1));
+                }
+                if named.is_empty() {
+                    for b in bound.iter().filter(|b| b.name.is_empty()) {
+                        let sources = self.target(module, &b.target, depth + 1);
+                        out.extend(self.step_all(&sources, segment, depth + 1));
+                    }
+                }
             }
         }
+        self.done.insert(memo, Some(out.clone()));
         out
     }
 
     /// Where a `use` path written in `module` leads (`self::x::Y`, `super::Y`, `crate::a::Y`,
     /// or `x::Y` from `module`); nothing for a path into another crate.
-    fn target(&self, module: &str, target: &[String], depth: usize) -> Vec<String> {
+    fn target(&mut self, module: &str, target: &[String], depth: usize) -> Vec<String> {
         let root = module.split("::").next().unwrap_or(module);
         let mut current = module.to_owned();
         let mut segments = target;

@@ -33,6 +33,9 @@ pub struct QueryName {
     pub key: String,
     /// Keys of the path segments written before it (`Type` of `Type::method`).
     pub qualifiers: Vec<String>,
+    /// Whether the last of them is written as a type is (capitalised: `Client` of
+    /// `reqwest::Client::get`, not `client` of `reqwest::client::get`), which keys forget.
+    pub type_qualified: bool,
     /// How surely it is meant as a name.
     pub strength: f32,
     /// For words spelling a name ([`phrases`]): their stems joined, to find the name written
@@ -133,6 +136,7 @@ pub(super) fn phrases(text: &str) -> Vec<QueryName> {
                     continue;
                 }
                 out.push(QueryName {
+                    type_qualified: false,
                     // Lowercase words without `_`: already a key.
                     key: joined,
                     qualifiers: Vec::new(),
@@ -266,11 +270,15 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
     if last.chars().count() < MIN_LEN || last.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    let qualifiers: Vec<String> = before
+    let kept: Vec<&str> = before
         .iter()
-        .filter(|s| !matches!(**s, "crate" | "self" | "super" | "Self"))
-        .map(|s| key(s))
+        .copied()
+        .filter(|s| !matches!(*s, "crate" | "self" | "super" | "Self"))
         .collect();
+    let qualifiers: Vec<String> = kept.iter().map(|s| key(s)).collect();
+    let type_qualified = kept
+        .last()
+        .is_some_and(|q| q.trim_matches('_').starts_with(char::is_uppercase));
     let lower = last.to_lowercase();
     let looks_like_code = as_code
         || !before.is_empty()
@@ -289,6 +297,7 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
     Some(QueryName {
         key: key(last),
         qualifiers,
+        type_qualified,
         strength,
         stems: None,
         spelled: (strength >= CODE_STRENGTH).then(|| (*written).to_owned()),

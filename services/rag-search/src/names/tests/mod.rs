@@ -194,7 +194,7 @@ fn found(
     keep: &dyn Fn(u64) -> bool,
 ) -> Vec<(u64, f32)> {
     let names = query_names(query);
-    let resolved = index.resolve(&names);
+    let resolved = index.resolve(&names, &|_| false);
     let mut found: Vec<(u64, f32)> = index
         .matches(&names, &resolved, |id| {
             items.iter().find(|i| i.id == id).filter(|_| keep(id))

@@ -14,20 +14,18 @@ fn a_public_path_finds_the_item_its_crate_re_exports_there() {
     free.item.crate_name = "serde_json".into();
     let mut other = item(5, "crate::value::from_str", Kind::Function);
     other.item.crate_name = "serde_json".into();
+    // A free `get` in the module whose name only case tells from the type's.
+    let mut free_get = item(6, "crate::async_impl::client::get", Kind::Function);
+    free_get.item.crate_name = "reqwest".into();
     let items = [
         method(1, "crate::async_impl::client::Client::get"),
         method(2, "crate::blocking::client::Client::get"),
         method(3, "crate::wasm::client::Client::get"),
         free,
         other,
+        free_get,
     ];
     let mut index = indexed(&items);
-    let reexport = |krate: &str, module: &[&str], name: &str, target: &[&str]| Reexport {
-        crate_name: krate.into(),
-        module: module.iter().map(|s| (*s).to_owned()).collect(),
-        name: name.into(),
-        target: target.iter().map(|s| (*s).to_owned()).collect(),
-    };
     // reqwest's root re-exports the async client; each module re-exports its own, one of
     // them by a glob.
     index.set_reexports(
@@ -68,6 +66,9 @@ fn a_public_path_finds_the_item_its_crate_re_exports_there() {
     // The public path of the async client (with the crate or from its root), of the blocking
     // one (through its glob), and a re-exported free function.
     assert_eq!(order(&index, "`reqwest::Client::get`")[0], 1);
+    let scores = found(&index, &items, "`reqwest::Client::get`", ALL);
+    let score = |id: u64| scores.iter().find(|(i, _)| *i == id).map(|(_, s)| *s);
+    assert!(score(6) < score(1), "{scores:?}");
     assert_eq!(order(&index, "`Client::get`")[0], 1);
     assert_eq!(order(&index, "`reqwest::blocking::Client::get`")[0], 2);
     assert_eq!(order(&index, "`serde_json::from_str`")[0], 4);
@@ -89,4 +90,86 @@ fn a_public_path_finds_the_item_its_crate_re_exports_there() {
     let scores = found(&index, &items, "`reqwest::Client::get`", ALL);
     assert_eq!(scores[0].1, scores[1].1, "{scores:?}");
     assert_eq!(scores[1].1, scores[2].1, "{scores:?}");
+}
+
+fn reexport(krate: &str, module: &[&str], name: &str, target: &[&str]) -> Reexport {
+    Reexport {
+        crate_name: krate.into(),
+        module: module.iter().map(|s| (*s).to_owned()).collect(),
+        name: name.into(),
+        target: target.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+/// Whether the query's first name resolves to anything.
+fn resolves(index: &NameIndex, query: &str, hidden: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let names = query_names(query);
+    let mut paths: Vec<String> = index
+        .resolve(&names, hidden)
+        .0
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn globs_that_loop_or_number_thousands_end_and_still_resolve() {
+    let mut thing = item(1, "crate::big::gen_7::Thing", Kind::Struct);
+    thing.item.crate_name = "web".into();
+    let mut other = item(2, "crate::a::Other", Kind::Struct);
+    other.item.crate_name = "web".into();
+    let mut index = indexed(&[thing, other]);
+    // web-sys's shape: a module of thousands of globs (one of them its own), and two modules
+    // whose globs import each other.
+    let mut big: Vec<Reexport> = (0..3000)
+        .map(|i| {
+            let module = format!("gen_{i}");
+            reexport("web", &["big"], "", &["self", module.as_str()])
+        })
+        .collect();
+    big.push(reexport("web", &["big"], "", &["self"]));
+    index.set_reexports("src/big/mod.rs", &big);
+    index.set_reexports(
+        "src/loops.rs",
+        &[
+            reexport("web", &["a"], "", &["crate", "b"]),
+            reexport("web", &["b"], "", &["crate", "a"]),
+        ],
+    );
+    assert_eq!(
+        resolves(&index, "`web::big::Thing`", &|_| false),
+        vec!["web::big::gen7::thing"]
+    );
+    assert_eq!(
+        resolves(&index, "`web::b::Other`", &|_| false),
+        vec!["web::a::other"]
+    );
+    assert!(resolves(&index, "`web::b::Missing`", &|_| false).is_empty());
+}
+
+#[test]
+fn a_module_of_re_exports_only_and_a_changed_file_s_re_exports() {
+    let mut thing = item(1, "crate::a::Thing", Kind::Struct);
+    thing.item.crate_name = "k".into();
+    let mut index = indexed(&[thing]);
+    // `pub mod prelude;` whose file holds `pub use crate::a::Thing;` alone: no item is in it.
+    index.set_reexports(
+        "src/prelude.rs",
+        &[reexport(
+            "k",
+            &["prelude"],
+            "Thing",
+            &["crate", "a", "Thing"],
+        )],
+    );
+    assert_eq!(
+        resolves(&index, "`k::prelude::Thing`", &|_| false),
+        vec!["k::a::thing"]
+    );
+    // A session's overlay changed src/prelude.rs: its old re-exports do not count.
+    assert!(resolves(&index, "`k::prelude::Thing`", &|f| f == "src/prelude.rs").is_empty());
 }
