@@ -239,13 +239,18 @@ impl Paths {
         if self.crates.contains_key(first) {
             starts.push((first, rest));
         }
+        // From a crate's root only where its first segment can lead somewhere: defined there,
+        // or the root re-exports (a workspace may hold a crate per test file).
         for root in self
             .crates_of_name
             .get(name)
             .into_iter()
             .flat_map(|c| c.keys())
         {
-            starts.push((root, written));
+            if self.bound.contains_key(root) || self.paths.contains_key(&format!("{root}::{first}"))
+            {
+                starts.push((root, written));
+            }
         }
         let mut walk = Walk {
             paths: self,
@@ -311,6 +316,10 @@ impl Walk<'_> {
         let mut out = Vec::new();
         if paths.paths.contains_key(&child) || paths.bound.contains_key(&child) {
             out.push(child);
+        }
+        // No re-export there: nothing more to follow (most steps).
+        if !paths.bound.contains_key(module) {
+            return out;
         }
         let memo = (module.to_owned(), segment.to_owned());
         match self.done.get(&memo) {
