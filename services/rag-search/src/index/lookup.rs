@@ -65,13 +65,16 @@ impl WorkspaceIndex {
             .values()
             .filter(|r| pred(r) && kind.is_none_or(|k| r.item.kind == k))
             .collect();
-        out.sort_by(|a, b| {
-            (&a.item.canon_path, &a.file, a.item.byte_start).cmp(&(
-                &b.item.canon_path,
-                &b.file,
-                b.item.byte_start,
-            ))
-        });
+        out.sort_by(|a, b| by_place(a, b));
         out
     }
+}
+
+/// The order lookups answer in: canonical path, file, position.
+pub(crate) fn by_place(a: &ItemRecord, b: &ItemRecord) -> std::cmp::Ordering {
+    (&a.item.canon_path, &a.file, a.item.byte_start).cmp(&(
+        &b.item.canon_path,
+        &b.file,
+        b.item.byte_start,
+    ))
 }

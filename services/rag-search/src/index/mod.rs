@@ -559,6 +559,7 @@ mod items;
 mod layers;
 mod layout;
 mod lookup;
+pub(crate) use lookup::by_place;
 mod refresh;
 mod search;
 

@@ -193,13 +193,7 @@ fn merged<'a>(
         .filter(|r| !inner.entries.contains_key(&r.file))
         .chain(over)
         .collect();
-    all.sort_by(|a, b| {
-        (&a.item.canon_path, &a.file, a.item.byte_start).cmp(&(
-            &b.item.canon_path,
-            &b.file,
-            b.item.byte_start,
-        ))
-    });
+    all.sort_by(|a, b| crate::index::by_place(a, b));
     all
 }
 

@@ -10,11 +10,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_manifest_that_is_not_a_checkout_of_the_workspace_is_refused_and_changes_nothing() {
-    let ws = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    fixture(ws.path());
-    let mut s = start(ws.path(), data.path(), Options::default()).await;
-    s.index().await;
+    let (_ws, data, mut s) = base(Options::default()).await;
     let alice = user("alice");
     s.sync(&alice, "s-alice", &dev_manifest()).await.unwrap();
     let before = s.overlay(&alice, "s-alice").await;

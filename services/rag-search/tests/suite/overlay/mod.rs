@@ -36,6 +36,16 @@ pub(super) struct Options {
     pub(super) max_files: Option<u64>,
 }
 
+/// A server over the fixture workspace, indexed: the workspace, the data dir, the server.
+pub(super) async fn base(o: Options) -> (tempfile::TempDir, tempfile::TempDir, Server) {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    fixture(ws.path());
+    let mut s = start(ws.path(), data.path(), o).await;
+    s.index().await;
+    (ws, data, s)
+}
+
 pub(super) async fn start(workspace: &Path, data: &Path, o: Options) -> Server {
     let mut config = PlokeConfig {
         workspaces: vec![workspace.to_owned()],

@@ -11,15 +11,6 @@ use tonic::Code;
 
 use super::*;
 
-async fn base(o: Options) -> (tempfile::TempDir, tempfile::TempDir, Server) {
-    let ws = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    fixture(ws.path());
-    let mut s = start(ws.path(), data.path(), o).await;
-    s.index().await;
-    (ws, data, s)
-}
-
 fn changed(path: &str, text: &str) -> OverlayEntry {
     OverlayEntry {
         path: path.into(),
