@@ -279,3 +279,46 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
         "crate::slow::client::Client::get"
     );
 }
+
+#[test]
+fn python_public_paths_follow_the_package_s_imports() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    let session = "class Session:\n    \"\"\"A session.\"\"\"\n\n    def send(self, request):\n        \"\"\"Sends a request.\"\"\"\n        return request\n";
+    write(
+        root,
+        "netkit/__init__.py",
+        "from .sessions import Session\n",
+    );
+    write(root, "netkit/sessions.py", session);
+    write(root, "netkit/legacy.py", session);
+    let index = indexed(root, data.path());
+    let named = |q: &str| -> String {
+        let found = index
+            .search(
+                Query::Bm25 {
+                    text: q,
+                    rrf: crate::fusion::Rrf::default(),
+                },
+                &Filters::default(),
+                5,
+            )
+            .unwrap();
+        found[0].hit.record.item.canon_path.clone()
+    };
+    assert_eq!(
+        named("`netkit.Session.send`"),
+        "netkit.sessions.Session.send"
+    );
+    assert_eq!(
+        named("`netkit.legacy.Session.send`"),
+        "netkit.legacy.Session.send"
+    );
+    let looked_up: Vec<String> = index
+        .lookup_canon("netkit.Session.send", None)
+        .iter()
+        .map(|r| r.item.canon_path.clone())
+        .collect();
+    assert_eq!(looked_up, vec!["netkit.sessions.Session.send"]);
+}

@@ -7,7 +7,7 @@ impl WorkspaceIndex {
     /// Items with this exact canonical path: `crate::a::Item`, or with the crate named
     /// (`my_crate::a::Item`) where several crates have the same path; else the items a public
     /// path means through the crate's re-exports (`reqwest::Client` for
-    /// `crate::async_impl::client::Client`).
+    /// `crate::async_impl::client::Client`, `requests.Session` for `requests.sessions.Session`).
     pub fn lookup_canon(&self, canon: &str, kind: Option<Kind>) -> Vec<&ItemRecord> {
         let named = |r: &ItemRecord| {
             let krate = r.item.crate_name.as_str();
@@ -28,7 +28,7 @@ impl WorkspaceIndex {
         if public.is_empty() {
             return found;
         }
-        let mut segments = canon.rsplit("::");
+        let mut segments = crate::names::path_segments(canon).rev();
         let name = segments.next().unwrap_or(canon);
         let owner = segments
             .next()

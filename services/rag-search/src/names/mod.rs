@@ -171,7 +171,7 @@ impl NameIndex {
     /// none for a path into a module.
     pub fn resolve_path(&self, written: &str) -> FxHashSet<String> {
         let written = written.strip_prefix("crate::").unwrap_or(written);
-        let segments: Vec<&str> = written.split("::").filter(|s| !s.is_empty()).collect();
+        let segments: Vec<&str> = path_segments(written).collect();
         let lowercase = segments
             .last()
             .is_none_or(|s| !s.starts_with(char::is_uppercase));
@@ -305,6 +305,11 @@ impl NameIndex {
         }
         found.into_values().collect()
     }
+}
+
+/// The segments of a path written in Rust's (`a::B::c`) or Python's (`a.B.c`) form.
+pub fn path_segments(path: &str) -> impl DoubleEndedIterator<Item = &str> {
+    path.split([':', '.']).filter(|s| !s.is_empty())
 }
 
 /// The runs of two or three words inside a longer name (what a query's phrase may spell), each

@@ -1,6 +1,8 @@
 //! Paths written from a crate's root, resolved through its re-exports: `reqwest::Client::get`
 //! is `crate::async_impl::client::Client::get` because reqwest's root says
-//! `pub use self::async_impl::Client` and `async_impl` says `pub use self::client::Client`.
+//! `pub use self::async_impl::Client` and `async_impl` says `pub use self::client::Client`;
+//! `requests.Session.send` is `requests.sessions.Session.send` because `requests/__init__.py`
+//! says `from .sessions import Session`.
 //! A user or a model writes the public path it knows from the crate's documentation; the index
 //! knows canonical paths. Every path here is a lookup key per segment ([`super::key`]) joined
 //! with `::`, the crate's own name first (`reqwest::asyncimpl::client::client::get`).
@@ -59,33 +61,41 @@ fn crate_key(name: &str) -> String {
     }
 }
 
-/// An item's path (`reqwest::asyncimpl::client::client::get`) and the paths above it, nearest
-/// the root first (the crate's root not among them); none for items of other languages than
-/// Rust. The first `.1` of them are its modules.
-fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
+/// The segments of an item's module below its crate's root, for the languages whose
+/// re-exports are read: Rust (`crate::a::b` → `a`, `b`) and Python in a package
+/// (`requests.sessions` → `sessions`; the top package is the distribution's root).
+fn module_of(record: &ItemRecord) -> Option<Vec<&str>> {
     let item = &record.item;
-    if record.language != "rust" {
-        return (Vec::new(), 0);
-    }
-    let Some(module) = item
+    let separator = match record.language.as_str() {
+        "rust" => "::",
+        "python" if !item.crate_name.is_empty() => ".",
+        _ => return None,
+    };
+    let module = item
         .canon_path
-        .strip_suffix(item.qualname.as_str())
-        .map(|m| m.trim_end_matches("::"))
-    else {
+        .strip_suffix(item.qualname.as_str())?
+        .trim_end_matches(separator);
+    let mut segments = module.split(separator).filter(|s| !s.is_empty());
+    // Rust's `crate`, Python's top package.
+    segments.next()?;
+    Some(segments.collect())
+}
+
+/// An item's path (`reqwest::asyncimpl::client::client::get`) and the paths above it, nearest
+/// the root first (the crate's root not among them); none for items of languages whose
+/// re-exports are not read. The first `.1` of them are its modules.
+fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
+    let Some(module) = module_of(record) else {
         return (Vec::new(), 0);
     };
-    let mut segments: Vec<String> = module
-        .split("::")
-        .skip(1) // `crate`
-        .map(key)
-        .collect();
+    let mut segments: Vec<String> = module.into_iter().map(key).collect();
     let modules = segments.len();
     // A method's type (`Client` of `Client::get` and of `<Client as Trait>::get`).
-    if let Some(owner) = owners(&item.qualname).next() {
+    if let Some(owner) = owners(&record.item.qualname).next() {
         segments.push(key(owner));
     }
     segments.push(name_key(record));
-    let mut path = crate_key(&item.crate_name);
+    let mut path = crate_key(&record.item.crate_name);
     let mut out = Vec::with_capacity(segments.len());
     for segment in segments {
         path.push_str("::");
@@ -101,21 +111,14 @@ fn name_key(record: &ItemRecord) -> String {
 }
 
 /// An item's path as [`super::NameIndex::resolve`] gives them
-/// (`reqwest::asyncimpl::client::client::get`); none for other languages than Rust.
+/// (`reqwest::asyncimpl::client::client::get`); none for languages whose re-exports are not
+/// read.
 pub fn path_of(record: &ItemRecord) -> Option<String> {
-    let item = &record.item;
-    if record.language != "rust" {
-        return None;
-    }
-    let module = item
-        .canon_path
-        .strip_suffix(item.qualname.as_str())?
-        .trim_end_matches("::");
-    let mut path = crate_key(&item.crate_name);
+    let module = module_of(record)?;
+    let mut path = crate_key(&record.item.crate_name);
     for segment in module
-        .split("::")
-        .skip(1)
-        .chain(owners(&item.qualname).take(1))
+        .into_iter()
+        .chain(owners(&record.item.qualname).take(1))
     {
         path.push_str("::");
         path.extend(super::key_chars(segment));

@@ -22,14 +22,15 @@ pub use java::parse_java;
 pub use layout::{Layout, is_manifest, shapes_layout};
 pub use module_path::module_path;
 pub use path_attr::{PathModule, path_modules};
-pub use python::parse_python;
+pub use python::{parse_python, parse_python_file};
 pub use reexports::Reexport;
 pub use rust::{parse_rust, parse_rust_file, parse_rust_in};
 pub use text::{WINDOW_LINES, line_windows};
 pub use typescript::parse_typescript;
 
 /// Items of one file: parsed by its language at `loc` ([`Layout::locate`]), else line windows;
-/// with its re-exports (Rust's `pub use`; none for other languages yet).
+/// with its re-exports (Rust's `pub use`, Python's top-level `from … import` of its own
+/// package; none for other languages yet).
 pub fn parse_file(
     rel: &str,
     language: &str,
@@ -38,7 +39,10 @@ pub fn parse_file(
 ) -> (Vec<ParsedItem>, Vec<Reexport>) {
     let items = match (language, loc) {
         ("rust", Some(loc)) => return parse_rust_file(loc, text),
-        ("python", Some(loc)) => parse_python(loc, text),
+        ("python", Some(loc)) => {
+            let package = rel.rsplit('/').next() == Some("__init__.py");
+            return parse_python_file(loc, text, package);
+        }
         ("go", Some(loc)) => parse_go(loc, text),
         ("typescript" | "javascript", Some(loc)) => parse_typescript(rel, loc, text),
         ("java", Some(loc)) => parse_java(loc, text),

@@ -5,20 +5,137 @@
 
 use tree_sitter::Node;
 
+use super::reexports::Reexport;
 use super::source::{Found, Source, items_of, named_children, trim_blank_lines};
 use super::{Kind, ModuleLoc, ParsedItem};
 
 /// Parses one Python file at `loc` (its dotted module path in `segments`).
 pub fn parse_python(loc: &ModuleLoc, src: &str) -> Vec<ParsedItem> {
-    items_of(
+    parse_python_file(loc, src, false).0
+}
+
+/// [`parse_python`], with the names the module imports from its own package at its top level
+/// (`from .sessions import Session` in `requests/__init__.py` makes `requests.Session`), as
+/// re-exports; `package` says whether the file is its package's `__init__.py` (where `.` is
+/// the module itself, not its parent).
+pub fn parse_python_file(
+    loc: &ModuleLoc,
+    src: &str,
+    package: bool,
+) -> (Vec<ParsedItem>, Vec<Reexport>) {
+    let mut reexports = Vec::new();
+    let items = items_of(
         &tree_sitter_python::LANGUAGE.into(),
         src,
         &loc.crate_name,
         |source, root| {
             source.set_module(loc.segments.join("."));
             walk(source, root, &[], false);
+            if !loc.crate_name.is_empty() {
+                for node in named_children(root) {
+                    if node.kind() == "import_from_statement" {
+                        imports(source, node, loc, package, &mut reexports);
+                    }
+                }
+            }
         },
-    )
+    );
+    (items, reexports)
+}
+
+/// The re-exports of one `from … import …` at a module's top level: names from this
+/// distribution only (relative, or absolute under its top package), none starting with `_`.
+fn imports(
+    source: &Source<'_>,
+    node: Node<'_>,
+    loc: &ModuleLoc,
+    package: bool,
+    out: &mut Vec<Reexport>,
+) {
+    let Some(from) = node.child_by_field_name("module_name") else {
+        return;
+    };
+    let mut target: Vec<String> = Vec::new();
+    match from.kind() {
+        "relative_import" => {
+            for part in named_children(from) {
+                match part.kind() {
+                    "import_prefix" => {
+                        // `.` is this package: the module itself in an `__init__.py`, its
+                        // parent elsewhere; each further dot one package up.
+                        let dots = source.text(part).len();
+                        target.push("self".into());
+                        let ups = if package {
+                            dots.saturating_sub(1)
+                        } else {
+                            dots
+                        };
+                        target.extend(std::iter::repeat_n("super".to_owned(), ups));
+                    }
+                    "dotted_name" => target.extend(dotted(source, part)),
+                    _ => {}
+                }
+            }
+        }
+        "dotted_name" => {
+            let parts = dotted(source, from);
+            // Another distribution's names are not this one's paths.
+            if parts.first() != Some(&loc.crate_name) {
+                return;
+            }
+            target.push("crate".into());
+            target.extend(parts.into_iter().skip(1));
+        }
+        _ => return,
+    }
+    let module: Vec<String> = loc.segments.iter().skip(1).cloned().collect();
+    let bind = |name: String, path: Vec<String>, out: &mut Vec<Reexport>| {
+        out.push(Reexport {
+            crate_name: loc.crate_name.clone(),
+            module: module.clone(),
+            name,
+            target: path,
+        });
+    };
+    if named_children(node)
+        .iter()
+        .any(|c| c.kind() == "wildcard_import")
+    {
+        bind(String::new(), target.clone(), out);
+    }
+    let mut cursor = node.walk();
+    for name in node.children_by_field_name("name", &mut cursor) {
+        let (path, alias) = match name.kind() {
+            "aliased_import" => (
+                name.child_by_field_name("name"),
+                name.child_by_field_name("alias").map(|a| source.text(a)),
+            ),
+            _ => (Some(name), None),
+        };
+        let Some(path) = path else {
+            continue;
+        };
+        let parts = dotted(source, path);
+        let Some(last) = parts.last() else {
+            continue;
+        };
+        let bound = alias.unwrap_or(last).to_owned();
+        if bound.starts_with('_') {
+            continue;
+        }
+        let mut full = target.clone();
+        full.extend(parts);
+        bind(bound, full, out);
+    }
+}
+
+/// The identifiers of a `dotted_name`.
+fn dotted(source: &Source<'_>, node: Node<'_>) -> Vec<String> {
+    named_children(node)
+        .iter()
+        .filter(|n| n.kind() == "identifier")
+        .map(|n| source.text(*n).to_owned())
+        .collect()
 }
 
 /// The statements of a module or class body. `outer` holds the enclosing classes' names.
@@ -186,5 +303,67 @@ def after():
             ))
         );
         assert!(items.iter().all(|i| i.crate_name == "requests"));
+    }
+
+    #[test]
+    fn imports_from_the_own_package_are_re_exports() {
+        let src = r#"
+from .sessions import Session, session
+from .models import Request as Req, _private
+from . import utils
+from requests.adapters import HTTPAdapter
+from urllib3 import PoolManager
+from .compat import *
+import os
+if True:
+    from .hidden import Conditional
+def f():
+    from .x import Y
+"#;
+        let shown = |loc: &ModuleLoc, package: bool| -> Vec<String> {
+            parse_python_file(loc, src, package)
+                .1
+                .iter()
+                .map(|r| {
+                    assert_eq!(r.crate_name, "requests");
+                    format!(
+                        "{} {} = {}",
+                        r.module.join("."),
+                        r.name,
+                        r.target.join("::")
+                    )
+                })
+                .collect()
+        };
+        let init = ModuleLoc {
+            crate_name: "requests".into(),
+            segments: vec!["requests".into()],
+        };
+        assert_eq!(
+            shown(&init, true),
+            vec![
+                " Session = self::sessions::Session",
+                " session = self::sessions::session",
+                " Req = self::models::Request",
+                " utils = self::utils",
+                " HTTPAdapter = crate::adapters::HTTPAdapter",
+                "  = self::compat",
+            ]
+        );
+        // In a module that is not its package's `__init__.py`, `.` is the package above it.
+        let api = ModuleLoc {
+            crate_name: "requests".into(),
+            segments: vec!["requests".into(), "api".into()],
+        };
+        assert_eq!(
+            shown(&api, false)[0],
+            "api Session = self::super::sessions::Session"
+        );
+        // Outside a package nothing is a path of a distribution.
+        let script = ModuleLoc {
+            crate_name: String::new(),
+            segments: vec!["build".into()],
+        };
+        assert!(parse_python_file(&script, src, false).1.is_empty());
     }
 }
