@@ -285,14 +285,16 @@ fn python_public_paths_follow_the_package_s_imports() {
     let ws = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let root = ws.path();
-    let session = "class Session:\n    \"\"\"A session.\"\"\"\n\n    def send(self, request):\n        \"\"\"Sends a request.\"\"\"\n        return request\n";
+    let session = "class Session:\n    \"\"\"A session.\"\"\"\n\n    def send(self, request):\n        \"\"\"Sends a request.\"\"\"\n        return request\n\n    class Pool:\n        def get(self):\n            return 1\n";
+    // The re-exported class lives in `core`; a decoy of the same text in `session` (whose
+    // path has the query's word).
     write(
         root,
         "netkit/__init__.py",
-        "from .sessions import Session\n",
+        "try:\n    from .core import Session\nexcept ImportError:\n    pass\n",
     );
-    write(root, "netkit/sessions.py", session);
-    write(root, "netkit/legacy.py", session);
+    write(root, "netkit/core.py", session);
+    write(root, "netkit/session.py", session);
     let index = indexed(root, data.path());
     let named = |q: &str| -> String {
         let found = index
@@ -307,18 +309,25 @@ fn python_public_paths_follow_the_package_s_imports() {
             .unwrap();
         found[0].hit.record.item.canon_path.clone()
     };
+    assert_eq!(named("`netkit.Session.send`"), "netkit.core.Session.send");
     assert_eq!(
-        named("`netkit.Session.send`"),
-        "netkit.sessions.Session.send"
+        named("`netkit.session.Session.send`"),
+        "netkit.session.Session.send"
     );
+    let looked_up = |path: &str| -> Vec<String> {
+        index
+            .lookup_canon(path, None)
+            .iter()
+            .map(|r| r.item.canon_path.clone())
+            .collect()
+    };
     assert_eq!(
-        named("`netkit.legacy.Session.send`"),
-        "netkit.legacy.Session.send"
+        looked_up("netkit.Session.send"),
+        vec!["netkit.core.Session.send"]
     );
-    let looked_up: Vec<String> = index
-        .lookup_canon("netkit.Session.send", None)
-        .iter()
-        .map(|r| r.item.canon_path.clone())
-        .collect();
-    assert_eq!(looked_up, vec!["netkit.sessions.Session.send"]);
+    // A nested class's method, by its public path.
+    assert_eq!(
+        looked_up("netkit.Session.Pool.get"),
+        vec!["netkit.core.Session.Pool.get"]
+    );
 }

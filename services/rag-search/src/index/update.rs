@@ -63,7 +63,7 @@ pub(super) fn prepare(
 
 /// Bumped when a parser other than Rust's changes what it finds: files indexed before are
 /// parsed again (their recorded module key no longer matches).
-const PARSERS_VERSION: u32 = 1;
+const PARSERS_VERSION: u32 = 2;
 
 /// What a file's place is recorded as, to notice when it moves: a Rust file's
 /// [`ModuleLoc::key`] (as indexes before other languages recorded it), the parser version

@@ -81,6 +81,19 @@ fn module_of(record: &ItemRecord) -> Option<Vec<&str>> {
     Some(segments.collect())
 }
 
+/// The types an item is inside, outermost first: Rust's one (`Client` of `Client::get` and of
+/// `<Client as Trait>::get`), Python's classes (`Outer`, `Inner` of `Outer.Inner.method`).
+fn owners_of(record: &ItemRecord) -> Vec<&str> {
+    let qualname = record.item.qualname.as_str();
+    if record.language == "python" {
+        let mut classes: Vec<&str> = qualname.split('.').collect();
+        classes.pop();
+        classes
+    } else {
+        owners(qualname).take(1).collect()
+    }
+}
+
 /// An item's path (`reqwest::asyncimpl::client::client::get`) and the paths above it, nearest
 /// the root first (the crate's root not among them); none for items of languages whose
 /// re-exports are not read. The first `.1` of them are its modules.
@@ -90,10 +103,7 @@ fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
     };
     let mut segments: Vec<String> = module.into_iter().map(key).collect();
     let modules = segments.len();
-    // A method's type (`Client` of `Client::get` and of `<Client as Trait>::get`).
-    if let Some(owner) = owners(&record.item.qualname).next() {
-        segments.push(key(owner));
-    }
+    segments.extend(owners_of(record).into_iter().map(key));
     segments.push(name_key(record));
     let mut path = crate_key(&record.item.crate_name);
     let mut out = Vec::with_capacity(segments.len());
@@ -116,10 +126,7 @@ fn name_key(record: &ItemRecord) -> String {
 pub fn path_of(record: &ItemRecord) -> Option<String> {
     let module = module_of(record)?;
     let mut path = crate_key(&record.item.crate_name);
-    for segment in module
-        .into_iter()
-        .chain(owners(&record.item.qualname).take(1))
-    {
+    for segment in module.into_iter().chain(owners_of(record)) {
         path.push_str("::");
         path.extend(super::key_chars(segment));
     }
@@ -372,9 +379,10 @@ impl Walk<'_> {
         let root = module.split("::").next().unwrap_or(module);
         let mut current = module.to_owned();
         let mut segments = target;
+        let mut leading = true;
         while let Some((first, rest)) = segments.split_first() {
             match first.as_str() {
-                "crate" => current = root.to_owned(),
+                "crate" if leading => current = root.to_owned(),
                 "self" => {}
                 "super" => match current.rsplit_once("::") {
                     Some((parent, _)) => current = parent.to_owned(),
@@ -383,6 +391,7 @@ impl Walk<'_> {
                 "::" => return Vec::new(),
                 _ => break,
             }
+            leading = false;
             segments = rest;
         }
         let mut paths = vec![current];

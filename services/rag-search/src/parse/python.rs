@@ -32,15 +32,34 @@ pub fn parse_python_file(
             source.set_module(loc.segments.join("."));
             walk(source, root, &[], false);
             if !loc.crate_name.is_empty() {
-                for node in named_children(root) {
-                    if node.kind() == "import_from_statement" {
-                        imports(source, node, loc, package, &mut reexports);
-                    }
-                }
+                top_level_imports(source, root, (loc, package), &mut reexports);
             }
         },
     );
     (items, reexports)
+}
+
+/// The `from … import …` statements a module runs when imported: at its top level and in
+/// its top-level `try`/`except` and `if` blocks (`try: from ._speedups import parse` …),
+/// not under `if TYPE_CHECKING:` (those names exist for type checkers only).
+fn top_level_imports(
+    source: &Source<'_>,
+    container: Node<'_>,
+    at: (&ModuleLoc, bool),
+    out: &mut Vec<Reexport>,
+) {
+    for node in named_children(container) {
+        match node.kind() {
+            "import_from_statement" => imports(source, node, at.0, at.1, out),
+            "if_statement" | "elif_clause"
+                if node
+                    .child_by_field_name("condition")
+                    .is_some_and(|c| source.text(c).contains("TYPE_CHECKING")) => {}
+            "try_statement" | "except_clause" | "else_clause" | "finally_clause" | "block"
+            | "if_statement" | "elif_clause" => top_level_imports(source, node, at, out),
+            _ => {}
+        }
+    }
 }
 
 /// The re-exports of one `from … import …` at a module's top level: names from this
@@ -63,7 +82,7 @@ fn imports(
                     "import_prefix" => {
                         // `.` is this package: the module itself in an `__init__.py`, its
                         // parent elsewhere; each further dot one package up.
-                        let dots = source.text(part).len();
+                        let dots = source.text(part).matches('.').count();
                         target.push("self".into());
                         let ups = if package {
                             dots.saturating_sub(1)
@@ -348,6 +367,7 @@ def f():
                 " utils = self::utils",
                 " HTTPAdapter = crate::adapters::HTTPAdapter",
                 "  = self::compat",
+                " Conditional = self::hidden::Conditional",
             ]
         );
         // In a module that is not its package's `__init__.py`, `.` is the package above it.
@@ -358,6 +378,36 @@ def f():
         assert_eq!(
             shown(&api, false)[0],
             "api Session = self::super::sessions::Session"
+        );
+        // Two dots in a sub-package's module; spaces between them; a fallback import in a
+        // `try`; nothing under `if TYPE_CHECKING:`.
+        let deep = r#"
+from .. import sessions
+from . . models import Request
+try:
+    from ._speedups import parse
+except ImportError:
+    from ._pure import parse
+if TYPE_CHECKING:
+    from .types import Hint
+"#;
+        let adapters = ModuleLoc {
+            crate_name: "requests".into(),
+            segments: vec!["requests".into(), "sub".into(), "adapters".into()],
+        };
+        let found: Vec<String> = parse_python_file(&adapters, deep, false)
+            .1
+            .iter()
+            .map(|r| format!("{} = {}", r.name, r.target.join("::")))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                "sessions = self::super::super::sessions",
+                "Request = self::super::super::models::Request",
+                "parse = self::super::_speedups::parse",
+                "parse = self::super::_pure::parse",
+            ]
         );
         // Outside a package nothing is a path of a distribution.
         let script = ModuleLoc {
