@@ -198,8 +198,11 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
     let data = tempfile::tempdir().unwrap();
     let root = ws.path();
     write(root, "Cargo.toml", "[package]\nname = \"net-kit\"\n");
-    let lib =
-        |module: &str| format!("pub mod fast;\npub mod slow;\npub use self::{module}::Client;\n");
+    let lib = |module: &str| {
+        format!(
+            "pub mod fast;\npub mod slow;\npub use self::{module}::Client;\npub use self::slow::Client as SlowClient;\n"
+        )
+    };
     write(root, "src/lib.rs", &lib("fast"));
     let client = "pub struct Client;\nimpl Client {\n    /// Sends a request.\n    pub fn get(&self) {}\n}\n";
     write(
@@ -252,6 +255,15 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
     assert_eq!(
         looked_up(&index, "net_kit::slow::Client"),
         vec!["crate::slow::client::Client"]
+    );
+    // An `as` alias, for the type and for its method.
+    assert_eq!(
+        looked_up(&index, "net_kit::SlowClient"),
+        vec!["crate::slow::client::Client"]
+    );
+    assert_eq!(
+        looked_up(&index, "net_kit::SlowClient::get"),
+        vec!["crate::slow::client::Client::get"]
     );
     // Not a path of the crate: nothing.
     assert!(looked_up(&index, "net_kit::Client::put").is_empty());

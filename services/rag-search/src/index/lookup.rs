@@ -2,6 +2,7 @@
 //! `code_item_lookup`, `replace_item` and snippets by path ask.
 
 use super::{ItemRecord, Kind, WorkspaceIndex};
+use crate::names::key;
 
 impl WorkspaceIndex {
     /// Items with this exact canonical path: `crate::a::Item`, or with the crate named
@@ -23,7 +24,9 @@ impl WorkspaceIndex {
         }
         // A public path (`reqwest::Client::get` for `crate::async_impl::client::Client::get`):
         // through the crates' re-exports (paths compared without case), then the name and the
-        // type before it as written (`k::Client::get` is no free `k::client::get`).
+        // type before it as written: one that differs from the item's in case only is a
+        // collision of keys (`k::Client::get` is no free `k::client::get`), one that differs in
+        // letters is an `as` alias (`k::FastClient` for `pub use fast::Client as FastClient`).
         let public = self.items.names().resolve_path(canon);
         if public.is_empty() {
             return found;
@@ -33,10 +36,16 @@ impl WorkspaceIndex {
         let owner = segments
             .next()
             .filter(|s| s.starts_with(char::is_uppercase));
+        let as_written =
+            |actual: &str, written: &str| actual == written || key(actual) != key(written);
         self.lookup(
             |r| {
-                r.item.name == name
-                    && crate::names::owners(&r.item.qualname).next() == owner
+                as_written(&r.item.name, name)
+                    && match (crate::names::owners(&r.item.qualname).next(), owner) {
+                        (Some(actual), Some(written)) => as_written(actual, written),
+                        (None, None) => true,
+                        (Some(_), None) | (None, Some(_)) => false,
+                    }
                     && crate::names::path_of(r).is_some_and(|p| public.contains(&p))
             },
             kind,
