@@ -192,6 +192,30 @@ fn path_attributes_place_the_files_they_name() {
     );
 }
 
+/// The canonical path of the first hit of a BM25 search (names fused).
+fn named(index: &WorkspaceIndex, q: &str) -> String {
+    let found = index
+        .search(
+            Query::Bm25 {
+                text: q,
+                rrf: crate::fusion::Rrf::default(),
+            },
+            &Filters::default(),
+            5,
+        )
+        .unwrap();
+    found[0].hit.record.item.canon_path.clone()
+}
+
+/// The canonical paths a lookup by (canonical or public) path finds.
+fn looked_up(index: &WorkspaceIndex, path: &str) -> Vec<String> {
+    index
+        .lookup_canon(path, None)
+        .iter()
+        .map(|r| r.item.canon_path.clone())
+        .collect()
+}
+
 #[test]
 fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen() {
     let ws = tempfile::tempdir().unwrap();
@@ -219,26 +243,6 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
     );
     write(root, "src/slow/mod.rs", "mod client;\npub use client::*;\n");
     write(root, "src/slow/client.rs", client);
-    let named = |index: &WorkspaceIndex, q: &str| -> String {
-        let found = index
-            .search(
-                Query::Bm25 {
-                    text: q,
-                    rrf: crate::fusion::Rrf::default(),
-                },
-                &Filters::default(),
-                5,
-            )
-            .unwrap();
-        found[0].hit.record.item.canon_path.clone()
-    };
-    let looked_up = |index: &WorkspaceIndex, path: &str| -> Vec<String> {
-        index
-            .lookup_canon(path, None)
-            .iter()
-            .map(|r| r.item.canon_path.clone())
-            .collect()
-    };
     let mut index = indexed(root, data.path());
     assert_eq!(
         named(&index, "`net_kit::Client::get`"),
@@ -308,38 +312,21 @@ fn python_public_paths_follow_the_package_s_imports() {
     write(root, "netkit/core.py", session);
     write(root, "netkit/session.py", session);
     let index = indexed(root, data.path());
-    let named = |q: &str| -> String {
-        let found = index
-            .search(
-                Query::Bm25 {
-                    text: q,
-                    rrf: crate::fusion::Rrf::default(),
-                },
-                &Filters::default(),
-                5,
-            )
-            .unwrap();
-        found[0].hit.record.item.canon_path.clone()
-    };
-    assert_eq!(named("`netkit.Session.send`"), "netkit.core.Session.send");
     assert_eq!(
-        named("`netkit.session.Session.send`"),
+        named(&index, "`netkit.Session.send`"),
+        "netkit.core.Session.send"
+    );
+    assert_eq!(
+        named(&index, "`netkit.session.Session.send`"),
         "netkit.session.Session.send"
     );
-    let looked_up = |path: &str| -> Vec<String> {
-        index
-            .lookup_canon(path, None)
-            .iter()
-            .map(|r| r.item.canon_path.clone())
-            .collect()
-    };
     assert_eq!(
-        looked_up("netkit.Session.send"),
+        looked_up(&index, "netkit.Session.send"),
         vec!["netkit.core.Session.send"]
     );
     // A nested class's method, by its public path.
     assert_eq!(
-        looked_up("netkit.Session.Pool.get"),
+        looked_up(&index, "netkit.Session.Pool.get"),
         vec!["netkit.core.Session.Pool.get"]
     );
 }
