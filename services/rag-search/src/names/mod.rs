@@ -8,8 +8,9 @@
 //! when they spell only a run of words inside a longer name: `value filters` for
 //! `has_value_filters`), and a name many items share (`new`, `poll`) counts less than a rare
 //! one. Among items sharing a name, the one whose path holds more of the query's other words
-//! (`blocking` in "add bytes to blocking::Response") wins. The constants were chosen on
-//! ../shared/eval (docs/RETRIEVAL.md, "Names").
+//! (`blocking` in "add bytes to blocking::Response") wins, and an item at the very path written
+//! — canonical, or public through its crate's re-exports ([`paths`]: `reqwest::Client::get`) —
+//! fits best. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
