@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use ploke_proto::rag::v1::{
     ManifestEntry, OverlayFile, PutOverlayFilesRequest, SyncOverlayRequest,
 };
-use ploke_proto::status::{CHECKOUT_MISALIGNED, precondition};
+use ploke_proto::status::{CHECKOUT_MISALIGNED, checkout_misaligned, precondition};
 
 use crate::gateway::Gateway;
 
@@ -112,7 +112,12 @@ pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyho
         .into_inner();
     // A server that counts `added` but does not refuse such a manifest itself (before
     // CHECKOUT_MISALIGNED) has taken it; nothing is uploaded or sent on it.
-    if planned.unchanged == 0 && planned.added == planned.changed && planned.deleted > 0 {
+    if checkout_misaligned(
+        planned.unchanged,
+        planned.changed,
+        planned.added,
+        planned.deleted,
+    ) {
         return Err(misaligned(
             root,
             &planned.changed.to_string(),

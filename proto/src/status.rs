@@ -26,6 +26,14 @@ pub fn invalid_argument(field: &str, reason: impl std::fmt::Display) -> Status {
 /// the metadata has `sent` (files in the manifest) and `missing` (workspace files it lacks).
 pub const CHECKOUT_MISALIGNED: &str = "CHECKOUT_MISALIGNED";
 
+/// Whether a SyncOverlay manifest is not the workspace as a checkout has it: none of its
+/// paths is the workspace's (`unchanged` 0, every changed path `added`) while the workspace's
+/// files are missing from it (`deleted` > 0). rag-search refuses it with
+/// [`CHECKOUT_MISALIGNED`]; a client checks an older server's answer with it.
+pub fn checkout_misaligned(unchanged: u64, changed: u64, added: u64, deleted: u64) -> bool {
+    unchanged == 0 && added == changed && deleted > 0
+}
+
 /// Domain of the `ErrorInfo` reasons ploke sets.
 const DOMAIN: &str = "ploke.dev";
 

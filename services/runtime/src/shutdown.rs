@@ -5,8 +5,8 @@ use tokio::sync::watch;
 /// [`signal`], boxed so that it can be named.
 pub type SignalFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-/// Resolves on SIGTERM or Ctrl-C. The handlers are installed by this call, not when the
-/// future is first polled: a signal that comes in between (a process told to stop as soon as it
+/// Resolves on SIGTERM or Ctrl-C. On Unix the handlers are installed by this call, not when
+/// the future is first polled (elsewhere Ctrl-C's is installed on the first poll): a signal that comes in between (a process told to stop as soon as it
 /// says it is ready) is not left to the default action, which ends the process with no drain.
 /// Must be called inside a Tokio runtime.
 pub fn signal() -> impl std::future::Future<Output = ()> + Send + 'static {

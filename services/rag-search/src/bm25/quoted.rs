@@ -80,7 +80,13 @@ pub(super) fn raise_holders(
                 .unwrap_or_default()
         };
         if crate::quotes::holds_any(field(text), spans) {
-            holders.push((at, field(file).to_owned(), field(text).to_owned()));
+            // Only the first NESTING_CHECKED holders' texts are compared.
+            let kept = if holders.len() < NESTING_CHECKED {
+                field(text).to_owned()
+            } else {
+                String::new()
+            };
+            holders.push((at, field(file).to_owned(), kept));
         }
     }
     for (i, (at, file, text)) in holders.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! `code_item_lookup`, `replace_item` and snippets by path ask.
 
 use super::{ItemRecord, Kind, WorkspaceIndex};
-use crate::names::key;
+use crate::names::{key, key_eq};
 
 impl WorkspaceIndex {
     /// Items with this exact canonical path: `crate::a::Item`, or with the crate named
@@ -36,13 +36,17 @@ impl WorkspaceIndex {
         let owner = segments
             .next()
             .filter(|s| s.starts_with(char::is_uppercase));
-        let as_written =
-            |actual: &str, written: &str| actual == written || key(actual) != key(written);
+        let (name_key, owner_key) = (key(name), owner.map(key));
+        let as_written = |actual: &str, written: &str, written_key: &str| {
+            actual == written || !key_eq(actual, written_key)
+        };
         self.lookup(
             |r| {
-                as_written(&r.item.name, name)
+                as_written(&r.item.name, name, &name_key)
                     && match (crate::names::owners(&r.item.qualname).next(), owner) {
-                        (Some(actual), Some(written)) => as_written(actual, written),
+                        (Some(actual), Some(written)) => {
+                            as_written(actual, written, owner_key.as_deref().unwrap_or_default())
+                        }
                         (None, None) => true,
                         (Some(_), None) | (None, Some(_)) => false,
                     }

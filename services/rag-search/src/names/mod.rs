@@ -21,7 +21,7 @@ use crate::tokenize::word_parts;
 mod paths;
 mod query;
 
-pub use paths::path_of;
+pub(crate) use paths::path_of;
 use query::CODE_STRENGTH;
 #[cfg(test)]
 use query::{CAPITALISED_STRENGTH, PHRASE_STRENGTH, WORD_STRENGTH, phrases, strip_commit_prefix};
@@ -60,7 +60,7 @@ pub fn key(name: &str) -> String {
 }
 
 /// Whether `name` has the lookup key `key` (without making it).
-fn key_eq(name: &str, key: &str) -> bool {
+pub(crate) fn key_eq(name: &str, key: &str) -> bool {
     key_chars(name).eq(key.chars())
 }
 
@@ -170,7 +170,7 @@ impl NameIndex {
     /// The items a path written as code (`reqwest::Client::get`, a `crate::` path, or one from
     /// a crate's root) can mean through the crates' re-exports, by their paths ([`path_of`]);
     /// none for a path into a module.
-    pub fn resolve_path(&self, written: &str) -> FxHashSet<String> {
+    pub(crate) fn resolve_path(&self, written: &str) -> FxHashSet<String> {
         let written = written.strip_prefix("crate::").unwrap_or(written);
         let segments: Vec<&str> = path_segments(written).collect();
         let lowercase = segments
@@ -248,16 +248,16 @@ impl NameIndex {
             // A name many items share says less about which one is meant; a qualified name
             // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit as well
             // or better.
-            let candidates: Vec<(u64, &ItemRecord, Option<Fit>)> = ids
+            let candidates: Vec<(u64, &ItemRecord, bool, Option<Fit>)> = ids
                 .iter()
                 .filter_map(|id| {
                     let record = item(*id)?;
+                    let owned = owners(&record.item.qualname).next().is_some();
                     let fit = (!name.qualifiers.is_empty()).then(|| {
                         // Paths compare without case: the type written must be the item's
                         // own (`Client::get` is no free `client::get`).
                         let at_public_path = !public.is_empty()
-                            && owners(&record.item.qualname).next().is_some()
-                                == name.type_qualified
+                            && owned == name.type_qualified
                             && paths::path_of(record).is_some_and(|p| public.contains(&p));
                         if at_public_path {
                             Fit::Exact
@@ -265,14 +265,14 @@ impl NameIndex {
                             Fit::of(record, &name.qualifiers)
                         }
                     });
-                    Some((*id, record, fit))
+                    Some((*id, record, owned, fit))
                 })
                 .collect();
             let mut per_fit = [0usize; 5];
-            for fit in candidates.iter().filter_map(|c| c.2) {
+            for fit in candidates.iter().filter_map(|c| c.3) {
                 per_fit[fit as usize] += 1;
             }
-            for (id, record, fit) in candidates {
+            for (id, record, owned, fit) in candidates {
                 let shared_by = match fit {
                     Some(fit @ (Fit::Exact | Fit::Whole | Fit::Owner | Fit::Path)) => {
                         per_fit[..=fit as usize].iter().sum()
@@ -280,7 +280,6 @@ impl NameIndex {
                     Some(Fit::Nothing) | None => ids.len(),
                 };
                 let specificity = 1.0 / (1.0 + (shared_by.max(1) as f32).ln());
-                let owned = owners(&record.item.qualname).next().is_some();
                 let qualified = fit.map_or(1.0, |f| f.factor(owned));
                 let context = self.path_words.get(&id).map_or(0, |words| {
                     words
@@ -309,7 +308,7 @@ impl NameIndex {
 }
 
 /// The segments of a path written in Rust's (`a::B::c`) or Python's (`a.B.c`) form.
-pub fn path_segments(path: &str) -> impl DoubleEndedIterator<Item = &str> {
+pub(crate) fn path_segments(path: &str) -> impl DoubleEndedIterator<Item = &str> {
     path.split([':', '.']).filter(|s| !s.is_empty())
 }
 

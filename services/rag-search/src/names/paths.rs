@@ -28,7 +28,7 @@ struct Bound {
     file: String,
     /// The name's key; empty for a glob.
     name: String,
-    /// The path as written.
+    /// The path as written, each name as its key.
     target: Vec<String>,
 }
 
@@ -98,21 +98,17 @@ fn owners_of(record: &ItemRecord) -> Vec<&str> {
 /// the root first (the crate's root not among them); none for items of languages whose
 /// re-exports are not read. The first `.1` of them are its modules.
 fn path_and_above(record: &ItemRecord) -> (Vec<String>, usize) {
-    let Some(module) = module_of(record) else {
+    let (Some(path), Some(module)) = (path_of(record), module_of(record)) else {
         return (Vec::new(), 0);
     };
-    let mut segments: Vec<String> = module.into_iter().map(key).collect();
-    let modules = segments.len();
-    segments.extend(owners_of(record).into_iter().map(key));
-    segments.push(name_key(record));
-    let mut path = crate_key(&record.item.crate_name);
-    let mut out = Vec::with_capacity(segments.len());
-    for segment in segments {
-        path.push_str("::");
-        path.push_str(&segment);
-        out.push(path.clone());
-    }
-    (out, modules)
+    // Keys hold no `:`: every `::` after the root's ends a path above the item's.
+    let mut out: Vec<String> = path
+        .match_indices("::")
+        .skip(1)
+        .map(|(at, _)| path[..at].to_owned())
+        .collect();
+    out.push(path);
+    (out, module.len())
 }
 
 /// The key of an item's name, as paths end with it.
@@ -123,7 +119,7 @@ fn name_key(record: &ItemRecord) -> String {
 /// An item's path as [`super::NameIndex::resolve`] gives them
 /// (`reqwest::asyncimpl::client::client::get`); none for languages whose re-exports are not
 /// read.
-pub fn path_of(record: &ItemRecord) -> Option<String> {
+pub(crate) fn path_of(record: &ItemRecord) -> Option<String> {
     let module = module_of(record)?;
     let mut path = crate_key(&record.item.crate_name);
     for segment in module.into_iter().chain(owners_of(record)) {
@@ -196,10 +192,19 @@ impl Paths {
             if !modules.contains(&module) {
                 modules.push(module.clone());
             }
+            // Keyed once here; `crate`, `self`, `super` and `::` stay words of their own.
+            let target = r
+                .target
+                .iter()
+                .map(|s| match s.as_str() {
+                    "crate" | "self" | "super" | "::" => s.clone(),
+                    _ => key(s),
+                })
+                .collect();
             self.bound.entry(module).or_default().push(Bound {
                 file: file.to_owned(),
                 name: key(&r.name),
-                target: r.target.clone(),
+                target,
             });
         }
         if !modules.is_empty() {
@@ -396,7 +401,7 @@ impl Walk<'_> {
         }
         let mut paths = vec![current];
         for segment in segments {
-            paths = self.step_all(&paths, &key(segment), depth);
+            paths = self.step_all(&paths, segment, depth);
             if paths.is_empty() {
                 break;
             }

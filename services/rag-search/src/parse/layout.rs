@@ -32,7 +32,12 @@ pub fn is_manifest(rel: &str) -> bool {
 /// Whether adding or removing `rel` can move other files' modules (a manifest, or a Python
 /// package marker).
 pub fn shapes_layout(rel: &str) -> bool {
-    is_manifest(rel) || rel == "__init__.py" || rel.ends_with("/__init__.py")
+    is_manifest(rel) || is_package_init(rel)
+}
+
+/// Whether `rel` is a Python package's `__init__.py`.
+pub fn is_package_init(rel: &str) -> bool {
+    rel == "__init__.py" || rel.ends_with("/__init__.py")
 }
 
 fn parent(rel: &str) -> &str {
@@ -113,7 +118,7 @@ impl Layout {
         npm_packages.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
         let python_packages = files
             .iter()
-            .filter(|f| *f == "__init__.py" || f.ends_with("/__init__.py"))
+            .filter(|f| is_package_init(f))
             .map(|f| parent(f).to_owned())
             .collect();
         Self {

@@ -40,8 +40,7 @@ pub fn parse_file(
     let items = match (language, loc) {
         ("rust", Some(loc)) => return parse_rust_file(loc, text),
         ("python", Some(loc)) => {
-            let package = rel.rsplit('/').next() == Some("__init__.py");
-            return parse_python_file(loc, text, package);
+            return parse_python_file(loc, text, layout::is_package_init(rel));
         }
         ("go", Some(loc)) => parse_go(loc, text),
         ("typescript" | "javascript", Some(loc)) => parse_typescript(rel, loc, text),

@@ -176,7 +176,12 @@ impl RagService {
             let planned = plan_sync(&held, &base, &manifest);
             // Not one path of the workspace's (or none at all), and all of its files missing: as
             // the overlay this manifest would delete the whole workspace.
-            if planned.unchanged == 0 && planned.added == planned.changed && planned.deleted > 0 {
+            if ploke_proto::status::checkout_misaligned(
+                planned.unchanged,
+                planned.changed,
+                planned.added,
+                planned.deleted,
+            ) {
                 return Err(RagError::CheckoutMisaligned {
                     root: overlay.root.display().to_string(),
                     sent: planned.changed,
