@@ -27,6 +27,7 @@ use crate::bm25::{CorpusStats, Filters, Scope};
 use crate::fusion::{self, Lists, Rrf};
 use crate::names::Resolved;
 use crate::rank;
+use crate::record::ItemRecord;
 
 use super::dense::passes;
 use super::search::{NAME_DEPTH, bm25_depth, dense_depth, ranked, weighed_names};
@@ -148,16 +149,28 @@ pub fn rank_names_layers<'a>(
         let hidden = |file: &str| layer.hidden.contains(file);
         resolved.extend(layer.index.items.names().resolve(&names, &hidden));
     }
+    // A crate's root may be in any layer (the base's, or a session's changed `lib.rs`).
+    let at_root = |record: &ItemRecord| {
+        layers.iter().any(|layer| {
+            let hidden = |file: &str| layer.hidden.contains(file);
+            layer.index.items.names().at_root(record, &hidden)
+        })
+    };
     let lists = layers
         .iter()
         .enumerate()
         .map(|(i, layer)| {
             let items = &layer.index.items;
-            let scored = items.names().matches(&names, &resolved, |id| {
-                items
-                    .get(&id)
-                    .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
-            });
+            let scored = items.names().matches(
+                &names,
+                &resolved,
+                |id| {
+                    items
+                        .get(&id)
+                        .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
+                },
+                &at_root,
+            );
             ranked(scored, layer.index.prior, NAME_DEPTH)
                 .into_iter()
                 .map(|r| (i, r))

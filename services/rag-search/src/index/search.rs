@@ -265,12 +265,18 @@ impl WorkspaceIndex {
         if names.is_empty() {
             return Vec::new();
         }
-        let resolved = self.items.names().resolve(&names, &|_| false);
-        let scored = self.items.names().matches(&names, &resolved, |id| {
-            self.items
-                .get(&id)
-                .filter(|r| super::dense::passes(r, filters))
-        });
+        let index = self.items.names();
+        let resolved = index.resolve(&names, &|_| false);
+        let scored = index.matches(
+            &names,
+            &resolved,
+            |id| {
+                self.items
+                    .get(&id)
+                    .filter(|r| super::dense::passes(r, filters))
+            },
+            &|r| index.at_root(r, &|_| false),
+        );
         ranked(scored, self.prior, NAME_DEPTH)
     }
 

@@ -53,6 +53,12 @@ const OTHER_SPELLING: f32 = 0.5;
 /// [`MAX_CONTEXT`] words.
 const CONTEXT: f32 = 1.0;
 const MAX_CONTEXT: usize = 4;
+/// Among items of one crate sharing a name, those whose type (or themselves) the crate's root
+/// does not bind, when another's it does: a user naming `Body::as_bytes` in reqwest means
+/// `reqwest::Body`'s, not `reqwest::blocking::Body`'s.
+const NOT_AT_ROOT: f32 = 0.8;
+/// Most items of one name looked at for [`NOT_AT_ROOT`] (a common name says little anyway).
+const MAX_RIVALS: usize = 32;
 
 /// A name's lookup key: lowercase without `_` (`read_mem`, `readMem` and `ReadMem` are one).
 pub fn key(name: &str) -> String {
@@ -206,6 +212,13 @@ impl NameIndex {
         )
     }
 
+    /// Whether an item's type (or the item, when it belongs to none) is bound at its crate's
+    /// root: defined or re-exported there ([`NOT_AT_ROOT`]), the re-exports of files `hidden`
+    /// says no to left out.
+    pub fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
+        self.paths.at_root(record, hidden)
+    }
+
     /// Whether one of the query's names written as code is an item's name here.
     pub fn names_code(&self, query: &QueryNames) -> bool {
         query
@@ -215,12 +228,14 @@ impl NameIndex {
     }
 
     /// The items a query's names find, with their name score. `item` resolves an id (and says
-    /// whether the item may be answered: filters, shadowing).
+    /// whether the item may be answered: filters, shadowing); `at_root` says whether a crate's
+    /// root binds an item's type ([`Self::at_root`], through every layer).
     pub fn matches<'a>(
         &self,
         query: &QueryNames,
         resolved: &Resolved,
         item: impl Fn(u64) -> Option<&'a ItemRecord>,
+        at_root: &dyn Fn(&ItemRecord) -> bool,
     ) -> Vec<(&'a ItemRecord, f32)> {
         let mut found: FxHashMap<u64, (&'a ItemRecord, f32)> = FxHashMap::default();
         let nothing = FxHashSet::default();
@@ -248,7 +263,7 @@ impl NameIndex {
             // A name many items share says less about which one is meant; a qualified name
             // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit as well
             // or better.
-            let candidates: Vec<(u64, &ItemRecord, bool, Option<Fit>)> = ids
+            let candidates: Vec<Candidate<'a>> = ids
                 .iter()
                 .filter_map(|id| {
                     let record = item(*id)?;
@@ -265,14 +280,34 @@ impl NameIndex {
                             Fit::of(record, &name.qualifiers)
                         }
                     });
-                    Some((*id, record, owned, fit))
+                    let context = self.path_words.get(id).map_or(0, |words| {
+                        words
+                            .iter()
+                            .filter(|w| query.words.contains(*w) && !qualifier_words.contains(*w))
+                            .count()
+                            .min(MAX_CONTEXT)
+                    });
+                    Some(Candidate {
+                        record,
+                        owned,
+                        fit,
+                        context,
+                    })
                 })
                 .collect();
+            let aside = set_aside(&candidates, at_root);
             let mut per_fit = [0usize; 5];
-            for fit in candidates.iter().filter_map(|c| c.3) {
+            for fit in candidates.iter().filter_map(|c| c.fit) {
                 per_fit[fit as usize] += 1;
             }
-            for (id, record, owned, fit) in candidates {
+            for Candidate {
+                record,
+                owned,
+                fit,
+                context,
+            } in candidates
+            {
+                let id = record.id;
                 let shared_by = match fit {
                     Some(fit @ (Fit::Exact | Fit::Whole | Fit::Owner | Fit::Path)) => {
                         per_fit[..=fit as usize].iter().sum()
@@ -281,13 +316,6 @@ impl NameIndex {
                 };
                 let specificity = 1.0 / (1.0 + (shared_by.max(1) as f32).ln());
                 let qualified = fit.map_or(1.0, |f| f.factor(owned));
-                let context = self.path_words.get(&id).map_or(0, |words| {
-                    words
-                        .iter()
-                        .filter(|w| query.words.contains(*w) && !qualifier_words.contains(*w))
-                        .count()
-                        .min(MAX_CONTEXT)
-                });
                 let spelling = match spelled {
                     Some(spelled) if spelled != record.item.name => OTHER_SPELLING,
                     _ => 1.0,
@@ -298,13 +326,62 @@ impl NameIndex {
                     * specificity
                     * qualified
                     * (1.0 + CONTEXT * context as f32)
-                    * kind_factor(record.item.kind);
+                    * kind_factor(record.item.kind)
+                    * if aside.contains(&id) {
+                        NOT_AT_ROOT
+                    } else {
+                        1.0
+                    };
                 let e = found.entry(id).or_insert((record, 0.0));
                 e.1 = e.1.max(score);
             }
         }
         found.into_values().collect()
     }
+}
+
+/// An item one of the query's names finds, before it is scored.
+struct Candidate<'a> {
+    record: &'a ItemRecord,
+    /// Whether it belongs to a type.
+    owned: bool,
+    /// How it fits the qualifiers written (none when none are).
+    fit: Option<Fit>,
+    /// How many of the query's other words its path has.
+    context: usize,
+}
+
+/// The candidates of one name ([`NameIndex::matches`]) that another of their crate outranks by
+/// being bound at its root ([`NOT_AT_ROOT`]) where the query's words do not tell them apart
+/// (`wasm` in "implement `basic_auth` for wasm" picks the wasm client's over the root's);
+/// none when there are too many to tell apart.
+fn set_aside(
+    candidates: &[Candidate<'_>],
+    at_root: &dyn Fn(&ItemRecord) -> bool,
+) -> FxHashSet<u64> {
+    if !(2..=MAX_RIVALS).contains(&candidates.len()) {
+        return FxHashSet::default();
+    }
+    let reach: Vec<bool> = candidates.iter().map(|c| at_root(c.record)).collect();
+    // The most context of a candidate bound at each crate's root.
+    let mut at_root_context: FxHashMap<&str, usize> = FxHashMap::default();
+    for (c, _) in candidates.iter().zip(&reach).filter(|(_, at)| **at) {
+        let best = at_root_context
+            .entry(c.record.item.crate_name.as_str())
+            .or_default();
+        *best = (*best).max(c.context);
+    }
+    candidates
+        .iter()
+        .zip(&reach)
+        .filter(|(c, at)| {
+            !**at
+                && at_root_context
+                    .get(c.record.item.crate_name.as_str())
+                    .is_some_and(|best| c.context <= *best)
+        })
+        .map(|(c, _)| c.record.id)
+        .collect()
 }
 
 /// The segments of a path written in Rust's (`a::B::c`) or Python's (`a.B.c`) form.

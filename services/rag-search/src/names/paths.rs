@@ -131,7 +131,52 @@ pub(crate) fn path_of(record: &ItemRecord) -> Option<String> {
     Some(path)
 }
 
+/// The path of the type an item belongs to (its outermost class in Python), or of the item
+/// itself when it belongs to none: what a crate's root would re-export to make it public
+/// there (`reqwest::asyncimpl::body::body` for `Body::as_bytes` in `async_impl/body.rs`).
+fn head_of(record: &ItemRecord) -> Option<String> {
+    let module = module_of(record)?;
+    let mut path = crate_key(&record.item.crate_name);
+    for segment in &module {
+        path.push_str("::");
+        path.extend(super::key_chars(segment));
+    }
+    path.push_str("::");
+    match owners_of(record).first() {
+        Some(owner) => path.extend(super::key_chars(owner)),
+        None => path.push_str(&name_key(record)),
+    }
+    Some(path)
+}
+
 impl Paths {
+    /// Whether an item's type (or the item, when it belongs to none) is bound at its crate's
+    /// root: defined there, or re-exported there by name or through a glob (`reqwest::Body`
+    /// is the async client's `Body`, not the blocking one's), re-exports in files `hidden` says
+    /// no to left out.
+    pub(super) fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
+        let Some(head) = head_of(record) else {
+            return false;
+        };
+        let Some((root, below)) = head.split_once("::") else {
+            return false;
+        };
+        let Some((_, name)) = below.rsplit_once("::") else {
+            // Defined in the root module itself.
+            return true;
+        };
+        if !self.bound.contains_key(root) {
+            return false;
+        }
+        let mut walk = Walk {
+            paths: self,
+            hidden,
+            work: 0,
+            done: FxHashMap::default(),
+        };
+        walk.step(root, name, 0).contains(&head)
+    }
+
     /// Adds an item's path.
     pub(super) fn insert(&mut self, record: &ItemRecord) {
         let (paths, modules) = path_and_above(record);

@@ -3,6 +3,7 @@
 //! each qualified by its language's module system ([`Layout`]); other text files as line
 //! windows.
 
+mod cfg;
 mod crates;
 mod golang;
 mod java;

@@ -4,6 +4,7 @@
 
 use tree_sitter::{Node, Parser};
 
+use super::cfg;
 use super::reexports::{self, Reexport};
 use super::source::{Lines, child_of, collapse_ws, named_children};
 use super::{Kind, ModuleLoc, ParsedItem, module_path};
@@ -29,6 +30,12 @@ struct Walker<'a> {
     items: Vec<ParsedItem>,
     reexports: Vec<Reexport>,
     crate_name: &'a str,
+    /// The file's `macro_rules!` that wrap each item given in a `#[cfg]` ([`cfg::wrapping_predicate`]),
+    /// by name, with the predicate.
+    cfg_macros: Vec<(String, String)>,
+    /// Whether the code being walked is compiled out on this host ([`cfg::left_out`]): its
+    /// re-exports bind nothing here.
+    left_out: bool,
 }
 
 /// Parses one Rust file (`rel` relative to the workspace root) into items, its module path
@@ -54,6 +61,8 @@ pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reex
         items: Vec::new(),
         reexports: Vec::new(),
         crate_name: &loc.crate_name,
+        cfg_macros: Vec::new(),
+        left_out: false,
     };
     walker.parse_region(0, src.len(), &loc.segments, &Scope::Module, 0);
     walker
@@ -136,7 +145,17 @@ impl Walker<'_> {
                 "type_item" => self.push(node, offset, module, scope, Kind::TypeAlias),
                 "const_item" => self.push(node, offset, module, scope, Kind::Const),
                 "static_item" => self.push(node, offset, module, scope, Kind::Static),
-                "macro_definition" => self.push(node, offset, module, scope, Kind::Macro),
+                "macro_definition" => {
+                    self.push(node, offset, module, scope, Kind::Macro);
+                    let text = self.text(node, offset);
+                    if let (Some(name), Some(predicate)) = (
+                        node.child_by_field_name("name"),
+                        cfg::wrapping_predicate(text),
+                    ) {
+                        let entry = (self.text(name, offset).to_owned(), predicate.to_owned());
+                        self.cfg_macros.push(entry);
+                    }
+                }
                 "trait_item" => {
                     self.push(node, offset, module, scope, Kind::Trait);
                     if let (Some(name), Some(body)) = (
@@ -172,7 +191,11 @@ impl Walker<'_> {
                         self.push(node, offset, module, scope, Kind::Module);
                         let mut inner = module.to_vec();
                         inner.push(self.text(name, offset).to_owned());
+                        let out = self.compiled_out(node, offset);
+                        let was = self.left_out;
+                        self.left_out |= out;
                         self.walk(body, offset, &inner, &Scope::Module, depth);
+                        self.left_out = was;
                     }
                 }
                 "macro_invocation" if matches!(scope, Scope::Module) && depth < MAX_MACRO_DEPTH => {
@@ -182,11 +205,20 @@ impl Walker<'_> {
                         if text.starts_with('{') && text.ends_with('}') && text.len() >= 2 {
                             let start = tt.start_byte() + offset + 1;
                             let end = tt.end_byte() + offset - 1;
+                            let out = self.invokes_left_out(node, offset)
+                                || self.compiled_out(node, offset);
+                            let was = self.left_out;
+                            self.left_out |= out;
                             self.parse_region(start, end, module, scope, depth + 1);
+                            self.left_out = was;
                         }
                     }
                 }
-                "use_declaration" if matches!(scope, Scope::Module) => {
+                "use_declaration"
+                    if matches!(scope, Scope::Module)
+                        && !self.left_out
+                        && !self.compiled_out(node, offset) =>
+                {
                     let found = reexports::of_use(
                         node,
                         |n| self.text(n, offset).to_owned(),
@@ -198,6 +230,37 @@ impl Walker<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// Whether one of the `#[cfg]` attributes directly above `node` leaves it out on this host.
+    fn compiled_out(&self, node: Node<'_>, offset: usize) -> bool {
+        let mut prev = node.prev_sibling();
+        while let Some(p) = prev {
+            match p.kind() {
+                "attribute_item" => {
+                    if cfg::predicate_of(self.text(p, offset)).is_some_and(cfg::left_out) {
+                        return true;
+                    }
+                }
+                "line_comment" | "block_comment" => {}
+                _ => return false,
+            }
+            prev = p.prev_sibling();
+        }
+        false
+    }
+
+    /// Whether a macro invocation is of one of the file's cfg-wrapping macros whose predicate
+    /// leaves its items out on this host (reqwest's `if_wasm! { ... }`).
+    fn invokes_left_out(&self, node: Node<'_>, offset: usize) -> bool {
+        let Some(name) = node.child_by_field_name("macro") else {
+            return false;
+        };
+        let name = self.text(name, offset);
+        let name = name.rsplit("::").next().unwrap_or(name);
+        self.cfg_macros
+            .iter()
+            .any(|(m, predicate)| m == name && cfg::left_out(predicate))
     }
 
     /// Doc comments and attributes directly above `node`: (first byte, doc text).

@@ -196,9 +196,12 @@ fn found(
     let names = query_names(query);
     let resolved = index.resolve(&names, &|_| false);
     let mut found: Vec<(u64, f32)> = index
-        .matches(&names, &resolved, |id| {
-            items.iter().find(|i| i.id == id).filter(|_| keep(id))
-        })
+        .matches(
+            &names,
+            &resolved,
+            |id| items.iter().find(|i| i.id == id).filter(|_| keep(id)),
+            &|r| index.at_root(r, &|_| false),
+        )
         .into_iter()
         .map(|(r, s)| (r.id, s))
         .collect();

@@ -92,6 +92,117 @@ fn a_public_path_finds_the_item_its_crate_re_exports_there() {
     assert_eq!(scores[1].1, scores[2].1, "{scores:?}");
 }
 
+#[test]
+fn of_items_sharing_a_name_those_their_crate_s_root_binds_come_first() {
+    let in_crate = |id: u64, path: &str, qualname: &str, krate: &str| {
+        let mut record = item(id, path, Kind::Method);
+        record.item.qualname = qualname.into();
+        record.item.crate_name = krate.into();
+        record
+    };
+    let items = [
+        // reqwest: the root re-exports the async `Body`; the blocking one is
+        // `reqwest::blocking::Body`.
+        in_crate(
+            1,
+            "crate::blocking::body::Body::as_bytes",
+            "Body::as_bytes",
+            "reqwest",
+        ),
+        in_crate(
+            2,
+            "crate::async_impl::body::Body::as_bytes",
+            "Body::as_bytes",
+            "reqwest",
+        ),
+        // serde_json: `Map` is re-exported at the root (through a glob of a module of
+        // re-exports), `OccupiedEntry` is not.
+        in_crate(
+            3,
+            "crate::map::OccupiedEntry::remove_entry",
+            "OccupiedEntry::remove_entry",
+            "serde_json",
+        ),
+        in_crate(
+            4,
+            "crate::map::Map::remove_entry",
+            "Map::remove_entry",
+            "serde_json",
+        ),
+        // Another crate with none at its root: not compared with reqwest's.
+        in_crate(5, "crate::body::Body::as_bytes", "Body::as_bytes", "other"),
+        // A free function defined in the root module is bound there.
+        in_crate(6, "crate::remove_entry", "remove_entry", "serde_json"),
+    ];
+    let mut index = indexed(&items);
+    index.set_reexports(
+        "reqwest/src/lib.rs",
+        &[reexport(
+            "reqwest",
+            &[],
+            "Body",
+            &["self", "async_impl", "Body"],
+        )],
+    );
+    index.set_reexports(
+        "reqwest/src/async_impl/mod.rs",
+        &[reexport(
+            "reqwest",
+            &["async_impl"],
+            "Body",
+            &["self", "body", "Body"],
+        )],
+    );
+    index.set_reexports(
+        "serde_json/src/lib.rs",
+        &[reexport("serde_json", &[], "", &["crate", "exports"])],
+    );
+    index.set_reexports(
+        "serde_json/src/exports.rs",
+        &[reexport(
+            "serde_json",
+            &["exports"],
+            "Map",
+            &["crate", "map", "Map"],
+        )],
+    );
+    let score = |query: &str, id: u64| {
+        found(&index, &items, query, ALL)
+            .into_iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, s)| s)
+    };
+    // Equal but for the root: the blocking body is set aside, the other crate's is not.
+    let async_body = score("`as_bytes`", 2);
+    assert_eq!(score("`as_bytes`", 1), async_body.map(|s| s * NOT_AT_ROOT));
+    assert_eq!(score("`as_bytes`", 5), async_body);
+    let map = score("`remove_entry`", 4);
+    assert_eq!(score("`remove_entry`", 3), map.map(|s| s * NOT_AT_ROOT));
+    assert_eq!(score("`remove_entry`", 6), map);
+    // The type written still decides: `OccupiedEntry::remove_entry` fits its own.
+    let order: Vec<u64> = found(&index, &items, "`OccupiedEntry::remove_entry`", ALL)
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(order[0], 3, "{order:?}");
+    // A session that changed reqwest's root (its re-exports hidden) prefers neither body.
+    let names = query_names("`as_bytes`");
+    let resolved = index.resolve(&names, &|_| false);
+    let hidden = |file: &str| file == "reqwest/src/lib.rs";
+    let scores: Vec<(u64, f32)> = index
+        .matches(
+            &names,
+            &resolved,
+            |id| items.iter().find(|i| i.id == id),
+            &|r| index.at_root(r, &hidden),
+        )
+        .into_iter()
+        .map(|(r, s)| (r.id, s))
+        .collect();
+    let hidden_score = |id: u64| scores.iter().find(|(i, _)| *i == id).map(|(_, s)| *s);
+    assert_eq!(hidden_score(1), hidden_score(2));
+}
+
 fn reexport(krate: &str, module: &[&str], name: &str, target: &[&str]) -> Reexport {
     Reexport {
         crate_name: krate.into(),

@@ -187,3 +187,48 @@ fn body() {
         ]
     );
 }
+
+#[test]
+fn re_exports_compiled_out_on_this_host_bind_nothing() {
+    // reqwest's shape: macros that wrap items in a target cfg, and plain cfg attributes; a
+    // feature is unknown here and counts as on.
+    let src = r#"
+macro_rules! if_wasm {
+    ($($item:item)*) => {$(
+        #[cfg(all(target_arch = "wasm32", any(target_os = "unknown", target_os = "none")))]
+        $item
+    )*}
+}
+macro_rules! if_hyper {
+    ($($item:item)*) => {$(
+        #[cfg(not(all(target_arch = "wasm32", any(target_os = "unknown", target_os = "none"))))]
+        $item
+    )*}
+}
+if_hyper! {
+    pub use self::async_impl::Client;
+}
+if_wasm! {
+    pub use self::wasm::Client;
+}
+#[cfg(target_os = "none")]
+pub use self::bare::Metal;
+#[cfg(feature = "blocking")]
+// a comment between
+pub use self::blocking::Blocking;
+#[cfg(target_os = "none")]
+mod bare_only {
+    pub use super::Gone;
+}
+"#;
+    let loc = ModuleLoc {
+        crate_name: "reqwest".into(),
+        segments: Vec::new(),
+    };
+    let (_, reexports) = parse_rust_file(&loc, src);
+    let shown: Vec<String> = reexports.iter().map(|r| r.target.join("::")).collect();
+    assert_eq!(
+        shown,
+        ["self::async_impl::Client", "self::blocking::Blocking"]
+    );
+}

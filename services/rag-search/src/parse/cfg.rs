@@ -1,0 +1,192 @@
+//! `#[cfg(...)]` predicates evaluated for the host, as rust-analyzer does by default: the
+//! target's architecture, OS and family (`target_arch = "wasm32"` is false on a Linux server,
+//! `unix` true); everything else (features, `test`, `docsrs`, custom cfgs) is unknown and
+//! counts as true. Only a predicate that is false for certain leaves code out: reqwest's
+//! `pub use self::wasm::Client` under `cfg(target_arch = "wasm32")` does not make the wasm
+//! client `reqwest::Client` on the machine a team's server runs on.
+
+/// What a predicate says on this host: `Some(true)`, `Some(false)`, or `None` when it depends
+/// on something not known here (a feature).
+fn eval(predicate: &str) -> Option<bool> {
+    let predicate = predicate.trim();
+    if let Some((op, args)) = call(predicate) {
+        let args = split_args(args);
+        return match op {
+            "not" => match args.as_slice() {
+                [one] => eval(one).map(|b| !b),
+                _ => None,
+            },
+            "all" => {
+                let values: Vec<Option<bool>> = args.iter().map(|a| eval(a)).collect();
+                if values.contains(&Some(false)) {
+                    Some(false)
+                } else if values.iter().all(Option::is_some) {
+                    Some(true)
+                } else {
+                    None
+                }
+            }
+            "any" => {
+                let values: Vec<Option<bool>> = args.iter().map(|a| eval(a)).collect();
+                if values.contains(&Some(true)) {
+                    Some(true)
+                } else if values.iter().all(Option::is_some) {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+    }
+    match predicate.split_once('=') {
+        Some((key, value)) => {
+            let value = value.trim().trim_matches('"');
+            let host = match key.trim() {
+                "target_arch" => std::env::consts::ARCH,
+                "target_os" => std::env::consts::OS,
+                "target_family" => std::env::consts::FAMILY,
+                "target_pointer_width" => return Some(value == usize::BITS.to_string()),
+                "target_endian" => {
+                    let host = if cfg!(target_endian = "little") {
+                        "little"
+                    } else {
+                        "big"
+                    };
+                    return Some(value == host);
+                }
+                _ => return None,
+            };
+            Some(value == host)
+        }
+        None => match predicate {
+            "unix" | "windows" => Some(std::env::consts::FAMILY == predicate),
+            _ => None,
+        },
+    }
+}
+
+/// `op(args)` split into `op` and `args`.
+fn call(text: &str) -> Option<(&str, &str)> {
+    let (op, rest) = text.split_once('(')?;
+    let args = rest.trim_end().strip_suffix(')')?;
+    let op = op.trim();
+    op.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .then_some((op, args))
+}
+
+/// The comma-separated arguments of a call, nested calls kept whole.
+fn split_args(args: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start, mut quoted) = (0usize, 0usize, false);
+    for (i, c) in args.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth = depth.saturating_sub(1),
+            ',' if !quoted && depth == 0 => {
+                out.push(&args[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&args[start..]);
+    out.retain(|a| !a.trim().is_empty());
+    out
+}
+
+/// Whether code under `predicate` (the inside of `#[cfg(...)]`) is left out on this host:
+/// only when the predicate is false for certain.
+pub(super) fn left_out(predicate: &str) -> bool {
+    eval(predicate) == Some(false)
+}
+
+/// The predicate of an attribute's text if it is a `cfg` (`#[cfg(unix)]` → `unix`).
+pub(super) fn predicate_of(attribute: &str) -> Option<&str> {
+    let inner = attribute
+        .trim()
+        .strip_prefix("#[")?
+        .strip_suffix(']')?
+        .trim();
+    let (op, args) = call(inner)?;
+    (op == "cfg").then_some(args)
+}
+
+/// The predicate a `macro_rules!` wraps every item it is given in, from its text
+/// (`($($item:item)*) => {$( #[cfg(PRED)] $item )*}`, as reqwest's `if_wasm!`); none for any
+/// other macro.
+pub(super) fn wrapping_predicate(definition: &str) -> Option<&str> {
+    if !definition.contains(":item") {
+        return None;
+    }
+    let start = definition.find("#[cfg(")?;
+    let rest = &definition[start..];
+    // The attribute ends at its `]`; a second `#[cfg(` would be a choice this does not read.
+    let end = rest.find(']')?;
+    if rest[end..].contains("#[cfg(") {
+        return None;
+    }
+    let after = rest[end + 1..].trim_start();
+    if !after.starts_with('$') {
+        return None;
+    }
+    predicate_of(&rest[..=end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predicates_are_evaluated_for_the_host_and_unknowns_count_as_true() {
+        let host_os = std::env::consts::OS;
+        let host_arch = std::env::consts::ARCH;
+        assert!(!left_out(&format!("target_os = \"{host_os}\"")));
+        assert!(left_out("target_arch = \"wasm32\"") || host_arch == "wasm32");
+        assert!(!left_out("feature = \"blocking\""));
+        assert!(!left_out("not(feature = \"blocking\")"));
+        assert!(!left_out("all(feature = \"x\", any(test, docsrs))"));
+        // reqwest's two macros: the wasm one is out, the hyper one in.
+        let wasm =
+            "all(target_arch = \"wasm32\", any(target_os = \"unknown\", target_os = \"none\"))";
+        assert!(left_out(wasm));
+        assert!(!left_out(&format!("not({wasm})")));
+        assert!(left_out("all(feature = \"x\", target_os = \"none\")"));
+        assert!(!left_out("any(feature = \"x\", target_os = \"none\")"));
+        assert_eq!(
+            left_out("windows"),
+            std::env::consts::FAMILY != "windows",
+            "windows is a family"
+        );
+    }
+
+    #[test]
+    fn cfg_attributes_and_wrapping_macros_are_read() {
+        assert_eq!(predicate_of("#[cfg(unix)]"), Some("unix"));
+        assert_eq!(
+            predicate_of("#[cfg(not(feature = \"x\"))]"),
+            Some("not(feature = \"x\")")
+        );
+        assert_eq!(predicate_of("#[cfg_attr(docsrs, doc(cfg(unix)))]"), None);
+        assert_eq!(predicate_of("#[derive(Debug)]"), None);
+        let if_wasm = "macro_rules! if_wasm {\n    ($($item:item)*) => {$(\n        \
+                       #[cfg(target_arch = \"wasm32\")]\n        $item\n    )*}\n}";
+        assert_eq!(
+            wrapping_predicate(if_wasm),
+            Some("target_arch = \"wasm32\"")
+        );
+        // A macro choosing between two cfgs, or not wrapping items, wraps in none.
+        assert_eq!(
+            wrapping_predicate(
+                "macro_rules! m { ($i:item) => { #[cfg(unix)] $i #[cfg(windows)] $i } }"
+            ),
+            None
+        );
+        assert_eq!(
+            wrapping_predicate("macro_rules! m { ($e:expr) => { #[cfg(unix)] $e } }"),
+            None
+        );
+    }
+}
