@@ -228,7 +228,7 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
     write(root, "Cargo.toml", "[package]\nname = \"net-kit\"\n");
     let lib = |module: &str| {
         format!(
-            "pub mod fast;\npub mod slow;\npub use self::{module}::Client;\npub use self::slow::Client as SlowClient;\n{WASM_ONLY}pub use self::slow::Client;\n"
+            "pub mod fast;\npub mod slow;\npub use self::{module}::Client;\npub use self::slow::Client as SlowClient;\npub use self::slow::Client as Tortoise;\n{WASM_ONLY}pub use self::slow::Client;\n"
         )
     };
     write(root, "src/lib.rs", &lib("fast"));
@@ -275,6 +275,27 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
     );
     // Not a path of the crate: nothing.
     assert!(looked_up(&index, "net_kit::Client::put").is_empty());
+    // A name only an alias gives, written alone or from the root: the item bound under it.
+    assert_eq!(named(&index, "`Tortoise`"), "crate::slow::client::Client");
+    // (From the root, BM25 finds the crate's name in Cargo.toml too, and a type named weighs
+    // half: the struct is among the first, not first.)
+    let hits: Vec<String> = index
+        .search(
+            Query::Bm25 {
+                text: "`net_kit::Tortoise`",
+                rrf: crate::fusion::Rrf::default(),
+            },
+            &Filters::default(),
+            3,
+        )
+        .unwrap()
+        .iter()
+        .map(|f| f.hit.record.item.canon_path.clone())
+        .collect();
+    assert!(
+        hits.contains(&"crate::slow::client::Client".to_owned()),
+        "{hits:?}"
+    );
     // Of the `get`s the query does not tell apart, the one whose type the root binds first.
     assert_eq!(named(&index, "`get`"), "crate::fast::client::Client::get");
     // The root re-exports the other client now.
@@ -299,6 +320,24 @@ fn public_paths_follow_the_crate_s_re_exports_as_files_change_and_after_a_reopen
     assert_eq!(
         named(&index, "`net_kit::Client::get`"),
         "crate::slow::client::Client::get"
+    );
+    assert_eq!(named(&index, "`Tortoise`"), "crate::slow::client::Client");
+    // The alias gone, the name finds nothing.
+    write(root, "src/lib.rs", "pub mod fast;\npub mod slow;\n");
+    let mut index = index;
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    assert!(
+        index
+            .search(
+                Query::Bm25 {
+                    text: "`Tortoise`",
+                    rrf: crate::fusion::Rrf::default(),
+                },
+                &Filters::default(),
+                5,
+            )
+            .unwrap()
+            .is_empty()
     );
 }
 

@@ -12,6 +12,8 @@
 //! — canonical, or public through its crate's re-exports ([`paths`]: `reqwest::Client::get`) —
 //! fits best. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
 
+use std::borrow::Cow;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::parse::{Kind, Reexport};
@@ -198,7 +200,7 @@ impl NameIndex {
                 .iter()
                 .map(|n| {
                     if n.qualifiers.is_empty() {
-                        return FxHashSet::default();
+                        return self.paths.resolve_alias(&n.key, hidden);
                     }
                     let mut written = n.qualifiers.clone();
                     written.push(n.key.clone());
@@ -217,6 +219,29 @@ impl NameIndex {
     /// says no to left out.
     pub fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
         self.paths.at_root(record, hidden)
+    }
+
+    /// The items at the public paths `public` whose own name is not `key`: what a re-export
+    /// binds under another name (`tracing_subscriber::FmtSubscriber` is `fmt::Subscriber`).
+    fn aliased<'a>(
+        &self,
+        public: &FxHashSet<String>,
+        key: &str,
+        item: &impl Fn(u64) -> Option<&'a ItemRecord>,
+    ) -> Vec<u64> {
+        let mut out = Vec::new();
+        for path in public {
+            let Some(own) = path.rsplit("::").next().filter(|own| *own != key) else {
+                continue;
+            };
+            for id in self.by_key.get(own).into_iter().flatten() {
+                let at_path = item(*id).is_some_and(|r| paths::path_of(r).as_ref() == Some(path));
+                if at_path && !out.contains(id) {
+                    out.push(*id);
+                }
+            }
+        }
+        out
     }
 
     /// Whether one of the query's names written as code is an item's name here.
@@ -242,20 +267,34 @@ impl NameIndex {
         for (i, name) in query.names.iter().enumerate() {
             let public = resolved.0.get(i).unwrap_or(&nothing);
             // The spelling as written counts only where the key itself matched.
-            let (ids, form, spelled) = match self.by_key.get(&name.key) {
-                Some(ids) => (ids, 1.0, name.spelled.as_deref()),
+            let by_name = match self.by_key.get(&name.key) {
+                Some(ids) => Some((ids, 1.0, name.spelled.as_deref())),
                 None => match name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)) {
-                    Some(ids) => (ids, PLURAL, None),
+                    Some(ids) => Some((ids, PLURAL, None)),
                     // Words in another form than the name's (`parsing escapes`).
                     None => match name.stems.as_ref().and_then(|s| self.by_stems.get(s)) {
-                        Some(ids) => (ids, OTHER_FORM, None),
+                        Some(ids) => Some((ids, OTHER_FORM, None)),
                         // Words spelling part of a longer name (`value filters`).
-                        None => match name.stems.as_ref().and_then(|s| self.by_part.get(s)) {
-                            Some(ids) => (ids, PART, None),
-                            None => continue,
-                        },
+                        None => name
+                            .stems
+                            .as_ref()
+                            .and_then(|s| self.by_part.get(s))
+                            .map(|ids| (ids, PART, None)),
                     },
                 },
+            };
+            // Items a re-export binds under another name (`pub use fmt::Subscriber as
+            // FmtSubscriber`): found at their public path, not by the name written.
+            let aliased = self.aliased(public, &name.key, &item);
+            let (ids, form, spelled): (Cow<'_, [u64]>, f32, Option<&str>) = match by_name {
+                Some((ids, form, spelled)) if aliased.is_empty() => (ids.into(), form, spelled),
+                Some((ids, form, spelled)) => {
+                    let mut all = ids.clone();
+                    all.extend(aliased.into_iter().filter(|id| !ids.contains(id)));
+                    (all.into(), form, spelled)
+                }
+                None if aliased.is_empty() => continue,
+                None => (aliased.into(), 1.0, None),
             };
             // Its qualifiers already count (QUALIFIED): not again as context.
             let qualifier_words: Vec<String> =

@@ -50,6 +50,10 @@ pub(super) struct Paths {
     bound: FxHashMap<String, Vec<Bound>>,
     /// The modules each file declares re-exports in.
     bound_by_file: FxHashMap<String, Vec<String>>,
+    /// Names bound under an alias (`pub use fmt::Subscriber as FmtSubscriber`), by key, with
+    /// the module binding each and the file declaring it: a name written alone
+    /// (`FmtSubscriber`) that no item has is resolved from there.
+    aliases: FxHashMap<String, Vec<(String, String)>>,
 }
 
 /// The key of a crate as paths start with it (a file no manifest accounts for: `crate`).
@@ -238,7 +242,7 @@ impl Paths {
                 modules.push(module.clone());
             }
             // Keyed once here; `crate`, `self`, `super` and `::` stay words of their own.
-            let target = r
+            let target: Vec<String> = r
                 .target
                 .iter()
                 .map(|s| match s.as_str() {
@@ -246,9 +250,17 @@ impl Paths {
                     _ => key(s),
                 })
                 .collect();
+            let name = key(&r.name);
+            let aliased = !name.is_empty() && target.last().is_some_and(|t| *t != name);
+            if aliased {
+                self.aliases
+                    .entry(name.clone())
+                    .or_default()
+                    .push((module.clone(), file.to_owned()));
+            }
             self.bound.entry(module).or_default().push(Bound {
                 file: file.to_owned(),
-                name: key(&r.name),
+                name,
                 target,
             });
         }
@@ -259,6 +271,12 @@ impl Paths {
 
     /// Forgets the re-exports of `file`.
     pub(super) fn remove_reexports(&mut self, file: &str) {
+        if self.bound_by_file.contains_key(file) {
+            self.aliases.retain(|_, at| {
+                at.retain(|(_, f)| f != file);
+                !at.is_empty()
+            });
+        }
         for module in self.bound_by_file.remove(file).into_iter().flatten() {
             if let Some(bound) = self.bound.get_mut(&module) {
                 bound.retain(|b| b.file != file);
@@ -277,6 +295,34 @@ impl Paths {
         self.crates_of_name.clear();
         self.bound.clear();
         self.bound_by_file.clear();
+        self.aliases.clear();
+    }
+
+    /// The item paths a name written alone (its key) means where a module binds it under an
+    /// alias (`FmtSubscriber` for tracing-subscriber's `fmt::Subscriber`), re-exports in
+    /// files `hidden` says no to left out; none for a name no re-export aliases (most).
+    pub(super) fn resolve_alias(
+        &self,
+        name: &str,
+        hidden: &dyn Fn(&str) -> bool,
+    ) -> FxHashSet<String> {
+        let Some(at) = self.aliases.get(name) else {
+            return FxHashSet::default();
+        };
+        let mut walk = Walk {
+            paths: self,
+            hidden,
+            work: 0,
+            done: FxHashMap::default(),
+        };
+        let mut found = FxHashSet::default();
+        for (module, file) in at {
+            if !hidden(file) {
+                found.extend(walk.step(module, name, 0));
+            }
+        }
+        found.retain(|p| !self.modules.contains_key(p));
+        found
     }
 
     /// The item paths a written path (segment keys: `reqwest`, `client`, `get`) can mean: from
