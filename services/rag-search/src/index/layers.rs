@@ -152,8 +152,11 @@ pub fn rank_names_layers<'a>(
     // A crate's root may be in any layer (the base's, or a session's changed `lib.rs`).
     let at_root = |record: &ItemRecord| {
         layers.iter().any(|layer| {
-            let hidden = |file: &str| layer.hidden.contains(file);
-            layer.index.items.names().at_root(record, &hidden)
+            let names = layer.index.items.names();
+            if layer.hidden.is_empty() {
+                return names.at_root_of_base(record);
+            }
+            names.at_root(record, &|file: &str| layer.hidden.contains(file))
         })
     };
     let lists = layers

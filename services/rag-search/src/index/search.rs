@@ -275,7 +275,7 @@ impl WorkspaceIndex {
                     .get(&id)
                     .filter(|r| super::dense::passes(r, filters))
             },
-            &|r| index.at_root(r, &|_| false),
+            &|r| index.at_root_of_base(r),
         );
         ranked(scored, self.prior, NAME_DEPTH)
     }

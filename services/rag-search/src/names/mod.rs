@@ -107,6 +107,28 @@ pub struct NameIndex {
     path_words: FxHashMap<u64, Box<[String]>>,
     /// Rust items' paths and the re-exports that make public paths of them.
     paths: paths::Paths,
+    /// [`Self::at_root`] of the items asked about since the last change, nothing hidden.
+    at_root_seen: AtRootSeen,
+}
+
+/// What [`NameIndex::at_root`] answered per item id since the index last changed: searches
+/// ask it of the same items again and again, and each answer walks re-exports.
+#[derive(Debug, Default)]
+struct AtRootSeen(std::sync::RwLock<FxHashMap<u64, bool>>);
+
+impl Clone for AtRootSeen {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl AtRootSeen {
+    fn forget(&mut self) {
+        self.0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
 }
 
 impl NameIndex {
@@ -117,6 +139,7 @@ impl NameIndex {
 
     /// Adds an item.
     pub fn insert(&mut self, record: &ItemRecord) {
+        self.at_root_seen.forget();
         if !Self::named(record) {
             return;
         }
@@ -142,6 +165,7 @@ impl NameIndex {
 
     /// Removes an item.
     pub fn remove(&mut self, record: &ItemRecord) {
+        self.at_root_seen.forget();
         if Self::named(record) {
             self.paths.remove(record);
         }
@@ -158,6 +182,7 @@ impl NameIndex {
 
     /// Forgets everything.
     pub fn clear(&mut self) {
+        self.at_root_seen.forget();
         self.by_key.clear();
         self.by_stems.clear();
         self.by_part.clear();
@@ -167,11 +192,13 @@ impl NameIndex {
 
     /// Sets the re-exports of `file`, replacing those it had.
     pub fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
+        self.at_root_seen.forget();
         self.paths.set_reexports(file, reexports);
     }
 
     /// Forgets the re-exports of `file`.
     pub fn remove_reexports(&mut self, file: &str) {
+        self.at_root_seen.forget();
         self.paths.remove_reexports(file);
     }
 
@@ -219,6 +246,20 @@ impl NameIndex {
     /// says no to left out.
     pub fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
         self.paths.at_root(record, hidden)
+    }
+
+    /// [`Self::at_root`] with nothing hidden (a search of the base), remembered until the index
+    /// changes.
+    pub fn at_root_of_base(&self, record: &ItemRecord) -> bool {
+        let seen = |map: &FxHashMap<u64, bool>| map.get(&record.id).copied();
+        if let Some(known) = self.at_root_seen.0.read().ok().and_then(|m| seen(&m)) {
+            return known;
+        }
+        let answer = self.paths.at_root(record, &|_| false);
+        if let Ok(mut map) = self.at_root_seen.0.write() {
+            map.insert(record.id, answer);
+        }
+        answer
     }
 
     /// The items at the public paths `public` whose own name is not `key`: what a re-export
@@ -401,7 +442,22 @@ fn set_aside(
     if !(2..=MAX_RIVALS).contains(&candidates.len()) {
         return FxHashSet::default();
     }
-    let reach: Vec<bool> = candidates.iter().map(|c| at_root(c.record)).collect();
+    // Only items with a rival of their own crate are looked at.
+    let mut per_crate: FxHashMap<&str, usize> = FxHashMap::default();
+    for c in candidates {
+        *per_crate
+            .entry(c.record.item.crate_name.as_str())
+            .or_default() += 1;
+    }
+    let reach: Vec<bool> = candidates
+        .iter()
+        .map(|c| {
+            per_crate
+                .get(c.record.item.crate_name.as_str())
+                .is_some_and(|n| *n > 1)
+                && at_root(c.record)
+        })
+        .collect();
     // The most context of a candidate bound at each crate's root.
     let mut at_root_context: FxHashMap<&str, usize> = FxHashMap::default();
     for (c, _) in candidates.iter().zip(&reach).filter(|(_, at)| **at) {

@@ -169,7 +169,12 @@ impl Paths {
             // Defined in the root module itself.
             return true;
         };
-        if !self.bound.contains_key(root) {
+        // Most candidates are not bound there: the root neither names them nor has a glob.
+        let may_bind = self
+            .bound
+            .get(root)
+            .is_some_and(|bound| bound.iter().any(|b| b.name.is_empty() || b.name == name));
+        if !may_bind {
             return false;
         }
         let mut walk = Walk {
