@@ -14,7 +14,9 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, TantivyDocument, Term,
+};
 
 use crate::parse::Kind;
 use crate::tokenize::{CodeTokenizer, code_tokens};
@@ -280,23 +282,41 @@ fn any_of(terms: impl Iterator<Item = Term>) -> Box<dyn Query> {
     ))
 }
 
+/// Bytes of stored text per doc-store block. A search reads its hits' texts, and each read
+/// decompresses the whole block around the text: tantivy's 16 KiB default made that the
+/// largest single cost of a BM25 search (docs/PERFORMANCE.md); an item's text is ~1 KiB.
+const DOCSTORE_BLOCK_BYTES: usize = 4096;
+
+fn settings() -> IndexSettings {
+    IndexSettings {
+        docstore_blocksize: DOCSTORE_BLOCK_BYTES,
+        ..IndexSettings::default()
+    }
+}
+
 impl Bm25 {
     /// Opens the index in `dir`, creating it when absent.
     pub fn open(dir: &Path, boosts: Boosts) -> Result<Self, Bm25Error> {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
+        let builder = || Index::builder().schema(schema.clone()).settings(settings());
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
-        let index = match Index::open_or_create(directory, schema.clone()) {
+        let opened = match builder().open_or_create(directory) {
+            Ok(index) if index.settings().docstore_blocksize == DOCSTORE_BLOCK_BYTES => Ok(index),
+            Ok(_) => Err("doc-store blocks of another size".to_owned()),
+            Err(tantivy::TantivyError::SchemaError(reason)) => Err(reason),
+            Err(e) => return Err(e.into()),
+        };
+        let index = match opened {
             Ok(index) => index,
-            // An index written by an older version (another schema): start it over; the
-            // workspace index notices the empty BM25 side and re-indexes every file.
-            Err(tantivy::TantivyError::SchemaError(reason)) => {
-                tracing::warn!(dir = %dir.display(), %reason, "bm25 index of another schema; rebuilding");
+            // An index written by an older version (another schema or settings): start it
+            // over; the workspace index notices the empty BM25 side and re-indexes every file.
+            Err(reason) => {
+                tracing::warn!(dir = %dir.display(), %reason, "bm25 index written by another version; rebuilding");
                 std::fs::remove_dir_all(dir)?;
                 std::fs::create_dir_all(dir)?;
-                Index::create_in_dir(dir, schema)?
+                builder().create_in_dir(dir)?
             }
-            Err(e) => return Err(e.into()),
         };
         index.tokenizers().register(TOKENIZER, CodeTokenizer);
         let reader = index

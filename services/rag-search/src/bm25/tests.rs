@@ -95,6 +95,21 @@ fn an_index_of_another_schema_is_started_over() {
 }
 
 #[test]
+fn an_index_with_larger_doc_store_blocks_is_started_over() {
+    // Written before the doc store's blocks were made small: same schema, tantivy's default.
+    let dir = tempfile::tempdir().unwrap();
+    let old = Index::create_in_dir(dir.path(), schema().0).unwrap();
+    assert_ne!(old.settings().docstore_blocksize, DOCSTORE_BLOCK_BYTES);
+    drop(old);
+    let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(bm.index().settings().docstore_blocksize, DOCSTORE_BLOCK_BYTES);
+    drop(bm);
+    // Reopened as it was written.
+    let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(bm.index().settings().docstore_blocksize, DOCSTORE_BLOCK_BYTES);
+}
+
+#[test]
 fn merging_segments_keeps_every_answer_and_leaves_one_segment() {
     let dir = tempfile::tempdir().unwrap();
     let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
