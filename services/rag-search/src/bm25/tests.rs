@@ -102,11 +102,17 @@ fn an_index_with_larger_doc_store_blocks_is_started_over() {
     assert_ne!(old.settings().docstore_blocksize, DOCSTORE_BLOCK_BYTES);
     drop(old);
     let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
-    assert_eq!(bm.index().settings().docstore_blocksize, DOCSTORE_BLOCK_BYTES);
+    assert_eq!(
+        bm.index().settings().docstore_blocksize,
+        DOCSTORE_BLOCK_BYTES
+    );
     drop(bm);
     // Reopened as it was written.
     let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
-    assert_eq!(bm.index().settings().docstore_blocksize, DOCSTORE_BLOCK_BYTES);
+    assert_eq!(
+        bm.index().settings().docstore_blocksize,
+        DOCSTORE_BLOCK_BYTES
+    );
 }
 
 #[test]
