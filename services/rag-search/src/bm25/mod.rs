@@ -10,16 +10,12 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
-use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions, Value,
-};
-use tantivy::{
-    Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, TantivyDocument, Term,
-};
+use tantivy::schema::{Field, IndexRecordOption, Value};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::parse::Kind;
 use crate::tokenize::{CodeTokenizer, code_tokens};
+use schema::{DOCSTORE_BLOCK_BYTES, Fields, schema, settings};
 
 /// Name of the code tokenizer in the tantivy index.
 const TOKENIZER: &str = "code";
@@ -54,21 +50,6 @@ impl Default for Boosts {
             body: 1.0,
         }
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Fields {
-    id: Field,
-    file: Field,
-    dirs: Field,
-    kind: Field,
-    lang: Field,
-    name: Field,
-    path: Field,
-    signature: Field,
-    doc: Field,
-    body: Field,
-    text: Field,
 }
 
 /// What one document holds.
@@ -217,32 +198,6 @@ impl std::fmt::Debug for Bm25 {
     }
 }
 
-fn schema() -> (Schema, Fields) {
-    let mut b = Schema::builder();
-    let text = |stored: bool| {
-        let o = TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(TOKENIZER)
-                .set_index_option(IndexRecordOption::WithFreqs),
-        );
-        if stored { o.set_stored() } else { o }
-    };
-    let fields = Fields {
-        id: b.add_u64_field("id", INDEXED | STORED | FAST),
-        file: b.add_text_field("file", STRING | STORED),
-        dirs: b.add_text_field("dirs", STRING),
-        kind: b.add_text_field("kind", STRING),
-        lang: b.add_text_field("lang", STRING),
-        name: b.add_text_field("name", text(false)),
-        path: b.add_text_field("path", text(false)),
-        signature: b.add_text_field("signature", text(false)),
-        doc: b.add_text_field("doc", text(false)),
-        body: b.add_text_field("body", text(false)),
-        text: b.add_text_field("text", STORED),
-    };
-    (b.build(), fields)
-}
-
 /// `src/proto/h1/role.rs` → `src`, `src/proto`, `src/proto/h1`, `src/proto/h1/role.rs`.
 fn ancestors(file: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -280,18 +235,6 @@ fn any_of(terms: impl Iterator<Item = Term>) -> Box<dyn Query> {
         Box::new(BooleanQuery::new(clauses)),
         1.0,
     ))
-}
-
-/// Bytes of stored text per doc-store block. A search reads its hits' texts, and each read
-/// decompresses the whole block around the text: tantivy's 16 KiB default made that the
-/// largest single cost of a BM25 search (docs/PERFORMANCE.md); an item's text is ~1 KiB.
-const DOCSTORE_BLOCK_BYTES: usize = 4096;
-
-fn settings() -> IndexSettings {
-    IndexSettings {
-        docstore_blocksize: DOCSTORE_BLOCK_BYTES,
-        ..IndexSettings::default()
-    }
 }
 
 impl Bm25 {
@@ -620,6 +563,7 @@ impl Bm25 {
 }
 
 mod quoted;
+mod schema;
 
 #[cfg(test)]
 mod tests;

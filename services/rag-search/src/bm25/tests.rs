@@ -1,4 +1,5 @@
 use super::*;
+use tantivy::schema::{INDEXED, STORED, Schema};
 
 fn doc<'a>(id: u64, file: &'a str, name: &'a str, body: &'a str, kind: Kind) -> Bm25Doc<'a> {
     Bm25Doc {
