@@ -8,7 +8,9 @@
 /// What a predicate says on this host: `Some(true)`, `Some(false)`, or `None` when it depends
 /// on something not known here (a feature).
 fn eval(predicate: &str) -> Option<bool> {
+    // `cfg(unix,)` is `cfg(unix)`.
     let predicate = predicate.trim();
+    let predicate = predicate.strip_suffix(',').unwrap_or(predicate).trim_end();
     if let Some((op, args)) = call(predicate) {
         let args = split_args(args);
         return match op {
@@ -16,32 +18,15 @@ fn eval(predicate: &str) -> Option<bool> {
                 [one] => eval(one).map(|b| !b),
                 _ => None,
             },
-            "all" => {
-                let values: Vec<Option<bool>> = args.iter().map(|a| eval(a)).collect();
-                if values.contains(&Some(false)) {
-                    Some(false)
-                } else if values.iter().all(Option::is_some) {
-                    Some(true)
-                } else {
-                    None
-                }
-            }
-            "any" => {
-                let values: Vec<Option<bool>> = args.iter().map(|a| eval(a)).collect();
-                if values.contains(&Some(true)) {
-                    Some(true)
-                } else if values.iter().all(Option::is_some) {
-                    Some(false)
-                } else {
-                    None
-                }
-            }
+            "all" => combine(&args, false),
+            "any" => combine(&args, true),
             _ => None,
         };
     }
     match predicate.split_once('=') {
         Some((key, value)) => {
-            let value = value.trim().trim_matches('"');
+            // Only a plain string literal is read (`r"…"` and the like are unknown).
+            let value = value.trim().strip_prefix('"')?.strip_suffix('"')?;
             let host = match key.trim() {
                 "target_arch" => std::env::consts::ARCH,
                 "target_os" => std::env::consts::OS,
@@ -63,6 +48,19 @@ fn eval(predicate: &str) -> Option<bool> {
             "unix" | "windows" => Some(std::env::consts::FAMILY == predicate),
             _ => None,
         },
+    }
+}
+
+/// `all(..)` (`decisive` false) or `any(..)` (`decisive` true): a value equal to `decisive`
+/// decides; otherwise the other one when every value is known, unknown when not.
+fn combine(args: &[&str], decisive: bool) -> Option<bool> {
+    let values: Vec<Option<bool>> = args.iter().map(|a| eval(a)).collect();
+    if values.contains(&Some(decisive)) {
+        Some(decisive)
+    } else if values.iter().all(Option::is_some) {
+        Some(!decisive)
+    } else {
+        None
     }
 }
 
@@ -118,9 +116,6 @@ pub(super) fn predicate_of(attribute: &str) -> Option<&str> {
 /// (`($($item:item)*) => {$( #[cfg(PRED)] $item )*}`, as reqwest's `if_wasm!`); none for any
 /// other macro.
 pub(super) fn wrapping_predicate(definition: &str) -> Option<&str> {
-    if !definition.contains(":item") {
-        return None;
-    }
     let start = definition.find("#[cfg(")?;
     let rest = &definition[start..];
     // The attribute ends at its `]`; a second `#[cfg(` would be a choice this does not read.
@@ -128,8 +123,22 @@ pub(super) fn wrapping_predicate(definition: &str) -> Option<&str> {
     if rest[end..].contains("#[cfg(") {
         return None;
     }
-    let after = rest[end + 1..].trim_start();
-    if !after.starts_with('$') {
+    // What follows it is a variable the macro declares as an item (`$item` of `$item:item`).
+    let after = rest[end + 1..].trim_start().strip_prefix('$')?;
+    let variable: String = after
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let declared = definition[..start]
+        .split(&format!("${variable}"))
+        .skip(1)
+        .any(|after| {
+            after
+                .trim_start()
+                .strip_prefix(':')
+                .is_some_and(|k| k.trim_start().starts_with("item"))
+        });
+    if variable.is_empty() || !declared {
         return None;
     }
     predicate_of(&rest[..=end])
@@ -155,6 +164,13 @@ mod tests {
         assert!(!left_out(&format!("not({wasm})")));
         assert!(left_out("all(feature = \"x\", target_os = \"none\")"));
         assert!(!left_out("any(feature = \"x\", target_os = \"none\")"));
+        // Rust's empty lists, a trailing comma, and what is not a plain literal.
+        assert!(!left_out("all()"));
+        assert!(left_out("any()"));
+        assert!(!left_out("not(any())"));
+        assert!(!left_out(&format!("target_os = \"{host_os}\",")));
+        assert!(!left_out(&format!("all(target_os = \"{host_os}\",)")));
+        assert!(!left_out("target_os = r\"none\""));
         assert_eq!(
             left_out("windows"),
             std::env::consts::FAMILY != "windows",
@@ -186,6 +202,13 @@ mod tests {
         );
         assert_eq!(
             wrapping_predicate("macro_rules! m { ($e:expr) => { #[cfg(unix)] $e } }"),
+            None
+        );
+        // An `expr` arm's cfg beside a plain `item` arm wraps nothing.
+        assert_eq!(
+            wrapping_predicate(
+                "macro_rules! m { ($($i:item)*) => { $($i)* }; ($e:expr) => { #[cfg(windows)] $e } }"
+            ),
             None
         );
     }

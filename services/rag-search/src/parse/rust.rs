@@ -36,6 +36,9 @@ struct Walker<'a> {
     /// Whether the code being walked is compiled out on this host ([`cfg::left_out`]): its
     /// re-exports bind nothing here.
     left_out: bool,
+    /// Re-exports compiled out on this host: kept only where nothing else binds their name in
+    /// their module ([`parse_rust_file`]).
+    compiled_out_reexports: Vec<Reexport>,
 }
 
 /// Parses one Rust file (`rel` relative to the workspace root) into items, its module path
@@ -63,12 +66,27 @@ pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reex
         crate_name: &loc.crate_name,
         cfg_macros: Vec::new(),
         left_out: false,
+        compiled_out_reexports: Vec::new(),
     };
     walker.parse_region(0, src.len(), &loc.segments, &Scope::Module, 0);
     walker
         .items
         .sort_by_key(|i| (i.byte_start, std::cmp::Reverse(i.byte_end)));
-    (walker.items, walker.reexports)
+    // A re-export compiled out on this host gives way to one that is not, of the same name in
+    // the same module (reqwest's wasm `Client` to its hyper one, `windows::Foo` to `unix::Foo`
+    // on Linux); alone, it stays (a wasm-only crate keeps its public paths).
+    let mut reexports = walker.reexports;
+    let alone: Vec<Reexport> = walker
+        .compiled_out_reexports
+        .into_iter()
+        .filter(|r| {
+            !reexports
+                .iter()
+                .any(|k| k.module == r.module && k.name == r.name)
+        })
+        .collect();
+    reexports.extend(alone);
+    (walker.items, reexports)
 }
 
 fn new_parser() -> Option<Parser> {
@@ -147,13 +165,15 @@ impl Walker<'_> {
                 "static_item" => self.push(node, offset, module, scope, Kind::Static),
                 "macro_definition" => {
                     self.push(node, offset, module, scope, Kind::Macro);
-                    let text = self.text(node, offset);
-                    if let (Some(name), Some(predicate)) = (
-                        node.child_by_field_name("name"),
-                        cfg::wrapping_predicate(text),
-                    ) {
-                        let entry = (self.text(name, offset).to_owned(), predicate.to_owned());
-                        self.cfg_macros.push(entry);
+                    // A definition compiled out here defines nothing; a later one replaces an
+                    // earlier one of the same name.
+                    let defined = !self.left_out && !self.compiled_out(node, offset);
+                    if let (Some(name), true) = (node.child_by_field_name("name"), defined) {
+                        let name = self.text(name, offset).to_owned();
+                        self.cfg_macros.retain(|(m, _)| *m != name);
+                        if let Some(predicate) = cfg::wrapping_predicate(self.text(node, offset)) {
+                            self.cfg_macros.push((name, predicate.to_owned()));
+                        }
                     }
                 }
                 "trait_item" => {
@@ -214,17 +234,17 @@ impl Walker<'_> {
                         }
                     }
                 }
-                "use_declaration"
-                    if matches!(scope, Scope::Module)
-                        && !self.left_out
-                        && !self.compiled_out(node, offset) =>
-                {
+                "use_declaration" if matches!(scope, Scope::Module) => {
                     let found = reexports::of_use(
                         node,
                         |n| self.text(n, offset).to_owned(),
                         (self.crate_name, module),
                     );
-                    self.reexports.extend(found);
+                    if self.left_out || self.compiled_out(node, offset) {
+                        self.compiled_out_reexports.extend(found);
+                    } else {
+                        self.reexports.extend(found);
+                    }
                 }
                 "ERROR" | "declaration_list" => self.walk(node, offset, module, scope, depth),
                 _ => {}

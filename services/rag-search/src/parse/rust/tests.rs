@@ -189,7 +189,7 @@ fn body() {
 }
 
 #[test]
-fn re_exports_compiled_out_on_this_host_bind_nothing() {
+fn re_exports_compiled_out_on_this_host_give_way_to_those_it_compiles() {
     // reqwest's shape: macros that wrap items in a target cfg, and plain cfg attributes; a
     // feature is unknown here and counts as on.
     let src = r#"
@@ -213,13 +213,20 @@ if_wasm! {
 }
 #[cfg(target_os = "none")]
 pub use self::bare::Metal;
-#[cfg(feature = "blocking")]
+#[cfg(not(target_os = "none"))]
+pub use self::hosted::Metal;
+#[cfg(target_os = "none")]
 // a comment between
+pub use self::bare::Blocking;
+#[cfg(feature = "blocking")]
 pub use self::blocking::Blocking;
 #[cfg(target_os = "none")]
 mod bare_only {
     pub use super::Gone;
 }
+pub use self::after::After;
+#[cfg(target_os = "none")]
+pub use self::bare::OnlyThere;
 "#;
     let loc = ModuleLoc {
         crate_name: "reqwest".into(),
@@ -227,8 +234,17 @@ mod bare_only {
     };
     let (_, reexports) = parse_rust_file(&loc, src);
     let shown: Vec<String> = reexports.iter().map(|r| r.target.join("::")).collect();
+    // What the host compiles out gives way to what it does not, of the same name in the same
+    // module; alone (`Gone`, `OnlyThere`), it stays.
     assert_eq!(
         shown,
-        ["self::async_impl::Client", "self::blocking::Blocking"]
+        [
+            "self::async_impl::Client",
+            "self::hosted::Metal",
+            "self::blocking::Blocking",
+            "self::after::After",
+            "super::Gone",
+            "self::bare::OnlyThere",
+        ]
     );
 }
