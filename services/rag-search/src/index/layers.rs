@@ -19,13 +19,14 @@
 //! The merged BM25, dense and names lists are fused by RRF exactly as one index fuses its own,
 //! so an overlay item gets the ranks it would have had in one index.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 
 use rustc_hash::FxHashMap;
 
 use crate::bm25::{CorpusStats, Filters, Scope};
 use crate::fusion::{self, Lists, Rrf};
-use crate::names::Resolved;
+use crate::names::{NameLayer, Resolved, head_of, matches_layers};
 use crate::rank;
 use crate::record::ItemRecord;
 
@@ -149,31 +150,64 @@ pub fn rank_names_layers<'a>(
         let hidden = |file: &str| layer.hidden.contains(file);
         resolved.extend(layer.index.items.names().resolve(&names, &hidden));
     }
-    // A crate's root may be in any layer (the base's, or a session's changed `lib.rs`).
+    // A crate's root may be in any layer (the base's, or a session's changed `lib.rs`); each
+    // type is asked once per query.
+    let seen: RefCell<FxHashMap<String, bool>> = RefCell::default();
     let at_root = |record: &ItemRecord| {
-        layers.iter().any(|layer| {
+        let Some(head) = head_of(record) else {
+            return false;
+        };
+        if let Some(known) = seen.borrow().get(&head) {
+            return *known;
+        }
+        let answer = layers.iter().any(|layer| {
             let names = layer.index.items.names();
             if layer.hidden.is_empty() {
-                return names.at_root_of_base(record);
+                names.at_root_unhidden(&head)
+            } else {
+                names.at_root_hiding(&head, &|file: &str| layer.hidden.contains(file))
             }
-            names.at_root(record, &|file: &str| layer.hidden.contains(file))
-        })
+        });
+        seen.borrow_mut().insert(head, answer);
+        answer
     };
-    let lists = layers
+    // Each layer's items that may be answered: not hidden by an upper layer, through filters.
+    let items: Vec<Box<dyn Fn(u64) -> Option<&'a ItemRecord> + '_>> = layers
         .iter()
-        .enumerate()
-        .map(|(i, layer)| {
+        .map(|layer| {
             let items = &layer.index.items;
-            let scored = items.names().matches(
-                &names,
-                &resolved,
-                |id| {
-                    items
-                        .get(&id)
-                        .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
-                },
-                &at_root,
-            );
+            Box::new(move |id: u64| {
+                items
+                    .get(&id)
+                    .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
+            }) as Box<dyn Fn(u64) -> Option<&'a ItemRecord> + '_>
+        })
+        .collect();
+    let visible: Vec<Box<dyn Fn(u64) -> bool + '_>> = layers
+        .iter()
+        .map(|layer| {
+            let items = &layer.index.items;
+            Box::new(move |id: u64| {
+                items
+                    .get(&id)
+                    .is_some_and(|r| !layer.hidden.contains(r.file.as_str()))
+            }) as Box<dyn Fn(u64) -> bool + '_>
+        })
+        .collect();
+    let name_layers: Vec<NameLayer<'a, '_>> = layers
+        .iter()
+        .zip(items.iter().zip(&visible))
+        .map(|(layer, (item, visible))| NameLayer {
+            names: layer.index.items.names(),
+            item: item.as_ref(),
+            visible: visible.as_ref(),
+        })
+        .collect();
+    let lists = matches_layers(&name_layers, &names, &resolved, &at_root)
+        .into_iter()
+        .zip(layers)
+        .enumerate()
+        .map(|(i, (scored, layer))| {
             ranked(scored, layer.index.prior, NAME_DEPTH)
                 .into_iter()
                 .map(|r| (i, r))

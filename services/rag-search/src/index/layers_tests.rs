@@ -226,6 +226,56 @@ fn a_session_without_changes_ranks_names_as_the_base_does() {
 }
 
 #[test]
+fn a_session_that_changed_the_root_s_item_ranks_its_rivals_as_the_base_does() {
+    // The root binds `fast::Body`; `slow::Body::as_bytes` is its rival. A session changes
+    // `fast.rs` (here: the same text), so the root's item is the overlay's alone (numbered
+    // from 1 as the base's are) and its rival the base's: the rival is still set aside.
+    let body = "pub struct Body;\n\nimpl Body {\n    pub fn as_bytes(&self) -> usize {\n        1\n    }\n}\n";
+    let files = [
+        (
+            "src/lib.rs",
+            "pub mod fast;\npub mod slow;\npub use self::fast::Body;\n",
+        ),
+        ("src/fast.rs", body),
+        ("src/slow.rs", body),
+    ];
+    let s = stack_on(&files, None, &[("src/fast.rs", body)]);
+    let hidden = HashSet::from(["src/fast.rs"]);
+    let nothing = HashSet::new();
+    // The names list (BM25's statistics differ between layers; names do not).
+    let sorted = |mut found: Vec<(String, f32)>| {
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
+    };
+    let none = Filters::default();
+    let alone = sorted(
+        s.base
+            .rank_names("`as_bytes`", &none, Rrf::default())
+            .iter()
+            .map(|r| (r.record.item.canon_path.clone(), r.score))
+            .collect(),
+    );
+    let through_layers = sorted(
+        rank_names_layers(
+            &s.layers(&hidden, &nothing),
+            "`as_bytes`",
+            &none,
+            Rrf::default(),
+        )
+        .iter()
+        .map(|(_, r)| (r.record.item.canon_path.clone(), r.score))
+        .collect(),
+    );
+    assert_eq!(through_layers, alone);
+    let score = |path: &str| alone.iter().find(|(p, _)| p == path).map(|(_, s)| *s);
+    assert_eq!(
+        score("crate::slow::Body::as_bytes"),
+        score("crate::fast::Body::as_bytes").map(|s| s * crate::names::NOT_AT_ROOT),
+        "{alone:?}"
+    );
+}
+
+#[test]
 fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
     let dense = Some(DenseSpec {
         model: "imported",

@@ -12,7 +12,7 @@
 //! — canonical, or public through its crate's re-exports ([`paths`]: `reqwest::Client::get`) —
 //! fits best. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
 
-use std::borrow::Cow;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -20,9 +20,12 @@ use crate::parse::{Kind, Reexport};
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
+mod matching;
 mod paths;
 mod query;
 
+pub use matching::{NameLayer, matches_layers};
+pub use paths::head_of;
 pub(crate) use paths::path_of;
 use query::CODE_STRENGTH;
 #[cfg(test)]
@@ -58,7 +61,7 @@ const MAX_CONTEXT: usize = 4;
 /// Among items of one crate sharing a name, those whose type (or themselves) the crate's root
 /// does not bind, when another's it does: a user naming `Body::as_bytes` in reqwest means
 /// `reqwest::Body`'s, not `reqwest::blocking::Body`'s.
-const NOT_AT_ROOT: f32 = 0.8;
+pub(crate) const NOT_AT_ROOT: f32 = 0.8;
 /// Most items of one name looked at for [`NOT_AT_ROOT`] (a common name says little anyway).
 const MAX_RIVALS: usize = 32;
 
@@ -107,14 +110,15 @@ pub struct NameIndex {
     path_words: FxHashMap<u64, Box<[String]>>,
     /// Rust items' paths and the re-exports that make public paths of them.
     paths: paths::Paths,
-    /// [`Self::at_root`] of the items asked about since the last change, nothing hidden.
+    /// [`Self::at_root_unhidden`]'s answers since the last change.
     at_root_seen: AtRootSeen,
 }
 
-/// What [`NameIndex::at_root`] answered per item id since the index last changed: searches
-/// ask it of the same items again and again, and each answer walks re-exports.
+/// What [`NameIndex::at_root_unhidden`] answered per type (or free item) since the index last
+/// changed: searches ask it of the same types again and again, and each answer walks
+/// re-exports. (Keyed by path, not item id: a session's overlay numbers its items apart.)
 #[derive(Debug, Default)]
-struct AtRootSeen(std::sync::RwLock<FxHashMap<u64, bool>>);
+struct AtRootSeen(RwLock<FxHashMap<String, bool>>);
 
 impl Clone for AtRootSeen {
     fn clone(&self) -> Self {
@@ -126,8 +130,17 @@ impl AtRootSeen {
     fn forget(&mut self) {
         self.0
             .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .clear();
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, FxHashMap<String, bool>> {
+        // The map is whole after any panic: a poisoned lock is used as it is.
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, FxHashMap<String, bool>> {
+        self.0.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -245,44 +258,30 @@ impl NameIndex {
     /// root: defined or re-exported there ([`NOT_AT_ROOT`]), the re-exports of files `hidden`
     /// says no to left out.
     pub fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
-        self.paths.at_root(record, hidden)
+        head_of(record).is_some_and(|head| self.paths.at_root(&head, hidden))
     }
 
-    /// [`Self::at_root`] with nothing hidden (a search of the base), remembered until the index
+    /// [`Self::at_root`] of the type (or free item) at `head` ([`head_of`]) with nothing hidden
+    /// (a search of the base, or a layer that hides nothing), remembered until the index
     /// changes.
-    pub fn at_root_of_base(&self, record: &ItemRecord) -> bool {
-        let seen = |map: &FxHashMap<u64, bool>| map.get(&record.id).copied();
-        if let Some(known) = self.at_root_seen.0.read().ok().and_then(|m| seen(&m)) {
+    pub fn at_root_unhidden(&self, head: &str) -> bool {
+        let seen = self.at_root_seen.read().get(head).copied();
+        if let Some(known) = seen {
             return known;
         }
-        let answer = self.paths.at_root(record, &|_| false);
-        if let Ok(mut map) = self.at_root_seen.0.write() {
-            map.insert(record.id, answer);
-        }
+        let answer = self.paths.at_root(head, &|_| false);
+        self.at_root_seen.write().insert(head.to_owned(), answer);
         answer
     }
 
-    /// The items at the public paths `public` whose own name is not `key`: what a re-export
-    /// binds under another name (`tracing_subscriber::FmtSubscriber` is `fmt::Subscriber`).
-    fn aliased<'a>(
-        &self,
-        public: &FxHashSet<String>,
-        key: &str,
-        item: &impl Fn(u64) -> Option<&'a ItemRecord>,
-    ) -> Vec<u64> {
-        let mut out = Vec::new();
-        for path in public {
-            let Some(own) = path.rsplit("::").next().filter(|own| *own != key) else {
-                continue;
-            };
-            for id in self.by_key.get(own).into_iter().flatten() {
-                let at_path = item(*id).is_some_and(|r| paths::path_of(r).as_ref() == Some(path));
-                if at_path && !out.contains(id) {
-                    out.push(*id);
-                }
-            }
-        }
-        out
+    /// [`Self::at_root`] with nothing hidden (a search of the base), remembered.
+    pub fn at_root_of_base(&self, record: &ItemRecord) -> bool {
+        head_of(record).is_some_and(|head| self.at_root_unhidden(&head))
+    }
+
+    /// [`Self::at_root`] of the type (or free item) at `head`.
+    pub fn at_root_hiding(&self, head: &str, hidden: &dyn Fn(&str) -> bool) -> bool {
+        self.paths.at_root(head, hidden)
     }
 
     /// Whether one of the query's names written as code is an item's name here.
@@ -292,191 +291,6 @@ impl NameIndex {
             .iter()
             .any(|n| n.strength >= CODE_STRENGTH && self.by_key.contains_key(&n.key))
     }
-
-    /// The items a query's names find, with their name score. `item` resolves an id (and says
-    /// whether the item may be answered: filters, shadowing); `at_root` says whether a crate's
-    /// root binds an item's type ([`Self::at_root`], through every layer).
-    pub fn matches<'a>(
-        &self,
-        query: &QueryNames,
-        resolved: &Resolved,
-        item: impl Fn(u64) -> Option<&'a ItemRecord>,
-        at_root: &dyn Fn(&ItemRecord) -> bool,
-    ) -> Vec<(&'a ItemRecord, f32)> {
-        let mut found: FxHashMap<u64, (&'a ItemRecord, f32)> = FxHashMap::default();
-        let nothing = FxHashSet::default();
-        for (i, name) in query.names.iter().enumerate() {
-            let public = resolved.0.get(i).unwrap_or(&nothing);
-            // The spelling as written counts only where the key itself matched.
-            let by_name = match self.by_key.get(&name.key) {
-                Some(ids) => Some((ids, 1.0, name.spelled.as_deref())),
-                None => match name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)) {
-                    Some(ids) => Some((ids, PLURAL, None)),
-                    // Words in another form than the name's (`parsing escapes`).
-                    None => match name.stems.as_ref().and_then(|s| self.by_stems.get(s)) {
-                        Some(ids) => Some((ids, OTHER_FORM, None)),
-                        // Words spelling part of a longer name (`value filters`).
-                        None => name
-                            .stems
-                            .as_ref()
-                            .and_then(|s| self.by_part.get(s))
-                            .map(|ids| (ids, PART, None)),
-                    },
-                },
-            };
-            // Items a re-export binds under another name (`pub use fmt::Subscriber as
-            // FmtSubscriber`): found at their public path, not by the name written.
-            let aliased = self.aliased(public, &name.key, &item);
-            let (ids, form, spelled): (Cow<'_, [u64]>, f32, Option<&str>) = match by_name {
-                Some((ids, form, spelled)) if aliased.is_empty() => (ids.into(), form, spelled),
-                Some((ids, form, spelled)) => {
-                    let mut all = ids.clone();
-                    all.extend(aliased.into_iter().filter(|id| !ids.contains(id)));
-                    (all.into(), form, spelled)
-                }
-                None if aliased.is_empty() => continue,
-                None => (aliased.into(), 1.0, None),
-            };
-            // Its qualifiers already count (QUALIFIED): not again as context.
-            let qualifier_words: Vec<String> =
-                name.qualifiers.iter().flat_map(|q| word_parts(q)).collect();
-            // A name many items share says less about which one is meant; a qualified name
-            // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit as well
-            // or better.
-            let candidates: Vec<Candidate<'a>> = ids
-                .iter()
-                .filter_map(|id| {
-                    let record = item(*id)?;
-                    let owned = owners(&record.item.qualname).next().is_some();
-                    let fit = (!name.qualifiers.is_empty()).then(|| {
-                        // Paths compare without case: the type written must be the item's
-                        // own (`Client::get` is no free `client::get`).
-                        let at_public_path = !public.is_empty()
-                            && owned == name.type_qualified
-                            && paths::path_of(record).is_some_and(|p| public.contains(&p));
-                        if at_public_path {
-                            Fit::Exact
-                        } else {
-                            Fit::of(record, &name.qualifiers)
-                        }
-                    });
-                    let context = self.path_words.get(id).map_or(0, |words| {
-                        words
-                            .iter()
-                            .filter(|w| query.words.contains(*w) && !qualifier_words.contains(*w))
-                            .count()
-                            .min(MAX_CONTEXT)
-                    });
-                    Some(Candidate {
-                        record,
-                        owned,
-                        fit,
-                        context,
-                    })
-                })
-                .collect();
-            let aside = set_aside(&candidates, at_root);
-            let mut per_fit = [0usize; 5];
-            for fit in candidates.iter().filter_map(|c| c.fit) {
-                per_fit[fit as usize] += 1;
-            }
-            for Candidate {
-                record,
-                owned,
-                fit,
-                context,
-            } in candidates
-            {
-                let id = record.id;
-                let shared_by = match fit {
-                    Some(fit @ (Fit::Exact | Fit::Whole | Fit::Owner | Fit::Path)) => {
-                        per_fit[..=fit as usize].iter().sum()
-                    }
-                    Some(Fit::Nothing) | None => ids.len(),
-                };
-                let specificity = 1.0 / (1.0 + (shared_by.max(1) as f32).ln());
-                let qualified = fit.map_or(1.0, |f| f.factor(owned));
-                let spelling = match spelled {
-                    Some(spelled) if spelled != record.item.name => OTHER_SPELLING,
-                    _ => 1.0,
-                };
-                let score = name.strength
-                    * form
-                    * spelling
-                    * specificity
-                    * qualified
-                    * (1.0 + CONTEXT * context as f32)
-                    * kind_factor(record.item.kind)
-                    * if aside.contains(&id) {
-                        NOT_AT_ROOT
-                    } else {
-                        1.0
-                    };
-                let e = found.entry(id).or_insert((record, 0.0));
-                e.1 = e.1.max(score);
-            }
-        }
-        found.into_values().collect()
-    }
-}
-
-/// An item one of the query's names finds, before it is scored.
-struct Candidate<'a> {
-    record: &'a ItemRecord,
-    /// Whether it belongs to a type.
-    owned: bool,
-    /// How it fits the qualifiers written (none when none are).
-    fit: Option<Fit>,
-    /// How many of the query's other words its path has.
-    context: usize,
-}
-
-/// The candidates of one name ([`NameIndex::matches`]) that another of their crate outranks by
-/// being bound at its root ([`NOT_AT_ROOT`]) where the query's words do not tell them apart
-/// (`wasm` in "implement `basic_auth` for wasm" picks the wasm client's over the root's);
-/// none when there are too many to tell apart.
-fn set_aside(
-    candidates: &[Candidate<'_>],
-    at_root: &dyn Fn(&ItemRecord) -> bool,
-) -> FxHashSet<u64> {
-    if !(2..=MAX_RIVALS).contains(&candidates.len()) {
-        return FxHashSet::default();
-    }
-    // Only items with a rival of their own crate are looked at.
-    let mut per_crate: FxHashMap<&str, usize> = FxHashMap::default();
-    for c in candidates {
-        *per_crate
-            .entry(c.record.item.crate_name.as_str())
-            .or_default() += 1;
-    }
-    let reach: Vec<bool> = candidates
-        .iter()
-        .map(|c| {
-            per_crate
-                .get(c.record.item.crate_name.as_str())
-                .is_some_and(|n| *n > 1)
-                && at_root(c.record)
-        })
-        .collect();
-    // The most context of a candidate bound at each crate's root.
-    let mut at_root_context: FxHashMap<&str, usize> = FxHashMap::default();
-    for (c, _) in candidates.iter().zip(&reach).filter(|(_, at)| **at) {
-        let best = at_root_context
-            .entry(c.record.item.crate_name.as_str())
-            .or_default();
-        *best = (*best).max(c.context);
-    }
-    candidates
-        .iter()
-        .zip(&reach)
-        .filter(|(c, at)| {
-            !**at
-                && at_root_context
-                    .get(c.record.item.crate_name.as_str())
-                    .is_some_and(|best| c.context <= *best)
-        })
-        .map(|(c, _)| c.record.id)
-        .collect()
 }
 
 /// The segments of a path written in Rust's (`a::B::c`) or Python's (`a.B.c`) form.

@@ -124,27 +124,33 @@ fn name_key(record: &ItemRecord) -> String {
 /// (`reqwest::asyncimpl::client::client::get`); none for languages whose re-exports are not
 /// read.
 pub(crate) fn path_of(record: &ItemRecord) -> Option<String> {
-    let module = module_of(record)?;
-    let mut path = crate_key(&record.item.crate_name);
-    for segment in module.into_iter().chain(owners_of(record)) {
+    let mut path = module_path(record)?;
+    for owner in owners_of(record) {
         path.push_str("::");
-        path.extend(super::key_chars(segment));
+        path.extend(super::key_chars(owner));
     }
     path.push_str("::");
     path.push_str(&name_key(record));
     Some(path)
 }
 
-/// The path of the type an item belongs to (its outermost class in Python), or of the item
-/// itself when it belongs to none: what a crate's root would re-export to make it public
-/// there (`reqwest::asyncimpl::body::body` for `Body::as_bytes` in `async_impl/body.rs`).
-fn head_of(record: &ItemRecord) -> Option<String> {
+/// The path of an item's module (`reqwest::asyncimpl::body`); none for languages whose
+/// re-exports are not read.
+fn module_path(record: &ItemRecord) -> Option<String> {
     let module = module_of(record)?;
     let mut path = crate_key(&record.item.crate_name);
-    for segment in &module {
+    for segment in module {
         path.push_str("::");
         path.extend(super::key_chars(segment));
     }
+    Some(path)
+}
+
+/// The path of the type an item belongs to (its outermost class in Python), or of the item
+/// itself when it belongs to none: what a crate's root would re-export to make it public
+/// there (`reqwest::asyncimpl::body::body` for `Body::as_bytes` in `async_impl/body.rs`).
+pub fn head_of(record: &ItemRecord) -> Option<String> {
+    let mut path = module_path(record)?;
     path.push_str("::");
     match owners_of(record).first() {
         Some(owner) => path.extend(super::key_chars(owner)),
@@ -154,14 +160,13 @@ fn head_of(record: &ItemRecord) -> Option<String> {
 }
 
 impl Paths {
-    /// Whether an item's type (or the item, when it belongs to none) is bound at its crate's
-    /// root: defined there, or re-exported there by name or through a glob (`reqwest::Body`
-    /// is the async client's `Body`, not the blocking one's), re-exports in files `hidden` says
-    /// no to left out.
-    pub(super) fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
-        let Some(head) = head_of(record) else {
-            return false;
-        };
+    /// Whether the type (or free item) at `head` ([`head_of`]) is bound at its crate's root
+    /// under its own name: defined there, or re-exported there by name or through a glob
+    /// (`reqwest::Body` is the async client's `Body`, not the blocking one's), re-exports in
+    /// files `hidden` says no to left out. An alias does not count: `pub use fmt::Subscriber as
+    /// FmtSubscriber` is a convenience, not the name the crate gives the type (measured:
+    /// counting aliases cost two `easy` queries, docs/RETRIEVAL.md).
+    pub(super) fn at_root(&self, head: &str, hidden: &dyn Fn(&str) -> bool) -> bool {
         let Some((root, below)) = head.split_once("::") else {
             return false;
         };
@@ -174,16 +179,11 @@ impl Paths {
             .bound
             .get(root)
             .is_some_and(|bound| bound.iter().any(|b| b.name.is_empty() || b.name == name));
-        if !may_bind {
-            return false;
-        }
-        let mut walk = Walk {
-            paths: self,
-            hidden,
-            work: 0,
-            done: FxHashMap::default(),
-        };
-        walk.step(root, name, 0).contains(&head)
+        may_bind
+            && Walk::new(self, hidden)
+                .step(root, name, 0)
+                .iter()
+                .any(|p| p == head)
     }
 
     /// Adds an item's path.
@@ -314,12 +314,7 @@ impl Paths {
         let Some(at) = self.aliases.get(name) else {
             return FxHashSet::default();
         };
-        let mut walk = Walk {
-            paths: self,
-            hidden,
-            work: 0,
-            done: FxHashMap::default(),
-        };
+        let mut walk = Walk::new(self, hidden);
         let mut found = FxHashSet::default();
         for (module, file) in at {
             if !hidden(file) {
@@ -363,12 +358,7 @@ impl Paths {
                 starts.push((root, written));
             }
         }
-        let mut walk = Walk {
-            paths: self,
-            hidden,
-            work: 0,
-            done: FxHashMap::default(),
-        };
+        let mut walk = Walk::new(self, hidden);
         let mut found = FxHashSet::default();
         for (root, rest) in starts {
             let mut current = vec![root.clone()];
@@ -394,7 +384,16 @@ struct Walk<'a> {
     done: FxHashMap<(String, String), Option<Vec<String>>>,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    fn new(paths: &'a Paths, hidden: &'a dyn Fn(&str) -> bool) -> Self {
+        Self {
+            paths,
+            hidden,
+            work: 0,
+            done: FxHashMap::default(),
+        }
+    }
+
     /// Counts `n` units of work if the budget has them; false (and nothing counted) if not.
     fn spend(&mut self, n: usize) -> bool {
         if self.work + n > MAX_WORK {
