@@ -144,6 +144,89 @@ pub(super) fn wrapping_predicate(definition: &str) -> Option<&str> {
     predicate_of(&rest[..=end])
 }
 
+/// The branches of a `cfg_if!` body (`if #[cfg(A)] { .. } else if #[cfg(B)] { .. } else { ..
+/// }`), in order: each one's predicate (none for `else`) and the bytes of its body inside its
+/// braces; none when the text is not of that shape.
+pub(super) fn if_branches(body: &str) -> Option<Vec<(Option<&str>, std::ops::Range<usize>)>> {
+    // After `word` at `at` (and the space after it), if it is there.
+    let after = |at: usize, word: &str| {
+        body.get(at..)?
+            .strip_prefix(word)
+            .map(|rest| skip_space(body, body.len() - rest.len()))
+    };
+    let mut out = Vec::new();
+    let mut at = after(skip_space(body, 0), "if")?;
+    loop {
+        // `if` read: its `#[cfg(..)]`, then its body.
+        if !body.get(at..)?.starts_with("#[") {
+            return None;
+        }
+        let end = closing(body, at + 1, '[', ']')?;
+        let predicate = predicate_of(body.get(at..=end)?)?;
+        at = skip_space(body, end + 1);
+        if !body.get(at..)?.starts_with('{') {
+            return None;
+        }
+        let end = closing(body, at, '{', '}')?;
+        out.push((Some(predicate), at + 1..end));
+        at = skip_space(body, end + 1);
+        if at >= body.len() {
+            return Some(out);
+        }
+        // An `if` branch is followed by `else if` or `else`, or nothing.
+        at = after(at, "else")?;
+        if let Some(next) = after(at, "if") {
+            at = next;
+        } else if body.get(at..)?.starts_with('{') {
+            let end = closing(body, at, '{', '}')?;
+            out.push((None, at + 1..end));
+            return (skip_space(body, end + 1) >= body.len()).then_some(out);
+        } else {
+            return None;
+        }
+    }
+}
+
+/// The first byte at or after `at` that is not white space.
+fn skip_space(text: &str, at: usize) -> usize {
+    text.get(at..)
+        .map_or(text.len(), |rest| text.len() - rest.trim_start().len())
+}
+
+/// The byte of the bracket closing the one `open` at `at` (nested pairs, string literals and
+/// comments skipped); none when it is not closed.
+fn closing(text: &str, at: usize, open: char, close: char) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let (open, close) = (open as u8, close as u8);
+    let mut depth = 0usize;
+    let mut i = at;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b if b == open => depth += 1,
+            b if b == close => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +259,39 @@ mod tests {
             std::env::consts::FAMILY != "windows",
             "windows is a family"
         );
+    }
+
+    #[test]
+    fn cfg_if_bodies_are_read_as_branches() {
+        let body = " if #[cfg(unix)] { mod unix; pub use self::unix::*; }\n else if #[cfg(windows)] {\n pub use self::windows::{A, B}; } else { const S: &str = \"}\"; }\n";
+        let branches = if_branches(body).unwrap();
+        let shown: Vec<(Option<&str>, &str)> = branches
+            .iter()
+            .map(|(p, r)| (*p, body[r.clone()].trim()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (Some("unix"), "mod unix; pub use self::unix::*;"),
+                (Some("windows"), "pub use self::windows::{A, B};"),
+                (None, "const S: &str = \"}\";"),
+            ]
+        );
+        assert_eq!(
+            if_branches(" if #[cfg(unix)] { a } ").map(|b| b.len()),
+            Some(1)
+        );
+        // Not that shape: no branches.
+        for other in [
+            "pub use a::B;",
+            "if #[cfg(unix)] { a",
+            "if #[cfg(unix)] { a } else { b } else { c }",
+            "if #[derive(Debug)] { a }",
+            "if #[cfg(unix)] { a } otherwise",
+            "if { a }",
+        ] {
+            assert_eq!(if_branches(other), None, "{other}");
+        }
     }
 
     #[test]

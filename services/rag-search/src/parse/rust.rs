@@ -229,7 +229,27 @@ impl Walker<'_> {
                                 || self.compiled_out(node, offset);
                             let was = self.left_out;
                             self.left_out |= out;
-                            self.parse_region(start, end, module, scope, depth + 1);
+                            match self.cfg_if_branches(node, offset, start..end) {
+                                // `cfg_if! { if #[cfg(unix)] { .. } else { .. } }`: the first
+                                // branch the host may compile is in, the others out.
+                                Some(branches) => {
+                                    let mut taken = false;
+                                    for (compiled, range) in branches {
+                                        let inside = self.left_out;
+                                        self.left_out |= taken || !compiled;
+                                        taken |= compiled;
+                                        self.parse_region(
+                                            range.start,
+                                            range.end,
+                                            module,
+                                            scope,
+                                            depth + 1,
+                                        );
+                                        self.left_out = inside;
+                                    }
+                                }
+                                None => self.parse_region(start, end, module, scope, depth + 1),
+                            }
                             self.left_out = was;
                         }
                     }
@@ -268,6 +288,35 @@ impl Walker<'_> {
             prev = p.prev_sibling();
         }
         false
+    }
+
+    /// The branches of a `cfg_if!` invocation whose braces' content is `src[inside]`: whether
+    /// the host may compile each (its predicate not false for certain; `else` always), and the
+    /// bytes of its body; none for another macro or a body not of that shape.
+    fn cfg_if_branches(
+        &self,
+        node: Node<'_>,
+        offset: usize,
+        inside: std::ops::Range<usize>,
+    ) -> Option<Vec<(bool, std::ops::Range<usize>)>> {
+        let name = self.text(node.child_by_field_name("macro")?, offset);
+        if name.rsplit("::").next() != Some("cfg_if") {
+            return None;
+        }
+        let body = self.src.get(inside.clone())?;
+        let branches = cfg::if_branches(body)?;
+        Some(
+            branches
+                .into_iter()
+                .map(|(predicate, range)| {
+                    let compiled = predicate.is_none_or(|p| !cfg::left_out(p));
+                    (
+                        compiled,
+                        inside.start + range.start..inside.start + range.end,
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// Whether a macro invocation is of one of the file's cfg-wrapping macros whose predicate

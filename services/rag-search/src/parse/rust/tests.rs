@@ -189,6 +189,58 @@ fn body() {
 }
 
 #[test]
+fn cfg_if_branches_are_in_or_out_as_the_host_compiles_them() {
+    let src = r#"
+cfg_if::cfg_if! {
+    if #[cfg(target_os = "none")] {
+        mod bare;
+        pub use self::bare::Sys;
+        pub use self::bare::BareOnly;
+        pub fn in_bare() {}
+    } else if #[cfg(any(unix, windows))] {
+        mod host;
+        pub use self::host::Sys;
+        pub fn in_host() {}
+    } else {
+        pub use self::fallback::Sys;
+        pub use self::fallback::Fallback;
+    }
+}
+cfg_if! {
+    if #[cfg(feature = "x")] {
+        pub use self::with_x::Feature;
+    } else {
+        pub use self::without_x::Feature;
+    }
+}
+"#;
+    let loc = ModuleLoc {
+        crate_name: "sys".into(),
+        segments: Vec::new(),
+    };
+    let (items, reexports) = parse_rust_file(&loc, src);
+    let shown: Vec<String> = reexports.iter().map(|r| r.target.join("::")).collect();
+    // The host's branch binds `Sys`; the first branch a feature may compile binds `Feature`;
+    // names no compiled branch binds stay.
+    assert_eq!(
+        shown,
+        [
+            "self::host::Sys",
+            "self::with_x::Feature",
+            "self::bare::BareOnly",
+            "self::fallback::Fallback",
+        ]
+    );
+    // Every branch's items are items, compiled here or not.
+    let functions: Vec<&str> = items
+        .iter()
+        .filter(|i| i.kind == Kind::Function)
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(functions, ["in_bare", "in_host"]);
+}
+
+#[test]
 fn re_exports_compiled_out_on_this_host_give_way_to_those_it_compiles() {
     // reqwest's shape: macros that wrap items in a target cfg, and plain cfg attributes; a
     // feature is unknown here and counts as on.
