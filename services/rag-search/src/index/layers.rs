@@ -13,8 +13,9 @@
 //! - dense: cosine similarity against the same query vector from the same model is absolute.
 //! - the ranking priors ([`crate::rank`]) are per item, the same in every layer.
 //!
-//! - names: the same score for the same name in any layer (a name's rarity is counted in its
-//!   own layer).
+//! - names: scored across the layers at once ([`crate::names::matches_layers`]): a name
+//!   matches every layer the way the best of them can, its rarity counts the session's items
+//!   once, and the rivals one rule compares are the same whatever layer holds them.
 //!
 //! The merged BM25, dense and names lists are fused by RRF exactly as one index fuses its own,
 //! so an overlay item gets the ranks it would have had in one index.

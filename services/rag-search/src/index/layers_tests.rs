@@ -276,6 +276,30 @@ fn a_session_that_changed_the_root_s_item_ranks_its_rivals_as_the_base_does() {
 }
 
 #[test]
+fn a_name_matches_every_layer_the_way_the_best_of_them_can() {
+    // The session adds `headers`: "`headers`" now names it, and the base's `header` is no
+    // longer found as its singular, as in one index holding both.
+    let s = stack_on(
+        &[("src/lib.rs", "pub mod extra;\npub fn header() {}\n")],
+        None,
+        &[("src/extra.rs", "pub fn headers() {}\n")],
+    );
+    let nothing = HashSet::new();
+    let named = |layers: &[Layer<'_>]| -> Vec<String> {
+        rank_names_layers(layers, "`headers`", &Filters::default(), Rrf::default())
+            .iter()
+            .map(|(_, r)| r.record.item.canon_path.clone())
+            .collect()
+    };
+    assert_eq!(
+        named(&s.layers(&nothing, &nothing)),
+        ["crate::extra::headers"]
+    );
+    // Without the overlay's, the singular is found.
+    assert_eq!(named(&s.layers(&nothing, &nothing)[..1]), ["crate::header"]);
+}
+
+#[test]
 fn dense_and_hybrid_merge_both_layers_and_leave_shadowed_items_out() {
     let dense = Some(DenseSpec {
         model: "imported",

@@ -37,6 +37,19 @@ struct Found<'a> {
     candidates: Vec<Candidate<'a>>,
 }
 
+/// How a name matches an item's, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Tier {
+    /// Its key is the item's name's.
+    Key,
+    /// A plural written for a singular name (`headers` for `header`).
+    Plural,
+    /// Words spelling the name in another form (`parsing escapes` for `parse_escape`).
+    OtherForm,
+    /// Words spelling a run of words inside a longer name (`value filters`).
+    Part,
+}
+
 /// An item one of the query's names finds, before it is scored.
 struct Candidate<'a> {
     record: &'a ItemRecord,
@@ -64,9 +77,12 @@ pub fn matches_layers<'a>(
     let nothing = FxHashSet::default();
     for (i, name) in query.names.iter().enumerate() {
         let public = resolved.0.get(i).unwrap_or(&nothing);
+        // Every layer matches the name the way the best of them can (its key before a plural,
+        // another form or a part of a longer name), as one index of all their items would.
+        let tier = layers.iter().filter_map(|l| l.names.tier(name)).min();
         let per_layer: Vec<Option<Found<'a>>> = layers
             .iter()
-            .map(|layer| layer.names.find(name, public, query, layer))
+            .map(|layer| layer.names.find(name, tier, public, query, layer))
             .collect();
         // A name is shared by the items of every layer (a session's changed file counts once).
         let shared_by: usize = per_layer.iter().flatten().map(|f| f.shared_by).sum();
@@ -154,31 +170,45 @@ impl NameIndex {
 
     /// What `name` finds here: by its key (or a plural, another form, a part of a longer name),
     /// and at the public paths `public` under another name; none when nothing.
+    /// How `name` matches here at best ([`Tier`]); none when it does not.
+    fn tier(&self, name: &QueryName) -> Option<Tier> {
+        [Tier::Key, Tier::Plural, Tier::OtherForm, Tier::Part]
+            .into_iter()
+            .find(|t| self.tier_ids(name, *t).is_some())
+    }
+
+    /// The ids `name` matches in `tier`.
+    fn tier_ids(&self, name: &QueryName, tier: Tier) -> Option<&Vec<u64>> {
+        match tier {
+            Tier::Key => self.by_key.get(&name.key),
+            Tier::Plural => name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)),
+            // Words in another form than the name's (`parsing escapes`).
+            Tier::OtherForm => name.stems.as_ref().and_then(|s| self.by_stems.get(s)),
+            // Words spelling part of a longer name (`value filters`).
+            Tier::Part => name.stems.as_ref().and_then(|s| self.by_part.get(s)),
+        }
+    }
+
     fn find<'a>(
         &self,
         name: &QueryName,
+        tier: Option<Tier>,
         public: &FxHashSet<String>,
         query: &QueryNames,
         layer: &NameLayer<'a, '_>,
     ) -> Option<Found<'a>> {
         let item = layer.item;
         // The spelling as written counts only where the key itself matched.
-        let by_name = match self.by_key.get(&name.key) {
-            Some(ids) => Some((ids, 1.0, true)),
-            None => match name.key.strip_suffix('s').and_then(|k| self.by_key.get(k)) {
-                Some(ids) => Some((ids, PLURAL, false)),
-                // Words in another form than the name's (`parsing escapes`).
-                None => match name.stems.as_ref().and_then(|s| self.by_stems.get(s)) {
-                    Some(ids) => Some((ids, OTHER_FORM, false)),
-                    // Words spelling part of a longer name (`value filters`).
-                    None => name
-                        .stems
-                        .as_ref()
-                        .and_then(|s| self.by_part.get(s))
-                        .map(|ids| (ids, PART, false)),
-                },
-            },
-        };
+        let by_name = tier.and_then(|tier| {
+            let form = match tier {
+                Tier::Key => 1.0,
+                Tier::Plural => PLURAL,
+                Tier::OtherForm => OTHER_FORM,
+                Tier::Part => PART,
+            };
+            self.tier_ids(name, tier)
+                .map(|ids| (ids, form, tier == Tier::Key))
+        });
         // Items a re-export binds under another name (`pub use fmt::Subscriber as
         // FmtSubscriber`): found at their public path, not by the name written.
         let aliased = self.aliased(public, &name.key, item);

@@ -8,6 +8,17 @@
 /// What a predicate says on this host: `Some(true)`, `Some(false)`, or `None` when it depends
 /// on something not known here (a feature).
 fn eval(predicate: &str) -> Option<bool> {
+    eval_at(predicate, 0)
+}
+
+/// Deepest nesting of `all`/`any`/`not` read (a file nobody chose may nest thousands deep):
+/// below it, unknown.
+const MAX_NESTING: usize = 32;
+
+fn eval_at(predicate: &str, depth: usize) -> Option<bool> {
+    if depth > MAX_NESTING {
+        return None;
+    }
     // `cfg(unix,)` is `cfg(unix)`.
     let predicate = predicate.trim();
     let predicate = predicate.strip_suffix(',').unwrap_or(predicate).trim_end();
@@ -15,11 +26,11 @@ fn eval(predicate: &str) -> Option<bool> {
         let args = split_args(args);
         return match op {
             "not" => match args.as_slice() {
-                [one] => eval(one).map(|b| !b),
+                [one] => eval_at(one, depth + 1).map(|b| !b),
                 _ => None,
             },
-            "all" => combine(&args, false),
-            "any" => combine(&args, true),
+            "all" => combine(&args, false, depth),
+            "any" => combine(&args, true, depth),
             _ => None,
         };
     }
@@ -53,8 +64,8 @@ fn eval(predicate: &str) -> Option<bool> {
 
 /// `all(..)` (`decisive` false) or `any(..)` (`decisive` true): a value equal to `decisive`
 /// decides; otherwise the other one when every value is known, unknown when not.
-fn combine(args: &[&str], decisive: bool) -> Option<bool> {
-    let values: Vec<Option<bool>> = args.iter().map(|a| eval(a)).collect();
+fn combine(args: &[&str], decisive: bool, depth: usize) -> Option<bool> {
+    let values: Vec<Option<bool>> = args.iter().map(|a| eval_at(a, depth + 1)).collect();
     if values.contains(&Some(decisive)) {
         Some(decisive)
     } else if values.iter().all(Option::is_some) {
@@ -187,10 +198,19 @@ pub(super) fn if_branches(body: &str) -> Option<Vec<(Option<&str>, std::ops::Ran
     }
 }
 
-/// The first byte at or after `at` that is not white space.
+/// The first byte at or after `at` that is neither white space nor in a comment.
 fn skip_space(text: &str, at: usize) -> usize {
-    text.get(at..)
-        .map_or(text.len(), |rest| text.len() - rest.trim_start().len())
+    let mut rest = text.get(at..).unwrap_or("");
+    loop {
+        rest = rest.trim_start();
+        if let Some(comment) = rest.strip_prefix("//") {
+            rest = comment.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            rest = comment.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            return text.len() - rest.len();
+        }
+    }
 }
 
 /// The byte of the bracket closing the one `open` at `at` (nested pairs, string literals and
@@ -212,6 +232,13 @@ fn closing(text: &str, at: usize, open: char, close: char) -> Option<usize> {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
                 }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
             }
             b if b == open => depth += 1,
             b if b == close => {
@@ -254,6 +281,9 @@ mod tests {
         assert!(!left_out(&format!("target_os = \"{host_os}\",")));
         assert!(!left_out(&format!("all(target_os = \"{host_os}\",)")));
         assert!(!left_out("target_os = r\"none\""));
+        // Nested past what is read: unknown, and no stack overflow.
+        let deep = format!("{}unix{}", "not(".repeat(100_000), ")".repeat(100_000));
+        assert!(!left_out(&deep));
         assert_eq!(
             left_out("windows"),
             std::env::consts::FAMILY != "windows",
@@ -280,6 +310,12 @@ mod tests {
         assert_eq!(
             if_branches(" if #[cfg(unix)] { a } ").map(|b| b.len()),
             Some(1)
+        );
+        // Comments between branches and inside them.
+        assert_eq!(
+            if_branches("if #[cfg(unix)] { /* } */ a } // unix\n else /* or */ { b }")
+                .map(|b| b.len()),
+            Some(2)
         );
         // Not that shape: no branches.
         for other in [

@@ -39,6 +39,9 @@ struct Walker<'a> {
     /// Re-exports compiled out on this host: kept only where nothing else binds their name in
     /// their module ([`parse_rust_file`]).
     compiled_out_reexports: Vec<Reexport>,
+    /// The names of module-level items the host compiles, with their module: a re-export
+    /// compiled out gives way to those too.
+    compiled_items: Vec<(Vec<String>, String)>,
 }
 
 /// Parses one Rust file (`rel` relative to the workspace root) into items, its module path
@@ -67,6 +70,7 @@ pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reex
         cfg_macros: Vec::new(),
         left_out: false,
         compiled_out_reexports: Vec::new(),
+        compiled_items: Vec::new(),
     };
     walker.parse_region(0, src.len(), &loc.segments, &Scope::Module, 0);
     walker
@@ -76,13 +80,27 @@ pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reex
     // the same module (reqwest's wasm `Client` to its hyper one, `windows::Foo` to `unix::Foo`
     // on Linux); alone, it stays (a wasm-only crate keeps its public paths).
     let mut reexports = walker.reexports;
+    let compiled_items = walker.compiled_items;
     let alone: Vec<Reexport> = walker
         .compiled_out_reexports
         .into_iter()
         .filter(|r| {
-            !reexports
-                .iter()
-                .any(|k| k.module == r.module && k.name == r.name)
+            let rival = |k: &Reexport| {
+                k.module == r.module
+                    && if r.name.is_empty() {
+                        // A glob gives way to a glob of a sibling module (`unix::*` for
+                        // `windows::*`), not to any glob of its module.
+                        k.name.is_empty()
+                            && k.target.split_last().map(|(_, p)| p)
+                                == r.target.split_last().map(|(_, p)| p)
+                    } else {
+                        k.name == r.name
+                    }
+            };
+            let defined = |(module, name): &(Vec<String>, String)| {
+                !r.name.is_empty() && *module == r.module && *name == r.name
+            };
+            !reexports.iter().any(rival) && !compiled_items.iter().any(defined)
         })
         .collect();
     reexports.extend(alone);
@@ -405,6 +423,9 @@ impl Walker<'_> {
         };
         if name.is_empty() {
             return;
+        }
+        if matches!(scope, Scope::Module) && !self.left_out && !self.compiled_out(node, offset) {
+            self.compiled_items.push((module.to_vec(), name.clone()));
         }
         let qualname = match (kind, scope) {
             (Kind::Macro, _) => format!("{name}!"),

@@ -279,6 +279,14 @@ mod bare_only {
 pub use self::after::After;
 #[cfg(target_os = "none")]
 pub use self::bare::OnlyThere;
+#[cfg(target_os = "none")]
+pub use self::bare::Defined;
+pub struct Defined;
+#[cfg(target_os = "none")]
+pub use self::bare_sys::*;
+pub use self::host_sys::*;
+#[cfg(target_os = "none")]
+pub use self::extras::more::*;
 "#;
     let loc = ModuleLoc {
         crate_name: "reqwest".into(),
@@ -295,8 +303,10 @@ pub use self::bare::OnlyThere;
             "self::hosted::Metal",
             "self::blocking::Blocking",
             "self::after::After",
+            "self::host_sys",
             "super::Gone",
             "self::bare::OnlyThere",
+            "self::extras::more",
         ]
     );
 }
