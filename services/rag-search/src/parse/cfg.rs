@@ -213,8 +213,8 @@ fn skip_space(text: &str, at: usize) -> usize {
     }
 }
 
-/// The byte of the bracket closing the one `open` at `at` (nested pairs, string literals and
-/// comments skipped); none when it is not closed.
+/// The byte of the bracket closing the one `open` at `at` (nested pairs, string, raw string
+/// and char literals and comments skipped); none when it is not closed.
 fn closing(text: &str, at: usize, open: char, close: char) -> Option<usize> {
     let bytes = text.as_bytes();
     let (open, close) = (open as u8, close as u8);
@@ -228,6 +228,8 @@ fn closing(text: &str, at: usize, open: char, close: char) -> Option<usize> {
                     i += if bytes[i] == b'\\' { 2 } else { 1 };
                 }
             }
+            b'\'' => i = char_literal_end(text, i).unwrap_or(i),
+            b'r' if raw_string_start(bytes, i) => i = raw_string_end(bytes, i)?,
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
@@ -252,6 +254,52 @@ fn closing(text: &str, at: usize, open: char, close: char) -> Option<usize> {
         i += 1;
     }
     None
+}
+
+/// Where the char literal opened by the `'` at `at` closes (`'}'`, `'\''`, `'\u{7d}'`); none
+/// for a lifetime (`'a`).
+fn char_literal_end(text: &str, at: usize) -> Option<usize> {
+    let rest = text.get(at + 1..)?;
+    if let Some(escaped) = rest.strip_prefix('\\') {
+        // `\'` or `\\` first, then anything up to the closing quote (`\u{..}`, `\x7d`).
+        let skip = escaped.chars().next()?.len_utf8();
+        let close = escaped.get(skip..)?.find('\'')?;
+        return Some(at + 2 + skip + close);
+    }
+    let c = rest.chars().next()?;
+    (rest.get(c.len_utf8()..)?.starts_with('\'')).then_some(at + 1 + c.len_utf8())
+}
+
+/// Whether the `r` at `at` opens a raw string (`r"…"`, `r#"…"#`, `br"…"`), not an identifier.
+fn raw_string_start(bytes: &[u8], at: usize) -> bool {
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+    let starts = match before {
+        Some(b'b') => !at
+            .checked_sub(2)
+            .and_then(|i| bytes.get(i))
+            .is_some_and(ident),
+        Some(b) => !ident(b),
+        None => true,
+    };
+    let after = bytes.get(at + 1..).unwrap_or_default();
+    let hashes = after.iter().take_while(|b| **b == b'#').count();
+    starts && after.get(hashes) == Some(&b'"')
+}
+
+/// The last byte of the raw string whose `r` is at `at`; none when it does not close.
+fn raw_string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let hashes = bytes
+        .get(at + 1..)?
+        .iter()
+        .take_while(|b| **b == b'#')
+        .count();
+    let body = at + 2 + hashes;
+    (body..bytes.len()).find_map(|i| {
+        let closes = bytes.get(i) == Some(&b'"')
+            && bytes.get(i + 1..i + 1 + hashes)?.iter().all(|b| *b == b'#');
+        closes.then_some(i + hashes)
+    })
 }
 
 #[cfg(test)]
@@ -311,6 +359,11 @@ mod tests {
             if_branches(" if #[cfg(unix)] { a } ").map(|b| b.len()),
             Some(1)
         );
+        // Char literals, lifetimes and raw strings holding brackets.
+        let body = "if #[cfg(unix)] { const C: char = '}'; const E: char = '\\''; fn f<'a>(x: &'a str) {} const R: &str = r#\"}\"#; } else { b }";
+        let branches = if_branches(body).unwrap();
+        assert_eq!(branches.len(), 2, "{branches:?}");
+        assert!(body[branches[0].1.clone()].ends_with("r#\"}\"#; "));
         // Comments between branches and inside them.
         assert_eq!(
             if_branches("if #[cfg(unix)] { /* } */ a } // unix\n else /* or */ { b }")
