@@ -172,7 +172,7 @@ pub fn rank_names_layers<'a>(
         seen.borrow_mut().insert(head, answer);
         answer
     };
-    // Each layer's items that may be answered: not hidden by an upper layer, through filters.
+    // Each layer's items an upper layer does not shadow.
     let items: Vec<Box<dyn Fn(u64) -> Option<&'a ItemRecord> + '_>> = layers
         .iter()
         .map(|layer| {
@@ -180,31 +180,21 @@ pub fn rank_names_layers<'a>(
             Box::new(move |id: u64| {
                 items
                     .get(&id)
-                    .filter(|r| !layer.hidden.contains(r.file.as_str()) && passes(r, filters))
+                    .filter(|r| !layer.hidden.contains(r.file.as_str()))
             }) as Box<dyn Fn(u64) -> Option<&'a ItemRecord> + '_>
-        })
-        .collect();
-    let visible: Vec<Box<dyn Fn(u64) -> bool + '_>> = layers
-        .iter()
-        .map(|layer| {
-            let items = &layer.index.items;
-            Box::new(move |id: u64| {
-                items
-                    .get(&id)
-                    .is_some_and(|r| !layer.hidden.contains(r.file.as_str()))
-            }) as Box<dyn Fn(u64) -> bool + '_>
         })
         .collect();
     let name_layers: Vec<NameLayer<'a, '_>> = layers
         .iter()
-        .zip(items.iter().zip(&visible))
-        .map(|(layer, (item, visible))| NameLayer {
+        .zip(&items)
+        .map(|(layer, item)| NameLayer {
             names: layer.index.items.names(),
             item: item.as_ref(),
-            visible: visible.as_ref(),
+            shadowed: !layer.hidden.is_empty(),
         })
         .collect();
-    let lists = matches_layers(&name_layers, &names, &resolved, &at_root)
+    let passes = |r: &ItemRecord| passes(r, filters);
+    let lists = matches_layers(&name_layers, &names, &resolved, &passes, &at_root)
         .into_iter()
         .zip(layers)
         .enumerate()

@@ -14,14 +14,14 @@ use super::{
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
-/// One index's part in a search: its names, and how its ids resolve to items that may be
-/// answered (filters, shadowing by upper layers).
+/// One index's part in a search: its names, and how its ids resolve to its items that an
+/// upper layer does not shadow.
 pub struct NameLayer<'a, 'r> {
     pub names: &'r NameIndex,
     pub item: &'r dyn Fn(u64) -> Option<&'a ItemRecord>,
-    /// Whether an id is an item of the session at all (not shadowed by an upper layer),
-    /// whatever the filters: what a name's specificity counts.
-    pub visible: &'r dyn Fn(u64) -> bool,
+    /// Whether an upper layer shadows any of its files (else every id resolves, and a name's
+    /// specificity counts its ids without looking them up).
+    pub shadowed: bool,
 }
 
 /// What one name finds in one layer.
@@ -63,13 +63,15 @@ struct Candidate<'a> {
     aliased: bool,
 }
 
-/// The items a query's names find in each layer (in the order of `layers`), with their name
-/// score. `resolved` merges every layer's resolution ([`NameIndex::resolve`]); `at_root`
-/// says whether a crate's root binds an item's type, through every layer.
+/// The items a query's names find in each layer (in the order of `layers`) that `passes`
+/// (the search's filters), with their name score. `resolved` merges every layer's resolution
+/// ([`NameIndex::resolve`]); `at_root` says whether a crate's root binds an item's type,
+/// through every layer.
 pub fn matches_layers<'a>(
     layers: &[NameLayer<'a, '_>],
     query: &QueryNames,
     resolved: &Resolved,
+    passes: &dyn Fn(&ItemRecord) -> bool,
     at_root: &dyn Fn(&ItemRecord) -> bool,
 ) -> Vec<Vec<(&'a ItemRecord, f32)>> {
     let mut found: Vec<FxHashMap<u64, (&'a ItemRecord, f32)>> =
@@ -82,7 +84,7 @@ pub fn matches_layers<'a>(
         let tier = layers.iter().filter_map(|l| l.names.tier(name)).min();
         let per_layer: Vec<Option<Found<'a>>> = layers
             .iter()
-            .map(|layer| layer.names.find(name, tier, public, query, layer))
+            .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
             .collect();
         // A name is shared by the items of every layer (a session's changed file counts once).
         let shared_by: usize = per_layer.iter().flatten().map(|f| f.shared_by).sum();
@@ -161,9 +163,9 @@ impl NameIndex {
         let layer = NameLayer {
             names: self,
             item: &item,
-            visible: &|_| true,
+            shadowed: false,
         };
-        matches_layers(&[layer], query, resolved, at_root)
+        matches_layers(&[layer], query, resolved, &|_| true, at_root)
             .pop()
             .unwrap_or_default()
     }
@@ -195,9 +197,9 @@ impl NameIndex {
         tier: Option<Tier>,
         public: &FxHashSet<String>,
         query: &QueryNames,
-        layer: &NameLayer<'a, '_>,
+        (layer, passes): (&NameLayer<'a, '_>, &dyn Fn(&ItemRecord) -> bool),
     ) -> Option<Found<'a>> {
-        let item = layer.item;
+        let item = |id: u64| (layer.item)(id).filter(|r| passes(r));
         // The spelling as written counts only where the key itself matched.
         let by_name = tier.and_then(|tier| {
             let form = match tier {
@@ -211,7 +213,7 @@ impl NameIndex {
         });
         // Items a re-export binds under another name (`pub use fmt::Subscriber as
         // FmtSubscriber`): found at their public path, not by the name written.
-        let aliased = self.aliased(public, &name.key, item);
+        let aliased = self.aliased(public, &name.key, &item);
         let (ids, form, as_keyed): (Cow<'_, [u64]>, f32, bool) = match by_name {
             Some((ids, form, as_keyed)) if aliased.is_empty() => (ids.into(), form, as_keyed),
             Some((ids, form, as_keyed)) => {
@@ -266,7 +268,11 @@ impl NameIndex {
             per_fit[fit as usize] += 1;
         }
         Some(Found {
-            shared_by: ids.iter().filter(|id| (layer.visible)(**id)).count(),
+            shared_by: if layer.shadowed {
+                ids.iter().filter(|id| (layer.item)(**id).is_some()).count()
+            } else {
+                ids.len()
+            },
             per_fit,
             form,
             as_keyed,

@@ -10,7 +10,10 @@
 //! one. Among items sharing a name, the one whose path holds more of the query's other words
 //! (`blocking` in "add bytes to blocking::Response") wins, and an item at the very path written
 //! — canonical, or public through its crate's re-exports ([`paths`]: `reqwest::Client::get`) —
-//! fits best. The constants were chosen on ../shared/eval (docs/RETRIEVAL.md, "Names").
+//! fits best; among items the query does not tell apart, the one whose type its crate's root
+//! binds comes first (`reqwest::Body`'s `as_bytes`). Scoring, in one index or across a
+//! session's layers: [`matching`]. The constants were chosen on ../shared/eval
+//! (docs/RETRIEVAL.md, "Names").
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -255,8 +258,8 @@ impl NameIndex {
     }
 
     /// Whether an item's type (or the item, when it belongs to none) is bound at its crate's
-    /// root: defined or re-exported there ([`NOT_AT_ROOT`]), the re-exports of files `hidden`
-    /// says no to left out.
+    /// root under its own name: defined or re-exported there ([`NOT_AT_ROOT`]), the
+    /// re-exports of files `hidden` says no to left out.
     pub fn at_root(&self, record: &ItemRecord, hidden: &dyn Fn(&str) -> bool) -> bool {
         head_of(record).is_some_and(|head| self.paths.at_root(&head, hidden))
     }
