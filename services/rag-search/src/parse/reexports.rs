@@ -21,6 +21,36 @@ pub struct Reexport {
     pub target: Vec<String>,
 }
 
+/// Of the re-exports compiled out on this host (`compiled_out`), those nothing the host
+/// compiles binds in their stead: a re-export of the same name in the same module
+/// (`compiled`), or an item defined there (`items`: module and name); a glob gives way to a
+/// glob of a sibling module (`unix::*` for `windows::*`), not to any glob of its module.
+/// reqwest's wasm `Client` gives way to its hyper one; a wasm-only crate keeps its own.
+pub(super) fn alone(
+    compiled_out: Vec<Reexport>,
+    compiled: &[Reexport],
+    items: &[(Vec<String>, String)],
+) -> Vec<Reexport> {
+    let parent = |r: &Reexport| r.target.split_last().map(|(_, p)| p.to_vec());
+    compiled_out
+        .into_iter()
+        .filter(|r| {
+            let rival = |k: &Reexport| {
+                k.module == r.module
+                    && if r.name.is_empty() {
+                        k.name.is_empty() && parent(k) == parent(r)
+                    } else {
+                        k.name == r.name
+                    }
+            };
+            let defined = |(module, name): &(Vec<String>, String)| {
+                !r.name.is_empty() && *module == r.module && *name == r.name
+            };
+            !compiled.iter().any(rival) && !items.iter().any(defined)
+        })
+        .collect()
+}
+
 /// The re-exports of one `use_declaration` in `module`, if it is public (`pub`, `pub(crate)`).
 pub(super) fn of_use(
     node: Node<'_>,

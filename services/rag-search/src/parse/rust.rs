@@ -80,29 +80,11 @@ pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reex
     // the same module (reqwest's wasm `Client` to its hyper one, `windows::Foo` to `unix::Foo`
     // on Linux); alone, it stays (a wasm-only crate keeps its public paths).
     let mut reexports = walker.reexports;
-    let compiled_items = walker.compiled_items;
-    let alone: Vec<Reexport> = walker
-        .compiled_out_reexports
-        .into_iter()
-        .filter(|r| {
-            let rival = |k: &Reexport| {
-                k.module == r.module
-                    && if r.name.is_empty() {
-                        // A glob gives way to a glob of a sibling module (`unix::*` for
-                        // `windows::*`), not to any glob of its module.
-                        k.name.is_empty()
-                            && k.target.split_last().map(|(_, p)| p)
-                                == r.target.split_last().map(|(_, p)| p)
-                    } else {
-                        k.name == r.name
-                    }
-            };
-            let defined = |(module, name): &(Vec<String>, String)| {
-                !r.name.is_empty() && *module == r.module && *name == r.name
-            };
-            !reexports.iter().any(rival) && !compiled_items.iter().any(defined)
-        })
-        .collect();
+    let alone = reexports::alone(
+        walker.compiled_out_reexports,
+        &reexports,
+        &walker.compiled_items,
+    );
     reexports.extend(alone);
     (walker.items, reexports)
 }
@@ -230,10 +212,9 @@ impl Walker<'_> {
                         let mut inner = module.to_vec();
                         inner.push(self.text(name, offset).to_owned());
                         let out = self.compiled_out(node, offset);
-                        let was = self.left_out;
-                        self.left_out |= out;
-                        self.walk(body, offset, &inner, &Scope::Module, depth);
-                        self.left_out = was;
+                        self.walk_out_if(out, |w| {
+                            w.walk(body, offset, &inner, &Scope::Module, depth);
+                        });
                     }
                 }
                 "macro_invocation" if matches!(scope, Scope::Module) && depth < MAX_MACRO_DEPTH => {
@@ -245,30 +226,27 @@ impl Walker<'_> {
                             let end = tt.end_byte() + offset - 1;
                             let out = self.invokes_left_out(node, offset)
                                 || self.compiled_out(node, offset);
-                            let was = self.left_out;
-                            self.left_out |= out;
-                            match self.cfg_if_branches(node, offset, start..end) {
+                            let branches = self.cfg_if_branches(node, offset, start..end);
+                            self.walk_out_if(out, |w| match branches {
                                 // `cfg_if! { if #[cfg(unix)] { .. } else { .. } }`: the first
                                 // branch the host may compile is in, the others out.
                                 Some(branches) => {
                                     let mut taken = false;
                                     for (compiled, range) in branches {
-                                        let inside = self.left_out;
-                                        self.left_out |= taken || !compiled;
+                                        w.walk_out_if(taken || !compiled, |w| {
+                                            w.parse_region(
+                                                range.start,
+                                                range.end,
+                                                module,
+                                                scope,
+                                                depth + 1,
+                                            );
+                                        });
                                         taken |= compiled;
-                                        self.parse_region(
-                                            range.start,
-                                            range.end,
-                                            module,
-                                            scope,
-                                            depth + 1,
-                                        );
-                                        self.left_out = inside;
                                     }
                                 }
-                                None => self.parse_region(start, end, module, scope, depth + 1),
-                            }
-                            self.left_out = was;
+                                None => w.parse_region(start, end, module, scope, depth + 1),
+                            });
                         }
                     }
                 }
@@ -288,6 +266,14 @@ impl Walker<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// Runs `walk` with the code it walks compiled out on this host if `out` (or already).
+    fn walk_out_if(&mut self, out: bool, walk: impl FnOnce(&mut Self)) {
+        let was = self.left_out;
+        self.left_out |= out;
+        walk(self);
+        self.left_out = was;
     }
 
     /// Whether one of the `#[cfg]` attributes directly above `node` leaves it out on this host.
