@@ -85,6 +85,8 @@ pub enum Followed {
     /// The stream broke or could not be opened (why); the next call resumes after the last
     /// event seen.
     Interrupted(String),
+    /// The session no longer exists (deleted): nothing more will come (why).
+    Gone(String),
 }
 
 /// A session's events from a seq on, resumed after any break from the last one seen: the
@@ -133,7 +135,7 @@ impl SessionEvents {
                         self.stream = Some(s.into_inner());
                         Followed::Connected
                     }
-                    Err(s) => Followed::Interrupted(s.message().to_owned()),
+                    Err(s) => broken(&s),
                 };
             };
             match stream.message().await {
@@ -145,9 +147,19 @@ impl SessionEvents {
                 Ok(None) => self.stream = None,
                 Err(s) => {
                     self.stream = None;
-                    return Followed::Interrupted(s.message().to_owned());
+                    return broken(&s);
                 }
             }
         }
+    }
+}
+
+/// A stream that could not be opened or broke: gone for good when the session is.
+fn broken(s: &tonic::Status) -> Followed {
+    let why = s.message().to_owned();
+    if s.code() == tonic::Code::NotFound {
+        Followed::Gone(why)
+    } else {
+        Followed::Interrupted(why)
     }
 }

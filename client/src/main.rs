@@ -100,8 +100,10 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// List sessions, newest first.
+    /// Your sessions: list (the default), rm.
     Sessions {
+        #[command(subcommand)]
+        command: Option<cmd::sessions::SessionsCommand>,
         /// Every principal's sessions, not only yours (admins).
         #[arg(long)]
         everyone: bool,
@@ -204,7 +206,14 @@ async fn main_async() -> anyhow::Result<()> {
             cmd::query::search(&target, &query, (strategy, top_k), filters).await
         }
         Command::Index { force, target } => cmd::query::index(&target, force).await,
-        Command::Sessions { everyone, target } => cmd::query::sessions(&target, everyone).await,
+        Command::Sessions {
+            command,
+            everyone,
+            target,
+        } => {
+            let command = command.unwrap_or(cmd::sessions::SessionsCommand::List { everyone });
+            cmd::sessions::run(&target, command).await
+        }
         Command::Edits { command, target } => {
             let command = command.unwrap_or(cmd::edits::EditsCommand::List {
                 all: false,

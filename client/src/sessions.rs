@@ -30,7 +30,12 @@ pub async fn find_session(gateway: &mut Gateway, id: &str) -> anyhow::Result<Ses
             })
             .await
             .map(tonic::Response::into_inner)
-            .map_err(|s| anyhow::anyhow!("session {id}: {}", s.message()));
+            .map_err(|s| match s.code() {
+                tonic::Code::NotFound => {
+                    anyhow::anyhow!("no session {id} (`ploke sessions` lists them)")
+                }
+                _ => anyhow::anyhow!("session {id}: {}", s.message()),
+            });
     }
     let mut matches = Vec::new();
     let mut page_token = String::new();

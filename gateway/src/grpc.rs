@@ -220,6 +220,36 @@ impl Gateway for GatewayGrpc {
         .await
     }
 
+    async fn delete_session(
+        &self,
+        request: Request<session::DeleteSessionRequest>,
+    ) -> Result<Response<session::DeleteSessionResponse>, Status> {
+        let r = request.into_inner();
+        let session_id = r.session_id.clone();
+        audited(
+            self.audit,
+            "DeleteSession",
+            Subject::session(&session_id),
+            async {
+                let deleted: Result<Response<session::DeleteSessionResponse>, Status> =
+                    unary!(self, r, sessions, delete_session, SESSIONS);
+                let deleted = deleted?;
+                // The developer's files go with the session (rag-search would drop them once
+                // idle anyway).
+                let drop = rag::DropOverlayRequest {
+                    session_id: session_id.clone(),
+                };
+                let dropped: Result<Response<rag::DropOverlayResponse>, Status> =
+                    unary!(self, drop, rag, drop_overlay, RAG);
+                if let Err(e) = dropped {
+                    tracing::warn!(session_id = %shown(&session_id), error = %e.message(), "deleted session's overlay not dropped");
+                }
+                Ok(deleted)
+            },
+        )
+        .await
+    }
+
     async fn list_edits(
         &self,
         request: Request<tools::ListEditsRequest>,

@@ -5,10 +5,12 @@
 use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::bail;
-use ploke_proto::session::v1::{CreateSessionRequest, SendMessageRequest, session_event::Event};
+use ploke_proto::session::v1::{
+    CreateSessionRequest, DeleteSessionRequest, SendMessageRequest, session_event::Event,
+};
 use ploke_proto::tools::v1::{DecideEditRequest, Decision};
 
-use super::{Conn, Target, edits, providers};
+use super::{Conn, Gateway, Target, edits, providers};
 use ploke_client::gateway::{Followed, SessionEvents};
 
 /// `ploke ask` options.
@@ -65,7 +67,14 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
     let overlay = conn.overlay_root(&session);
     if let Some(root) = &overlay {
         let synced =
-            ploke_client::overlay::sync(&mut conn.gateway, &session.session_id, root).await?;
+            match ploke_client::overlay::sync(&mut conn.gateway, &session.session_id, root).await {
+                Ok(synced) => synced,
+                Err(e) => {
+                    // Nothing was asked: the session holds nothing worth keeping.
+                    discard(&mut conn.gateway, &session.session_id).await;
+                    return Err(e);
+                }
+            };
         eprintln!("({synced})");
     }
     let sent = conn
@@ -100,6 +109,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 eprintln!("\n(event stream interrupted: {why}; resuming)");
                 continue;
             }
+            Followed::Gone(why) => bail!("{why}"),
         };
         let Some(event) = event.event else { continue };
         match event {
@@ -150,6 +160,19 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
             | Event::EditDecided(_)
             | Event::ContextPlan(_) => {}
         }
+    }
+}
+
+/// Deletes the empty session of a question that was never sent (a failure is only logged:
+/// the question's own error is the one to report).
+async fn discard(gateway: &mut Gateway, session_id: &str) {
+    let deleted = gateway
+        .delete_session(DeleteSessionRequest {
+            session_id: session_id.to_owned(),
+        })
+        .await;
+    if let Err(s) = deleted {
+        tracing::warn!(session_id, error = %s.message(), "unsent question's session not deleted");
     }
 }
 

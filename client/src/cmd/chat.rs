@@ -33,6 +33,7 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
     let (_telemetry, notices, _) = super::tui_logging(&workspace, &Default::default())?;
     let mut conn = Conn::open_served(target, None, served).await?;
     let result = async {
+        let fresh = which.session.is_none() && !which.last;
         let session = open_session(&mut conn.gateway, which).await;
         let session = match session {
             Ok(s) => Some(s),
@@ -46,6 +47,7 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
             overlay,
             notices: Some(notices),
             no_provider: no_provider_text(),
+            fresh,
         };
         crate::tui::run(conn.gateway.clone(), options).await
     }

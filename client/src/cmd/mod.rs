@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod providers;
 pub mod query;
 pub mod running;
+pub mod sessions;
 pub mod up;
 pub mod workspaces;
 

@@ -1,8 +1,7 @@
-//! `ploke search`, `ploke index` and `ploke sessions`.
+//! `ploke search` and `ploke index`.
 
 use ploke_proto::common::v1::ItemKind;
 use ploke_proto::rag::v1::{SearchFilters, SearchRequest, Strategy};
-use ploke_proto::session::v1::{ListSessionsRequest, SessionState};
 
 use super::{Conn, Target, up};
 
@@ -84,46 +83,6 @@ pub async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
     // In-process services have just indexed; a remote or running one is asked to.
     if !conn.indexed || force {
         up::index(&mut conn.gateway, (force, up::Until::Done), false).await?;
-    }
-    conn.close().await
-}
-
-/// `ploke sessions`: yours, or (admins, `everyone`) every principal's with its owner.
-pub async fn sessions(target: &Target, everyone: bool) -> anyhow::Result<()> {
-    let mut conn = Conn::open(target).await?;
-    let listed = conn
-        .gateway
-        .list_sessions(ListSessionsRequest {
-            all_principals: everyone,
-            ..ListSessionsRequest::default()
-        })
-        .await
-        .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
-        .into_inner();
-    if listed.sessions.is_empty() {
-        println!("no sessions");
-    }
-    for s in listed.sessions {
-        let running = if s.state() == SessionState::Running {
-            "  (running)"
-        } else {
-            ""
-        };
-        let usage = s.usage.unwrap_or_default();
-        let owner = if everyone && !s.owner.is_empty() {
-            format!("{}  ", s.owner)
-        } else {
-            String::new()
-        };
-        println!(
-            "{owner}{}  {}/{}  {} events  {} tokens  {}{running}",
-            s.session_id,
-            s.provider,
-            s.model,
-            s.last_seq,
-            usage.input_tokens + usage.output_tokens,
-            s.title
-        );
     }
     conn.close().await
 }

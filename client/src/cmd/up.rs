@@ -261,6 +261,7 @@ async fn serve(
             overlay: None,
             notices,
             no_provider: super::chat::no_provider_text(),
+            fresh: true,
         };
         let ran = crate::tui::run(gateway.clone(), options).await;
         super::stop_visibly(embedded.stop()).await?;

@@ -16,7 +16,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use ploke_proto::session::v1::{
-    CancelTurnRequest, CreateSessionRequest, SendMessageRequest, Session, SessionEvent,
+    CancelTurnRequest, CreateSessionRequest, DeleteSessionRequest, GetSessionRequest,
+    SendMessageRequest, Session, SessionEvent,
 };
 use ploke_proto::tools::v1::{DecideEditRequest, Decision, EditProposal};
 use ratatui::crossterm::event::{self as ct, KeyCode, KeyEventKind, KeyModifiers};
@@ -26,6 +27,9 @@ use tokio::task::JoinHandle;
 use keys::Key;
 use ploke_client::gateway::Gateway;
 use state::{Action, App, Indexing};
+
+/// Longest wait on the way out for deleting the run's empty sessions.
+const DISCARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the loop reacts to.
 pub(crate) enum Input {
@@ -55,6 +59,9 @@ pub struct Options {
     pub notices: Option<mpsc::UnboundedReceiver<String>>,
     /// What to say when a message cannot be sent for want of a provider.
     pub no_provider: String,
+    /// Whether `session` was created for this run (deleted on the way out if nothing was
+    /// asked in it).
+    pub fresh: bool,
 }
 
 fn key_of(event: ct::Event) -> Option<Input> {
@@ -169,7 +176,14 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
         overlay,
         notices,
         no_provider,
+        fresh,
     } = options;
+    // Sessions this run created: those still empty at the end go.
+    let mut created: Vec<String> = session
+        .iter()
+        .filter(|_| fresh)
+        .map(|s| s.session_id.clone())
+        .collect();
     let mut app = App::default();
     let mut session = session;
     if let Some(s) = &session {
@@ -266,6 +280,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                             .as_ref()
                             .map(|s| (s.provider.clone(), s.model.clone()));
                         if let Some(s) = create(&mut gateway, &mut app, model.or(same)).await {
+                            created.push(s.session_id.clone());
                             session = Some(follow.show(&gateway, &tx, &mut app, s));
                         }
                     }
@@ -281,6 +296,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                         match chosen {
                             Ok(model) => {
                                 if let Some(s) = create(&mut gateway, &mut app, Some(model)).await {
+                                    created.push(s.session_id.clone());
                                     session = Some(follow.show(&gateway, &tx, &mut app, s));
                                 }
                             }
@@ -312,7 +328,33 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     drop(screen);
     follow.stop();
     background.stop();
+    discard_empty(&mut gateway, &created).await;
     result
+}
+
+/// Deletes the sessions this run created in which nothing was asked: listings and
+/// `--continue` then find conversations, not empty shells. Bounded: quitting never waits long.
+async fn discard_empty(gateway: &mut Gateway, created: &[String]) {
+    let work = async {
+        for id in created {
+            let Ok(s) = gateway
+                .get_session(GetSessionRequest {
+                    session_id: id.clone(),
+                })
+                .await
+            else {
+                continue;
+            };
+            if s.into_inner().last_seq == 0 {
+                let _ = gateway
+                    .delete_session(DeleteSessionRequest {
+                        session_id: id.clone(),
+                    })
+                    .await;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_TIMEOUT, work).await;
 }
 
 /// Shows `session` from its beginning (its events replay into the emptied conversation).

@@ -28,6 +28,12 @@ pub async fn follow(gateway: Gateway, session_id: String, after_seq: u64, tx: mp
             Followed::Connected => Input::Connection(String::new()),
             Followed::Event(e) => Input::Event(e),
             Followed::Interrupted(why) => Input::Connection(format!("reconnecting ({why})")),
+            Followed::Gone(why) => {
+                let _ = tx
+                    .send(Input::Connection(format!("not following: {why}")))
+                    .await;
+                return;
+            }
         };
         if tx.send(input).await.is_err() {
             return;

@@ -500,6 +500,20 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
         )
     );
     assert_eq!(fake.received().len(), 0);
+    // The session it opened for the question is gone with it.
+    let sessions = |args: &[&str]| {
+        let mut v: Vec<String> = vec!["sessions".into()];
+        v.extend(args.iter().map(|a| (*a).to_owned()));
+        v.extend(["--gateway".into(), url.clone()]);
+        v
+    };
+    let listed = super::run(mine.path(), sessions(&[]), &env).await;
+    assert_eq!(
+        text(&listed.stdout),
+        "no sessions\n",
+        "{}",
+        text(&listed.stderr)
+    );
     let out = super::run(mine.path(), ask(&url), &env).await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -519,5 +533,21 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
         super::LIB_RS
     );
     assert!(!mine.path().join(".ploke").exists());
+
+    // `ploke sessions rm` deletes it by the start of its id; an id nobody has is an error.
+    let listed = text(&super::run(mine.path(), sessions(&[]), &env).await.stdout);
+    let id = listed.split_whitespace().next().unwrap().to_owned();
+    let events = listed.split("  ").nth(2).unwrap().to_owned();
+    let rm = super::run(mine.path(), sessions(&["rm", &id[..13]]), &env).await;
+    assert!(rm.status.success(), "{}", text(&rm.stderr));
+    assert_eq!(text(&rm.stdout), format!("deleted {id}  ({events})\n"));
+    let listed = super::run(mine.path(), sessions(&[]), &env).await;
+    assert_eq!(text(&listed.stdout), "no sessions\n");
+    let rm = super::run(mine.path(), sessions(&["rm", &id]), &env).await;
+    assert!(!rm.status.success());
+    assert_eq!(
+        text(&rm.stderr),
+        format!("error: no session {id} (`ploke sessions` lists them)\n")
+    );
     sandbox.stop().await.unwrap();
 }

@@ -333,6 +333,18 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
             &command,
         )
     };
+    // A chat opened and left without asking anything leaves no session behind: `--continue`
+    // still finds the conversation, and only it is listed.
+    let tmux = open(&format!("ploke-empty-{}", std::process::id()), "");
+    tmux.wait_for("session ").await;
+    tmux.quit().await;
+    let listed = e.ploke(&["sessions"]).await;
+    assert_eq!(
+        super::text(&listed.stdout).lines().count(),
+        1,
+        "{}",
+        super::text(&listed.stdout)
+    );
     let tmux = open(
         &format!("ploke-continue-{}", std::process::id()),
         "--continue",

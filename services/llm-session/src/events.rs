@@ -93,6 +93,11 @@ impl EventLog {
         *self.channel(session_id).last_seq.lock().await = None;
     }
 
+    /// Ends the streams of the session's subscribers: the session was deleted.
+    pub fn close(&self, session_id: &str) {
+        self.lock().remove(session_id);
+    }
+
     /// The bounds events are kept within.
     pub fn bounds(&self) -> EventBounds {
         self.bounds
@@ -220,7 +225,11 @@ impl EventLog {
                     () = out.closed() => return,
                     // Another replica appended (or may have): the store has it.
                     woken = wake.changed() => {
-                        if woken.is_err() || !replay(&*store, &id, &mut last, &out).await {
+                        if woken.is_err() {
+                            let _ = out.send(Err(StoreError::Deleted(id.clone()))).await;
+                            return;
+                        }
+                        if !replay(&*store, &id, &mut last, &out).await {
                             return;
                         }
                         continue;
@@ -246,7 +255,11 @@ impl EventLog {
                             return;
                         }
                     }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    // The log closed the session's channel: it was deleted.
+                    Err(broadcast::error::RecvError::Closed) => {
+                        let _ = out.send(Err(StoreError::Deleted(id.clone()))).await;
+                        return;
+                    }
                 }
             }
         });
@@ -279,6 +292,12 @@ async fn dispatch(
                 }
             }
             Ok(Remote::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => wake_all(),
+            Ok(Remote::Deleted { session_id }) => {
+                channels
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&session_id);
+            }
             Ok(Remote::Cancel { .. }) => {}
             Err(broadcast::error::RecvError::Closed) => return,
         }

@@ -52,6 +52,7 @@ fn store_status(e: &StoreError) -> Status {
         }
         StoreError::Busy { .. } => Status::failed_precondition(e.to_string()),
         StoreError::Superseded { .. } => Status::aborted(e.to_string()),
+        StoreError::Deleted(_) => Status::not_found(e.to_string()),
     }
 }
 
@@ -195,6 +196,16 @@ impl LlmSession for LlmSessionGrpc {
             cancelled,
             parent_id,
         }))
+    }
+
+    async fn delete_session(
+        &self,
+        request: Request<pb::DeleteSessionRequest>,
+    ) -> Result<Response<pb::DeleteSessionResponse>, Status> {
+        let r = request.into_inner();
+        let id = session_id(&r.session_id)?;
+        let events = self.service.delete(id).await.map_err(to_status)?;
+        Ok(Response::new(pb::DeleteSessionResponse { events }))
     }
 
     async fn list_models(

@@ -28,6 +28,7 @@ use crate::provider::wire::ChatMessage;
 use crate::store::{Effects, SessionStore, StoreError};
 use crate::turn::{self, TurnDeps, TurnEnd, TurnSpec};
 
+mod deletion;
 mod models;
 mod reading;
 mod recovery;

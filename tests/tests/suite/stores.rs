@@ -1,8 +1,8 @@
 //! The session store contract, run the same way against the embedded SQLite store and the
 //! PostgreSQL store (a real server): sessions, listing pages, the seq check, an event's effects
-//! committing with it, replay by seq, history, request ids and running turns. Then what only
-//! the shared store has: migrations safe when replicas start at once, and turn leases between
-//! two replicas.
+//! committing with it, replay by seq, history, request ids, running turns and deleting a
+//! session. Then what only the shared store has: migrations safe when replicas start at once,
+//! and turn leases between two replicas.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -185,6 +185,52 @@ async fn contract(store: &dyn SessionStore) {
     assert_eq!(store.find_request("s1", "c1").await.unwrap(), Some(answer));
     assert_eq!(store.find_request("s1", "c2").await.unwrap(), None);
     assert!(store.events_after("s2", 0, 10).await.unwrap().is_empty());
+
+    // Deleting: refused while a turn runs (nothing goes), then the whole session and nothing
+    // of another's.
+    let running = Effects {
+        running: Some(Some("p3".into())),
+        ..Effects::default()
+    };
+    store
+        .append_event(&event("s3", 1, "p3"), &running)
+        .await
+        .unwrap();
+    match store.delete_session("s3").await {
+        Err(StoreError::Busy {
+            session_id,
+            parent_id,
+        }) => assert_eq!((session_id.as_str(), parent_id.as_str()), ("s3", "p3")),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    assert_eq!(store.events_after("s3", 0, 10).await.unwrap().len(), 1);
+    let ended = Effects {
+        running: Some(None),
+        ..Effects::default()
+    };
+    store
+        .append_event(&event("s3", 2, "p3"), &ended)
+        .await
+        .unwrap();
+    assert_eq!(store.delete_session("s1").await.unwrap(), Some(3));
+    assert_eq!(store.get_session("s1").await.unwrap(), None);
+    assert!(store.events_after("s1", 0, 10).await.unwrap().is_empty());
+    assert!(store.messages("s1").await.unwrap().is_empty());
+    assert_eq!(store.find_request("s1", "c1").await.unwrap(), None);
+    assert_eq!(store.delete_session("s1").await.unwrap(), None);
+    let left: Vec<String> = store
+        .list_sessions("", None, 10, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.session_id)
+        .collect();
+    assert_eq!(left, ["s3", "s2"]);
+    assert_eq!(store.events_after("s3", 0, 10).await.unwrap().len(), 2);
+    // The same session id again starts from nothing.
+    store.create_session(&session("s1", 1)).await.unwrap();
+    assert_eq!(store.get_session("s1").await.unwrap().unwrap().last_seq, 0);
+    assert!(store.messages("s1").await.unwrap().is_empty());
 }
 
 fn shared(store: &dyn SessionStore) -> bool {
@@ -234,7 +280,7 @@ async fn the_postgres_store_keeps_the_contract_and_turn_leases_between_replicas(
     );
     contract(&*a).await;
     // What A wrote, B reads.
-    assert_eq!(b.events_after("s1", 0, 10).await.unwrap().len(), 3);
+    assert_eq!(b.events_after("s3", 0, 10).await.unwrap().len(), 2);
 
     // A takes s2's turn; B can neither start one nor append to A's.
     let start = |parent: &str| Effects {

@@ -84,7 +84,7 @@ impl SessionService {
                         tracing::warn!(session_id, parent_id, error = %e, "cancelling a turn for another replica failed");
                     }
                 }
-                Ok(Remote::Appended { .. } | Remote::Resync)
+                Ok(Remote::Appended { .. } | Remote::Deleted { .. } | Remote::Resync)
                 | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

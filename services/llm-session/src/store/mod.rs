@@ -109,6 +109,9 @@ pub enum StoreError {
         /// The running turn.
         parent_id: String,
     },
+    /// The session was deleted (while a subscriber followed it).
+    #[error("session {0} was deleted")]
+    Deleted(String),
     /// The turn this event belongs to is no longer this replica's: its lease expired and
     /// another replica ended it. Nothing was written.
     #[error(
@@ -200,6 +203,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         session_id: &str,
         client_request_id: &str,
     ) -> Result<Option<SendMessageResponse>, StoreError>;
+    /// Deletes a session with its events, history and request ids in one transaction: the
+    /// number of events it held, `None` when no session has this id. Refused with
+    /// [`StoreError::Busy`] (nothing deleted) while a turn is marked running.
+    async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError>;
     /// Sessions whose turn was running when the service stopped: (session id, parent id).
     /// With replicas, only turns whose owner's lease expired (the owner is gone).
     async fn running(&self) -> Result<Vec<(String, String)>, StoreError>;
@@ -237,6 +244,11 @@ pub enum Remote {
         parent_id: String,
         /// Why.
         reason: String,
+    },
+    /// A session was deleted: its subscribers' streams end.
+    Deleted {
+        /// Session id.
+        session_id: String,
     },
     /// Notifications may have been lost (the listener reconnected): every subscriber reads
     /// the store again.

@@ -28,6 +28,8 @@ use super::{Effects, PageCursor, Remote, SessionStore, StoreError, StoredMessage
 pub(super) const EVENTS_CHANNEL: &str = "ploke_session_events";
 /// The notification channel of cancel requests: payload JSON [`CancelNote`].
 const CANCEL_CHANNEL: &str = "ploke_session_cancel";
+/// The notification channel of deleted sessions: payload `replica session_id`.
+const DELETED_CHANNEL: &str = "ploke_session_deleted";
 /// Notifications buffered for slow readers before they resync from the store.
 const REMOTE_BUFFER: usize = 4096;
 
@@ -174,7 +176,7 @@ impl PgStore {
                 source,
             })?;
         listener
-            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL])
+            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, DELETED_CHANNEL])
             .await
             .map_err(|source| PgOpenError::Connect {
                 target: db.health().path().display().to_string(),
@@ -244,6 +246,12 @@ fn parse(channel: &str, payload: &str, replica: &str) -> Option<Remote> {
                 session_id: note.session_id,
                 parent_id: note.parent_id,
                 reason: note.reason,
+            })
+        }
+        DELETED_CHANNEL => {
+            let (from, session_id) = payload.split_once(' ')?;
+            (from != replica).then(|| Remote::Deleted {
+                session_id: session_id.to_owned(),
             })
         }
         _ => None,
@@ -450,6 +458,52 @@ impl SessionStore for PgStore {
             .collect()
     }
 
+    async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        self.db.writable()?;
+        let result = async {
+            let mut tx = self.db.pool().begin().await?;
+            // The row lock a turn's start takes too: a turn starts before or not at all.
+            let deleted = sqlx::query(
+                "DELETE FROM sessions WHERE id = $1 AND running_parent IS NULL RETURNING last_seq",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = deleted else {
+                let running: Option<Option<String>> =
+                    sqlx::query_scalar("SELECT running_parent FROM sessions WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                return Ok(match running.flatten() {
+                    Some(parent_id) => Err(StoreError::Busy {
+                        session_id: id.to_owned(),
+                        parent_id,
+                    }),
+                    None => Ok(None),
+                });
+            };
+            for sql in [
+                "DELETE FROM events WHERE session_id = $1",
+                "DELETE FROM messages WHERE session_id = $1",
+                "DELETE FROM requests WHERE session_id = $1",
+            ] {
+                sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+            }
+            // Delivered at commit: other replicas end their subscribers' streams.
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(DELETED_CHANNEL)
+                .bind(format!("{} {id}", self.replica))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            let last_seq: i64 = row.try_get("last_seq")?;
+            Ok(Ok(Some(last_seq as u64)))
+        }
+        .await;
+        self.db.written(result)?
+    }
+
     fn remote(&self) -> Option<broadcast::Receiver<Remote>> {
         Some(self.remote.subscribe())
     }
@@ -514,5 +568,12 @@ mod tests {
             })
         );
         assert_eq!(parse(CANCEL_CHANNEL, note, "b"), None);
+        assert_eq!(
+            parse(DELETED_CHANNEL, "b s1", "a"),
+            Some(Remote::Deleted {
+                session_id: "s1".into()
+            })
+        );
+        assert_eq!(parse(DELETED_CHANNEL, "a s1", "a"), None);
     }
 }

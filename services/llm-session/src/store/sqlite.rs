@@ -239,6 +239,46 @@ impl SessionStore for SqliteStore {
             .transpose()
     }
 
+    async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        self.db.writable()?;
+        let result = async {
+            // The row first: the transaction writes at once, and a running turn keeps it.
+            let mut tx = self.db.pool().begin().await?;
+            let deleted = sqlx::query(
+                "DELETE FROM sessions WHERE id = ? AND running_parent IS NULL RETURNING last_seq",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = deleted else {
+                let running: Option<Option<String>> =
+                    sqlx::query_scalar("SELECT running_parent FROM sessions WHERE id = ?")
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                return Ok(match running.flatten() {
+                    Some(parent_id) => Err(StoreError::Busy {
+                        session_id: id.to_owned(),
+                        parent_id,
+                    }),
+                    None => Ok(None),
+                });
+            };
+            for sql in [
+                "DELETE FROM events WHERE session_id = ?",
+                "DELETE FROM messages WHERE session_id = ?",
+                "DELETE FROM requests WHERE session_id = ?",
+            ] {
+                sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            let last_seq: i64 = row.try_get("last_seq")?;
+            Ok(Ok(Some(last_seq as u64)))
+        }
+        .await;
+        self.db.written(result)?
+    }
+
     async fn running(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows =
             sqlx::query("SELECT id, running_parent FROM sessions WHERE running_parent IS NOT NULL")

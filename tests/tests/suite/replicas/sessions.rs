@@ -79,6 +79,29 @@ async fn a_session_created_on_one_replica_continues_on_the_other_with_its_whole_
             .unwrap()
             .into_inner();
     assert!(listed.sessions.iter().any(|s| s.session_id == id));
+
+    // Deleted through A: B's subscriber following it is told, and B finds it no more.
+    let mut following = stream(&r.b, &id, sa.last_seq, true).await;
+    let deleted =
+        r.a.sessions()
+            .delete_session(DeleteSessionRequest {
+                session_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+    assert_eq!(deleted.events, sa.last_seq);
+    let ended = following.message().await.unwrap_err();
+    assert_eq!(
+        (ended.code(), ended.message()),
+        (Code::NotFound, format!("session {id} was deleted").as_str())
+    );
+    let gone =
+        r.b.sessions()
+            .get_session(GetSessionRequest { session_id: id })
+            .await
+            .unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound);
     r.a.stop().await.unwrap();
     r.b.stop().await.unwrap();
 }

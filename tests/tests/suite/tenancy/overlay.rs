@@ -1,7 +1,8 @@
 //! Each developer's own code on a shared deployment: alice's checkout differs from the served
 //! tree (a function only on her branch, a file she changed, one she deleted); her client sends
 //! it as her session's overlay. Her session's tools see her tree and nobody else's do; an edit
-//! she approves is written into her checkout and never into the served tree.
+//! she approves is written into her checkout and never into the served tree; deleting her
+//! session drops her overlay.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -287,6 +288,35 @@ async fn a_developers_changes_are_theirs_alone_and_approved_edits_land_in_their_
     )
     .await;
     assert!(answer.contains("n + 2"), "{answer}");
+
+    // Deleting her session drops her overlay with it: her branch's function is found no more.
+    let search = |session_id: &str| ploke_proto::rag::v1::SearchRequest {
+        query: "xyzzy_frobnicate".into(),
+        strategy: ploke_proto::rag::v1::Strategy::Bm25 as i32,
+        top_k: 3,
+        session_id: session_id.into(),
+        ..Default::default()
+    };
+    let names = |r: ploke_proto::rag::v1::SearchResponse| -> Vec<String> {
+        r.hits
+            .into_iter()
+            .filter_map(|h| h.part.map(|p| p.name))
+            .collect()
+    };
+    let before = names(alice.search(search(&hers)).await.unwrap().into_inner());
+    assert_eq!(before.first().map(String::as_str), Some("xyzzy_frobnicate"));
+    alice
+        .delete_session(DeleteSessionRequest {
+            session_id: hers.clone(),
+        })
+        .await
+        .unwrap();
+    let after = names(alice.search(search(&hers)).await.unwrap().into_inner());
+    assert!(!after.iter().any(|n| n == "xyzzy_frobnicate"), "{after:?}");
+    let resync = ploke_client::overlay::sync(&mut client, &hers, mine.path())
+        .await
+        .unwrap_err();
+    assert!(resync.to_string().contains("not found"), "{resync:#}");
     t.sandbox.stop().await.unwrap();
 }
 

@@ -1,7 +1,8 @@
 //! Every RPC that names a session or a proposal, tried by another principal on alice's: each
 //! answers exactly as for an id that does not exist, nothing reaches her session's event log,
 //! her waiting proposal stays hers to decide, and listings never show her things to others
-//! (an admin asks for everyone's explicitly).
+//! (an admin asks for everyone's explicitly). She deletes her session, never while its turn
+//! runs.
 
 use ploke_e2e::fake_provider::Reply;
 use ploke_proto::rag::v1::{
@@ -99,6 +100,9 @@ async fn another_principals_sessions_and_proposals_look_like_nothing_and_stay_un
             session_id: id.into(),
             reason: "bob was here".into(),
         };
+        let delete = |id: &str| DeleteSessionRequest {
+            session_id: id.into(),
+        };
         let sync = |id: &str| SyncOverlayRequest {
             session_id: id.into(),
             workspace_root: String::new(),
@@ -141,6 +145,16 @@ async fn another_principals_sessions_and_proposals_look_like_nothing_and_stay_un
                     .map(|_| ())
                     .unwrap_err(),
                 bob.cancel_turn(cancel(ghost))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
+            ),
+            (
+                bob.delete_session(delete(named))
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
+                bob.delete_session(delete(ghost))
                     .await
                     .map(|_| ())
                     .unwrap_err(),
@@ -230,6 +244,15 @@ async fn another_principals_sessions_and_proposals_look_like_nothing_and_stay_un
         .into_inner();
     assert_eq!(theirs, nobodys);
 
+    // Her own session is not deleted while its turn waits for her.
+    let busy = alice
+        .delete_session(DeleteSessionRequest {
+            session_id: sid.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), Code::FailedPrecondition, "{busy:?}");
+    assert!(busy.message().contains("is running a turn"), "{busy:?}");
     // Nothing of bob's reached alice's session; her proposal still waits for her.
     assert_eq!(replay(&mut alice, &sid).await, before);
     let mine = alice
@@ -284,5 +307,49 @@ async fn another_principals_sessions_and_proposals_look_like_nothing_and_stay_un
             break;
         }
     }
+    // Then she deletes it: her stream following it ends saying so, and it is gone for
+    // everyone, the admin included; the edit she approved stays applied.
+    let events = replay(&mut alice, &sid).await.len() as u64;
+    let deleted = alice
+        .delete_session(DeleteSessionRequest {
+            session_id: sid.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(deleted, DeleteSessionResponse { events });
+    let ended = live.message().await.unwrap_err();
+    assert_eq!(
+        (ended.code(), ended.message()),
+        (
+            Code::NotFound,
+            format!("session {sid} was deleted").as_str()
+        )
+    );
+    let gone = alice
+        .get_session(GetSessionRequest {
+            session_id: sid.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound);
+    let all = root
+        .list_sessions(ListSessionsRequest {
+            all_principals: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(all.sessions, Vec::new());
+    let again = alice
+        .delete_session(DeleteSessionRequest {
+            session_id: sid.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(again.code(), Code::NotFound);
+    let lib = std::fs::read_to_string(t.sandbox.workspace_root().join("src/lib.rs")).unwrap();
+    assert!(lib.contains("a.wrapping_add(b)"), "{lib}");
     t.sandbox.stop().await.unwrap();
 }

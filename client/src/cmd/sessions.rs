@@ -1,0 +1,107 @@
+//! `ploke sessions`: list the caller's sessions (an admin's: everyone's), delete them.
+
+use ploke_client::sessions::find_session;
+use ploke_proto::session::v1::{DeleteSessionRequest, ListSessionsRequest, SessionState};
+
+use super::{Conn, Target};
+
+/// What to do with sessions.
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, newest first.
+    List {
+        /// Every principal's sessions, not only yours (admins).
+        #[arg(long)]
+        everyone: bool,
+    },
+    /// Delete sessions with their events and history (not while a turn runs).
+    Rm {
+        /// Session ids, or the start of each as `ploke sessions` shows it.
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+    },
+}
+
+/// Runs `ploke sessions …`.
+pub async fn run(target: &Target, command: SessionsCommand) -> anyhow::Result<()> {
+    let mut conn = Conn::open(target).await?;
+    let result = match command {
+        SessionsCommand::List { everyone } => list(&mut conn, everyone).await,
+        SessionsCommand::Rm { ids } => remove(&mut conn, &ids).await,
+    };
+    conn.close().await?;
+    result
+}
+
+/// Yours, or (admins, `everyone`) every principal's with its owner.
+async fn list(conn: &mut Conn, everyone: bool) -> anyhow::Result<()> {
+    let listed = conn
+        .gateway
+        .list_sessions(ListSessionsRequest {
+            all_principals: everyone,
+            ..ListSessionsRequest::default()
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
+        .into_inner();
+    if listed.sessions.is_empty() {
+        println!("no sessions");
+    }
+    for s in listed.sessions {
+        let running = if s.state() == SessionState::Running {
+            "  (running)"
+        } else {
+            ""
+        };
+        let usage = s.usage.unwrap_or_default();
+        let owner = if everyone && !s.owner.is_empty() {
+            format!("{}  ", s.owner)
+        } else {
+            String::new()
+        };
+        println!(
+            "{owner}{}  {}/{}  {} events  {} tokens  {}{running}",
+            s.session_id,
+            s.provider,
+            s.model,
+            s.last_seq,
+            usage.input_tokens + usage.output_tokens,
+            s.title
+        );
+    }
+    Ok(())
+}
+
+/// Deletes each session named; every id is tried, each failure said on its own line.
+async fn remove(conn: &mut Conn, ids: &[String]) -> anyhow::Result<()> {
+    let mut failed = 0;
+    for id in ids {
+        let deleted = async {
+            let session = find_session(&mut conn.gateway, id).await?;
+            let events = conn
+                .gateway
+                .delete_session(DeleteSessionRequest {
+                    session_id: session.session_id.clone(),
+                })
+                .await
+                .map_err(|s| anyhow::anyhow!("session {}: {}", session.session_id, s.message()))?
+                .into_inner()
+                .events;
+            println!("deleted {}  ({events} events)", session.session_id);
+            anyhow::Ok(())
+        }
+        .await;
+        match deleted {
+            Err(e) if ids.len() == 1 => return Err(e),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failed += 1;
+            }
+            Ok(()) => {}
+        }
+    }
+    match failed {
+        0 => Ok(()),
+        n => anyhow::bail!("{n} of {} sessions not deleted", ids.len()),
+    }
+}
