@@ -104,7 +104,7 @@ enum Command {
     Sessions {
         #[command(subcommand)]
         command: Option<cmd::sessions::SessionsCommand>,
-        /// Every principal's sessions, not only yours (admins).
+        /// List every principal's sessions, not only yours (admins).
         #[arg(long)]
         everyone: bool,
         #[command(flatten)]
@@ -211,7 +211,14 @@ async fn main_async() -> anyhow::Result<()> {
             everyone,
             target,
         } => {
-            let command = command.unwrap_or(cmd::sessions::SessionsCommand::List { everyone });
+            use cmd::sessions::SessionsCommand;
+            let command = match command {
+                None => SessionsCommand::List { everyone },
+                Some(SessionsCommand::List { everyone: asked }) => SessionsCommand::List {
+                    everyone: everyone || asked,
+                },
+                Some(other) => other,
+            };
             cmd::sessions::run(&target, command).await
         }
         Command::Edits { command, target } => {
