@@ -156,6 +156,21 @@ pub async fn serve(
             tokio::spawn(async move { cancels.follow_remote_cancels().await }),
         )
     });
+    // Idle sessions go after `[session] retention_days`: at start, then every hour (every
+    // replica does it; each session is deleted by one).
+    let expiring = (config.session.retention_days > 0).then(|| {
+        let expirer = service.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(EXPIRE_PERIOD);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(e) = expirer.expire(std::time::SystemTime::now()).await {
+                    tracing::warn!(error = %e, "deleting idle sessions failed");
+                }
+            }
+        })
+    });
     let stopping = service.clone();
     let recovered = service.clone();
     let server = LlmSessionServer::new(grpc::LlmSessionGrpc::new(service))
@@ -182,6 +197,9 @@ pub async fn serve(
             if let Some(task) = following {
                 task.abort();
             }
+            if let Some(task) = expiring {
+                task.abort();
+            }
             if let Some((reaper, cancels)) = replicas {
                 reaper.abort();
                 cancels.abort();
@@ -193,6 +211,9 @@ pub async fn serve(
     database.close().await;
     Ok(served?)
 }
+
+/// How often idle sessions are looked for (with `[session] retention_days`).
+const EXPIRE_PERIOD: Duration = Duration::from_secs(3600);
 
 /// How often the session store's file is checked (and, while broken, probed with a write).
 const STORAGE_PROBE_PERIOD: Duration = Duration::from_secs(1);

@@ -336,6 +336,9 @@ pub struct SessionConfig {
     /// How the model reads tool results: `json` (the typed result's fields that help it) or
     /// `text` (a compact rendering, code unescaped).
     pub tool_results: ToolResults,
+    /// Days a session may stay idle (no turn ended, or created, that long ago) before it is
+    /// deleted with its events and history; 0 keeps sessions until someone deletes them.
+    pub retention_days: u32,
 }
 
 /// How the model reads tool results.
@@ -364,6 +367,7 @@ impl Default for SessionConfig {
             provider_idle_timeout_secs: 120,
             max_turn_secs: 30 * 60,
             max_turn_output_bytes: 4 * 1024 * 1024,
+            retention_days: 0,
             tool_results: ToolResults::Json,
         }
     }

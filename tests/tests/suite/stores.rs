@@ -185,6 +185,9 @@ async fn contract(store: &dyn SessionStore) {
     assert_eq!(store.find_request("s1", "c1").await.unwrap(), Some(answer));
     assert_eq!(store.find_request("s1", "c2").await.unwrap(), None);
     assert!(store.events_after("s2", 0, 10).await.unwrap().is_empty());
+    // Idle since: creation (s2 at 2 s, s3 at 3 s), or the end of a turn (s1's at 103 s).
+    assert_eq!(store.idle_sessions(2500, 10).await.unwrap(), ["s2"]);
+    assert_eq!(store.idle_sessions(200_000, 2).await.unwrap(), ["s2", "s3"]);
 
     // Deleting: refused while a turn runs (nothing goes), then the whole session and nothing
     // of another's.
@@ -204,6 +207,11 @@ async fn contract(store: &dyn SessionStore) {
         other => panic!("expected Busy, got {other:?}"),
     }
     assert_eq!(store.events_after("s3", 0, 10).await.unwrap().len(), 1);
+    // A session running a turn is never idle.
+    assert_eq!(
+        store.idle_sessions(200_000, 10).await.unwrap(),
+        ["s2", "s1"]
+    );
     let ended = Effects {
         running: Some(None),
         ..Effects::default()
@@ -276,7 +284,7 @@ async fn the_postgres_store_keeps_the_contract_and_turn_leases_between_replicas(
     assert_eq!(
         pg.sql("stores", "SELECT count(*) FROM ploke_migrations")
             .unwrap(),
-        "2"
+        "3"
     );
     contract(&*a).await;
     // What A wrote, B reads.
@@ -340,6 +348,6 @@ async fn the_postgres_store_keeps_the_contract_and_turn_leases_between_replicas(
     assert_eq!(
         pg.sql("stores", "SELECT count(*) FROM ploke_migrations")
             .unwrap(),
-        "2"
+        "3"
     );
 }

@@ -203,6 +203,13 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         session_id: &str,
         client_request_id: &str,
     ) -> Result<Option<SendMessageResponse>, StoreError>;
+    /// Ids of sessions last active (created, or a turn ended) before `updated_before_ms` and
+    /// running no turn, least recently active first, at most `limit`.
+    async fn idle_sessions(
+        &self,
+        updated_before_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError>;
     /// Deletes a session with its events, history and request ids in one transaction: the
     /// number of events it held, `None` when no session has this id. Refused with
     /// [`StoreError::Busy`] (nothing deleted) while a turn is marked running.

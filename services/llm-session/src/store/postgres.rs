@@ -81,6 +81,15 @@ ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX sessions_owner ON sessions (owner, created_ms DESC, id DESC);
 ",
     },
+    Migration {
+        version: 3,
+        name: "when a session was last active, for retention",
+        sql: "
+ALTER TABLE sessions ADD COLUMN updated_ms BIGINT NOT NULL DEFAULT 0;
+UPDATE sessions SET updated_ms = (extract(epoch FROM now()) * 1000)::bigint;
+CREATE INDEX sessions_updated ON sessions (updated_ms);
+",
+    },
 ];
 
 /// How long a turn's lease lasts and how often its owner renews it.
@@ -283,8 +292,8 @@ impl SessionStore for PgStore {
     async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
         self.db.writable()?;
         let r = sqlx::query(
-            "INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session, owner)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session, owner, updated_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(&session.session_id)
         .bind(&session.workspace_root)
@@ -292,6 +301,7 @@ impl SessionStore for PgStore {
         .bind(session.last_seq as i64)
         .bind(session.encode_to_vec())
         .bind(&session.owner)
+        .bind(ms(session.updated_at.as_ref()))
         .execute(self.db.pool())
         .await;
         self.db.written(r)?;
@@ -456,6 +466,22 @@ impl SessionStore for PgStore {
             .iter()
             .map(|r| Ok((r.try_get("id")?, r.try_get("running_parent")?)))
             .collect()
+    }
+
+    async fn idle_sessions(
+        &self,
+        updated_before_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query_scalar(
+            "SELECT id FROM sessions WHERE updated_ms < $1 AND running_parent IS NULL
+             ORDER BY updated_ms, id LIMIT $2",
+        )
+        .bind(updated_before_ms)
+        .bind(i64::from(limit))
+        .fetch_all(self.db.pool())
+        .await;
+        Ok(self.db.read(rows)?)
     }
 
     async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError> {

@@ -220,8 +220,9 @@ pub(super) async fn append(
             total.total_tokens += u.total_tokens;
             session.updated_at = event.at;
         }
-        sqlx::query("UPDATE sessions SET session = $1 WHERE id = $2")
+        sqlx::query("UPDATE sessions SET session = $1, updated_ms = $2 WHERE id = $3")
             .bind(session.encode_to_vec())
+            .bind(super::postgres::ms(session.updated_at.as_ref()))
             .bind(&event.session_id)
             .execute(&mut *tx)
             .await?;

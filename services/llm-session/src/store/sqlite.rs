@@ -51,6 +51,11 @@ const UPGRADES: &[&str] = &[
     // 1: sessions belong to the principal that created them (empty: made without one).
     "ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
      CREATE INDEX IF NOT EXISTS sessions_owner ON sessions (owner, created_ms DESC, id DESC);",
+    // 2: when a session was last active (created, or a turn ended), for retention. Sessions
+    // from before count from the upgrade: none is deleted earlier than its real idle time.
+    "ALTER TABLE sessions ADD COLUMN updated_ms INTEGER NOT NULL DEFAULT 0;
+     UPDATE sessions SET updated_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000;
+     CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_ms);",
 ];
 
 /// Sessions in a SQLite file.
@@ -85,13 +90,14 @@ impl SqliteStore {
 impl SessionStore for SqliteStore {
     async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
         self.db.writable()?;
-        let r = sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session, owner) VALUES (?, ?, ?, ?, ?, ?)")
+        let r = sqlx::query("INSERT INTO sessions (id, workspace_root, created_ms, last_seq, session, owner, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?)")
             .bind(&session.session_id)
             .bind(&session.workspace_root)
             .bind(ms(session.created_at.as_ref()))
             .bind(session.last_seq as i64)
             .bind(session.encode_to_vec())
             .bind(&session.owner)
+            .bind(ms(session.updated_at.as_ref()))
             .execute(self.db.pool())
             .await;
         self.db.written(r)?;
@@ -237,6 +243,22 @@ impl SessionStore for SqliteStore {
                 SendMessageResponse::decode(bytes.as_slice()).map_err(corrupt)
             })
             .transpose()
+    }
+
+    async fn idle_sessions(
+        &self,
+        updated_before_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query_scalar(
+            "SELECT id FROM sessions WHERE updated_ms < ? AND running_parent IS NULL
+             ORDER BY updated_ms, id LIMIT ?",
+        )
+        .bind(updated_before_ms)
+        .bind(i64::from(limit))
+        .fetch_all(self.db.pool())
+        .await;
+        Ok(self.db.read(rows)?)
     }
 
     async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError> {
@@ -409,8 +431,9 @@ async fn append_tx(
             total.total_tokens += u.total_tokens;
             session.updated_at = event.at;
         }
-        sqlx::query("UPDATE sessions SET session = ? WHERE id = ?")
+        sqlx::query("UPDATE sessions SET session = ?, updated_ms = ? WHERE id = ?")
             .bind(session.encode_to_vec())
+            .bind(ms(session.updated_at.as_ref()))
             .bind(&event.session_id)
             .execute(&mut *tx)
             .await?;

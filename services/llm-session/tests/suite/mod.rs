@@ -1,2 +1,3 @@
 mod binary;
+mod retention;
 mod storage;
