@@ -70,7 +70,7 @@ async fn a_restart_keeps_everything_runs_no_migration_twice_and_recovers_only_ex
             "SELECT component, version FROM ploke_migrations ORDER BY 1, 2"
         )
         .unwrap(),
-        "llm-session|1\nllm-session|2\ntool-executor|1\ntool-executor|2"
+        "llm-session|1\nllm-session|2\nllm-session|3\ntool-executor|1\ntool-executor|2"
     );
     c.stop().await.unwrap();
 }
