@@ -25,6 +25,11 @@ pub(super) const NAME_LEADS: [&str; 11] = [
 ];
 /// Shortest name looked up (shorter ones are mostly noise: `id`, `io`).
 pub(super) const MIN_LEN: usize = 3;
+/// Shortest name looked up when it is written as code or qualified (`MethodFilter::or`,
+/// `` `tx` ``): a name however short (one letter stays noise: `e.g`).
+pub(super) const MIN_CODE_LEN: usize = 2;
+/// Keywords as short as that, which a code span holds around names (`` `fn headers` ``).
+const SHORT_KEYWORDS: [&str; 5] = ["as", "do", "fn", "if", "in"];
 
 /// A name the query writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,7 +272,12 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
         .collect();
     let (written, before) = segments.split_last()?;
     let last = written.trim_matches('_');
-    if last.chars().count() < MIN_LEN || last.chars().all(|c| c.is_ascii_digit()) {
+    let min_len = match (as_code, before.is_empty()) {
+        (_, false) => MIN_CODE_LEN,
+        (true, true) if !SHORT_KEYWORDS.contains(&last) => MIN_CODE_LEN,
+        _ => MIN_LEN,
+    };
+    if last.chars().count() < min_len || last.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
     let kept: Vec<&str> = before

@@ -120,6 +120,33 @@ fn names_written_as_code_are_strongest_and_plain_words_weakest() {
 }
 
 #[test]
+fn short_names_count_when_written_as_code_or_qualified_and_plain_short_words_do_not() {
+    let code = |text: &str| -> Vec<(String, Vec<String>)> {
+        query_names(text)
+            .names
+            .into_iter()
+            .filter(|n| n.strength >= CODE_STRENGTH)
+            .map(|n| (n.key, n.qualifiers))
+            .collect()
+    };
+    assert_eq!(
+        code("fix `MethodFilter::or` and Error::tx, or if it is an io error (e.g. `id`)"),
+        vec![
+            ("or".into(), vec!["methodfilter".into()]),
+            ("tx".into(), vec!["error".into()]),
+            ("id".into(), vec![]),
+        ]
+    );
+    // Plain short words, and one letter however it is written, name nothing.
+    let all: Vec<String> = query_names("or if io, e.g. `x` or a::b")
+        .names
+        .into_iter()
+        .map(|n| n.key)
+        .collect();
+    assert_eq!(all, Vec::<String>::new());
+}
+
+#[test]
 fn dotted_paths_are_names_and_file_names_are_their_stem() {
     let named = |text: &str| -> Vec<(String, Vec<String>, f32)> {
         query_names(text)
