@@ -217,8 +217,10 @@ impl Walker<'_> {
                         });
                     }
                 }
-                "macro_invocation" if matches!(scope, Scope::Module) && depth < MAX_MACRO_DEPTH => {
-                    // `cfg_feature! { items }`: parse the braces' content as items.
+                "macro_invocation" if depth < MAX_MACRO_DEPTH => {
+                    // `cfg_feature! { items }`: parse the braces' content as items — in a
+                    // module, and in an impl or trait body (methods under mio's
+                    // `cfg_io_source! { pub fn register(..) }`), where they are its methods.
                     if let Some(tt) = child_of(node, |k| k == "token_tree") {
                         let text = self.text(tt, offset);
                         if text.starts_with('{') && text.ends_with('}') && text.len() >= 2 {

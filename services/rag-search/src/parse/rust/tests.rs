@@ -30,6 +30,11 @@ impl Config {
         fn helper() {}
         Err(Error::missing(path))
     }
+
+    cfg_io! {
+        /// Only with io.
+        pub fn io_only(&self) -> bool { true }
+    }
 }
 
 impl<T: Clone> fmt::Display for Wrapper<T> {
@@ -43,6 +48,7 @@ pub trait Store {
     fn get_or_zero(&self) -> u8 {
         0
     }
+    cfg_io! { fn flush(&mut self) {} }
 }
 
 mod inner {
