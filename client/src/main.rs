@@ -217,6 +217,9 @@ async fn main_async() -> anyhow::Result<()> {
                 Some(SessionsCommand::List { everyone: asked }) => SessionsCommand::List {
                     everyone: everyone || asked,
                 },
+                Some(SessionsCommand::Rm { .. }) if everyone => {
+                    anyhow::bail!("--everyone lists every principal's sessions; `rm` takes ids")
+                }
                 Some(other) => other,
             };
             cmd::sessions::run(&target, command).await

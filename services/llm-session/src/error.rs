@@ -53,4 +53,7 @@ pub enum SessionError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A task of the service failed (panicked, or the runtime is shutting down).
+    #[error("session task failed: {0}")]
+    Task(String),
 }

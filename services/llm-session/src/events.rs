@@ -7,6 +7,11 @@
 //! [`Remote`] notifications that only wake the session's subscribers: they read what is new
 //! from the store by seq, so order and completeness never depend on the notifications. A
 //! subscriber also reads the store every [`REMOTE_POLL`] in case notifications were lost.
+//!
+//! A deleted session's subscribers see their stream end with [`StoreError::Deleted`]: its
+//! channel is closed ([`EventLog::close`], or another replica's notification), and a
+//! subscriber that finds nothing new on a poll, or that starts just after the deletion, finds
+//! the session gone in the store.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -210,9 +215,18 @@ impl EventLog {
         let shared = self.shared;
         let (out, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
         let store = self.store.clone();
+        let channels = self.channels.clone();
         let id = session_id.to_owned();
         tokio::spawn(async move {
             let _subscriber = ploke_runtime::metrics::record::Subscriber::open("llm-session");
+            // Deleted just before this subscription took its channel: nothing would close it.
+            if !exists(&*store, &id, &out).await {
+                channels
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                return;
+            }
             let mut last = after_seq;
             if !replay(&*store, &id, &mut last, &out).await || !follow {
                 return;
@@ -235,7 +249,12 @@ impl EventLog {
                         continue;
                     }
                     _ = poll.tick(), if shared => {
+                        let before = last;
                         if !replay(&*store, &id, &mut last, &out).await {
+                            return;
+                        }
+                        // Nothing new: the session may be gone, its notification lost.
+                        if last == before && !exists(&*store, &id, &out).await {
                             return;
                         }
                         continue;
@@ -302,6 +321,22 @@ async fn dispatch(
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }
+}
+
+/// Whether the session still exists; when not (or the store failed) the subscriber is told why
+/// its stream ends.
+async fn exists(
+    store: &dyn SessionStore,
+    session_id: &str,
+    out: &mpsc::Sender<Result<SessionEvent, StoreError>>,
+) -> bool {
+    let why = match store.get_session(session_id).await {
+        Ok(Some(_)) => return true,
+        Ok(None) => StoreError::Deleted(session_id.to_owned()),
+        Err(e) => e,
+    };
+    let _ = out.send(Err(why)).await;
+    false
 }
 
 /// Sends stored events after `*last`; false when the subscriber is gone or the store failed.

@@ -40,6 +40,7 @@ fn to_status(e: SessionError) -> Status {
         SessionError::Denied(d) => d.to_status(),
         e @ SessionError::Busy { .. } => Status::failed_precondition(e.to_string()),
         SessionError::Store(e) => store_status(&e),
+        e @ SessionError::Task(_) => Status::internal(e.to_string()),
     }
 }
 

@@ -285,6 +285,13 @@ impl SessionService {
             match appended {
                 Ok(event) => break event,
                 Err(StoreError::NotNext { .. }) if attempts < 3 => {}
+                // Deleted since it was looked up: gone, not a conflict.
+                Err(e @ StoreError::NotNext { .. }) => {
+                    return Err(match self.store.get_session(session_id).await {
+                        Ok(None) => SessionError::NoSuchSession(session_id.to_owned()),
+                        _ => e.into(),
+                    });
+                }
                 Err(StoreError::Busy {
                     session_id,
                     parent_id,

@@ -199,7 +199,7 @@ async fn contract(store: &dyn SessionStore) {
         .append_event(&event("s3", 1, "p3"), &running)
         .await
         .unwrap();
-    match store.delete_session("s3").await {
+    match store.delete_session("s3", None).await {
         Err(StoreError::Busy {
             session_id,
             parent_id,
@@ -220,12 +220,23 @@ async fn contract(store: &dyn SessionStore) {
         .append_event(&event("s3", 2, "p3"), &ended)
         .await
         .unwrap();
-    assert_eq!(store.delete_session("s1").await.unwrap(), Some(3));
+    // A turn's start and end are activity (s3's ended at 102 s); deleting for retention spares
+    // a session active since it was found idle.
+    assert_eq!(store.idle_sessions(102_000, 10).await.unwrap(), ["s2"]);
+    assert_eq!(
+        store.idle_sessions(102_500, 10).await.unwrap(),
+        ["s2", "s3"]
+    );
+    assert_eq!(
+        store.delete_session("s3", Some(102_000)).await.unwrap(),
+        None
+    );
+    assert_eq!(store.delete_session("s1", None).await.unwrap(), Some(3));
     assert_eq!(store.get_session("s1").await.unwrap(), None);
     assert!(store.events_after("s1", 0, 10).await.unwrap().is_empty());
     assert!(store.messages("s1").await.unwrap().is_empty());
     assert_eq!(store.find_request("s1", "c1").await.unwrap(), None);
-    assert_eq!(store.delete_session("s1").await.unwrap(), None);
+    assert_eq!(store.delete_session("s1", None).await.unwrap(), None);
     let left: Vec<String> = store
         .list_sessions("", None, 10, None)
         .await

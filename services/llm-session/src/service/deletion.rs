@@ -17,14 +17,19 @@ impl SessionService {
     /// or whose end storage has not recorded yet) is refused with [`SessionError::Busy`].
     pub async fn delete(&self, session_id: &str) -> Result<u64, SessionError> {
         self.own_session(session_id).await?;
-        self.remove(session_id)
-            .await?
+        // Its own task: a caller that goes away mid-way never leaves the rows deleted and the
+        // session's followers untold.
+        let this = self.clone();
+        let id = session_id.to_owned();
+        tokio::spawn(async move { this.remove(&id, None).await })
+            .await
+            .map_err(|e| SessionError::Task(e.to_string()))??
             .ok_or_else(|| SessionError::NoSuchSession(session_id.to_owned()))
     }
 
     /// Deletes the sessions idle for longer than `[session] retention_days` at `now` (none
-    /// when it is 0): how many. One running a turn meanwhile stays, as does one another
-    /// replica deleted first.
+    /// when it is 0): how many. One running a turn, or active since it was found idle, stays;
+    /// one another replica deleted first counts there.
     pub async fn expire(&self, now: SystemTime) -> Result<usize, SessionError> {
         let days = self.settings.retention_days;
         if days == 0 {
@@ -41,13 +46,13 @@ impl SessionService {
             let idle = self.store.idle_sessions(cutoff_ms, EXPIRE_BATCH).await?;
             let mut progressed = false;
             for session_id in &idle {
-                match self.remove(session_id).await {
+                match self.remove(session_id, Some(cutoff_ms)).await {
                     Ok(Some(_)) => {
                         deleted += 1;
                         progressed = true;
                     }
                     Ok(None) => progressed = true,
-                    // A turn started meanwhile: the session is active again.
+                    // A turn runs in it now: the session is active again.
                     Err(
                         SessionError::Busy { .. } | SessionError::Store(StoreError::Busy { .. }),
                     ) => {}
@@ -64,9 +69,13 @@ impl SessionService {
         Ok(deleted)
     }
 
-    /// Deletes the session unless a turn runs in it: the number of events it held, `None`
-    /// when it does not exist.
-    async fn remove(&self, session_id: &str) -> Result<Option<u64>, SessionError> {
+    /// Deletes the session unless a turn runs in it (or, with `idle_before_ms`, it was active
+    /// since): the number of events it held, `None` when it does not exist (or stays).
+    async fn remove(
+        &self,
+        session_id: &str,
+        idle_before_ms: Option<i64>,
+    ) -> Result<Option<u64>, SessionError> {
         // No turn of this replica starts or ends meanwhile.
         let _turns = self.turns.lock().await;
         let busy = |parent_id: String| SessionError::Busy {
@@ -88,7 +97,11 @@ impl SessionService {
         if let Some(parent_id) = pending {
             return Err(busy(parent_id));
         }
-        let Some(events) = self.store.delete_session(session_id).await? else {
+        let Some(events) = self
+            .store
+            .delete_session(session_id, idle_before_ms)
+            .await?
+        else {
             return Ok(None);
         };
         self.deps.log.close(session_id);

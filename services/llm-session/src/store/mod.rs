@@ -203,7 +203,7 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         session_id: &str,
         client_request_id: &str,
     ) -> Result<Option<SendMessageResponse>, StoreError>;
-    /// Ids of sessions last active (created, or a turn ended) before `updated_before_ms` and
+    /// Ids of sessions last active (created, a turn started or ended) before `updated_before_ms` and
     /// running no turn, least recently active first, at most `limit`.
     async fn idle_sessions(
         &self,
@@ -211,9 +211,14 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         limit: u32,
     ) -> Result<Vec<String>, StoreError>;
     /// Deletes a session with its events, history and request ids in one transaction: the
-    /// number of events it held, `None` when no session has this id. Refused with
-    /// [`StoreError::Busy`] (nothing deleted) while a turn is marked running.
-    async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError>;
+    /// number of events it held, `None` when no session has this id (or, with
+    /// `idle_before_ms`, when it was active since). Refused with [`StoreError::Busy`] (nothing
+    /// deleted) while a turn is marked running.
+    async fn delete_session(
+        &self,
+        id: &str,
+        idle_before_ms: Option<i64>,
+    ) -> Result<Option<u64>, StoreError>;
     /// Sessions whose turn was running when the service stopped: (session id, parent id).
     /// With replicas, only turns whose owner's lease expired (the owner is gone).
     async fn running(&self) -> Result<Vec<(String, String)>, StoreError>;

@@ -29,7 +29,7 @@ pub(super) const EVENTS_CHANNEL: &str = "ploke_session_events";
 /// The notification channel of cancel requests: payload JSON [`CancelNote`].
 const CANCEL_CHANNEL: &str = "ploke_session_cancel";
 /// The notification channel of deleted sessions: payload `replica session_id`.
-const DELETED_CHANNEL: &str = "ploke_session_deleted";
+pub(super) const DELETED_CHANNEL: &str = "ploke_session_deleted";
 /// Notifications buffered for slow readers before they resync from the store.
 const REMOTE_BUFFER: usize = 4096;
 
@@ -84,9 +84,11 @@ CREATE INDEX sessions_owner ON sessions (owner, created_ms DESC, id DESC);
     Migration {
         version: 3,
         name: "when a session was last active, for retention",
+        // The default is evaluated per row: rows already there count from the migration, and
+        // so do rows that replicas of the previous version insert during a rolling upgrade.
         sql: "
-ALTER TABLE sessions ADD COLUMN updated_ms BIGINT NOT NULL DEFAULT 0;
-UPDATE sessions SET updated_ms = (extract(epoch FROM now()) * 1000)::bigint;
+ALTER TABLE sessions ADD COLUMN updated_ms BIGINT NOT NULL
+    DEFAULT (extract(epoch FROM now()) * 1000)::bigint;
 CREATE INDEX sessions_updated ON sessions (updated_ms);
 ",
     },
@@ -484,49 +486,14 @@ impl SessionStore for PgStore {
         Ok(self.db.read(rows)?)
     }
 
-    async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError> {
+    async fn delete_session(
+        &self,
+        id: &str,
+        idle_before_ms: Option<i64>,
+    ) -> Result<Option<u64>, StoreError> {
         self.db.writable()?;
-        let result = async {
-            let mut tx = self.db.pool().begin().await?;
-            // The row lock a turn's start takes too: a turn starts before or not at all.
-            let deleted = sqlx::query(
-                "DELETE FROM sessions WHERE id = $1 AND running_parent IS NULL RETURNING last_seq",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = deleted else {
-                let running: Option<Option<String>> =
-                    sqlx::query_scalar("SELECT running_parent FROM sessions WHERE id = $1")
-                        .bind(id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                return Ok(match running.flatten() {
-                    Some(parent_id) => Err(StoreError::Busy {
-                        session_id: id.to_owned(),
-                        parent_id,
-                    }),
-                    None => Ok(None),
-                });
-            };
-            for sql in [
-                "DELETE FROM events WHERE session_id = $1",
-                "DELETE FROM messages WHERE session_id = $1",
-                "DELETE FROM requests WHERE session_id = $1",
-            ] {
-                sqlx::query(sql).bind(id).execute(&mut *tx).await?;
-            }
-            // Delivered at commit: other replicas end their subscribers' streams.
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(DELETED_CHANNEL)
-                .bind(format!("{} {id}", self.replica))
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            let last_seq: i64 = row.try_get("last_seq")?;
-            Ok(Ok(Some(last_seq as u64)))
-        }
-        .await;
+        let result =
+            super::postgres_tx::delete(self.db.pool(), &self.replica, id, idle_before_ms).await;
         self.db.written(result)?
     }
 

@@ -1,5 +1,6 @@
-//! The PostgreSQL store's write transaction: an event, its seq check, its turn-lease check and
-//! its effects commit together, with the `NOTIFY` announcing it (delivered at commit).
+//! The PostgreSQL store's write transactions: an event, its seq check, its turn-lease check and
+//! its effects commit together, with the `NOTIFY` announcing it (delivered at commit); and a
+//! session's deletion, announced the same way.
 //!
 //! The session row is locked (`FOR UPDATE`) first, so appends to one session from several
 //! replicas are serialised. Lease rules:
@@ -19,7 +20,7 @@ use prost::Message;
 use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::{Connection, Row};
 
-use super::postgres::{EVENTS_CHANNEL, SELECT_SESSION, corrupt, decode_session};
+use super::postgres::{DELETED_CHANNEL, EVENTS_CHANNEL, SELECT_SESSION, corrupt, decode_session};
 use super::{Effects, StoreError, StoredMessage};
 
 /// History messages after the session's last, in `conn`'s transaction.
@@ -173,16 +174,19 @@ pub(super) async fn append(
         .execute(&mut *tx)
         .await?;
     }
+    // A turn starting or ending (interrupted ones too) is activity, for retention.
+    let at = super::postgres::ms(event.at.as_ref());
     match &effects.running {
         Some(Some(parent)) => {
             sqlx::query(
                 "UPDATE sessions SET running_parent = $1, running_owner = $2,
-                     lease_until = now() + $3 * interval '1 millisecond'
-                 WHERE id = $4",
+                     lease_until = now() + $3 * interval '1 millisecond', updated_ms = $4
+                 WHERE id = $5",
             )
             .bind(parent)
             .bind(replica)
             .bind(ttl.as_millis() as f64)
+            .bind(at)
             .bind(&event.session_id)
             .execute(&mut *tx)
             .await?;
@@ -190,9 +194,10 @@ pub(super) async fn append(
         Some(None) => {
             sqlx::query(
                 "UPDATE sessions SET running_parent = NULL, running_owner = NULL,
-                     lease_until = NULL
-                 WHERE id = $1",
+                     lease_until = NULL, updated_ms = $1
+                 WHERE id = $2",
             )
+            .bind(at)
             .bind(&event.session_id)
             .execute(&mut *tx)
             .await?;
@@ -241,4 +246,52 @@ fn not_next(event: &SessionEvent) -> StoreError {
         session_id: event.session_id.clone(),
         seq: event.seq,
     }
+}
+
+/// Deletes the session's rows (see [`super::SessionStore::delete_session`]) and announces it
+/// to the other replicas with the commit.
+pub(super) async fn delete(
+    pool: &PgPool,
+    replica: &str,
+    id: &str,
+    idle_before_ms: Option<i64>,
+) -> Result<Result<Option<u64>, StoreError>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    // The row lock a turn's start takes too: a turn starts before or not at all.
+    let deleted: Option<i64> = sqlx::query_scalar(
+        "DELETE FROM sessions WHERE id = $1 AND running_parent IS NULL
+         AND ($2::bigint IS NULL OR updated_ms < $2) RETURNING last_seq",
+    )
+    .bind(id)
+    .bind(idle_before_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(last_seq) = deleted else {
+        let running: Option<Option<String>> =
+            sqlx::query_scalar("SELECT running_parent FROM sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        return Ok(match running.flatten() {
+            Some(parent_id) => Err(StoreError::Busy {
+                session_id: id.to_owned(),
+                parent_id,
+            }),
+            None => Ok(None),
+        });
+    };
+    for sql in [
+        "DELETE FROM events WHERE session_id = $1",
+        "DELETE FROM messages WHERE session_id = $1",
+        "DELETE FROM requests WHERE session_id = $1",
+    ] {
+        sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+    }
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(DELETED_CHANNEL)
+        .bind(format!("{replica} {id}"))
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Ok(Some(last_seq as u64)))
 }

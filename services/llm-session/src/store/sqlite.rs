@@ -261,18 +261,26 @@ impl SessionStore for SqliteStore {
         Ok(self.db.read(rows)?)
     }
 
-    async fn delete_session(&self, id: &str) -> Result<Option<u64>, StoreError> {
+    async fn delete_session(
+        &self,
+        id: &str,
+        idle_before_ms: Option<i64>,
+    ) -> Result<Option<u64>, StoreError> {
         self.db.writable()?;
         let result = async {
-            // The row first: the transaction writes at once, and a running turn keeps it.
+            // The row first: the transaction writes at once, and a running turn (or, for
+            // retention, activity since the session was found idle) keeps it.
             let mut tx = self.db.pool().begin().await?;
-            let deleted = sqlx::query(
-                "DELETE FROM sessions WHERE id = ? AND running_parent IS NULL RETURNING last_seq",
+            let deleted: Option<i64> = sqlx::query_scalar(
+                "DELETE FROM sessions WHERE id = ? AND running_parent IS NULL
+                 AND (? IS NULL OR updated_ms < ?) RETURNING last_seq",
             )
             .bind(id)
+            .bind(idle_before_ms)
+            .bind(idle_before_ms)
             .fetch_optional(&mut *tx)
             .await?;
-            let Some(row) = deleted else {
+            let Some(last_seq) = deleted else {
                 let running: Option<Option<String>> =
                     sqlx::query_scalar("SELECT running_parent FROM sessions WHERE id = ?")
                         .bind(id)
@@ -294,7 +302,6 @@ impl SessionStore for SqliteStore {
                 sqlx::query(sql).bind(id).execute(&mut *tx).await?;
             }
             tx.commit().await?;
-            let last_seq: i64 = row.try_get("last_seq")?;
             Ok(Ok(Some(last_seq as u64)))
         }
         .await;
@@ -406,8 +413,10 @@ async fn append_tx(
             .await?;
     }
     if let Some(running) = &effects.running {
-        sqlx::query("UPDATE sessions SET running_parent = ? WHERE id = ?")
+        // A turn starting or ending (interrupted ones too) is activity, for retention.
+        sqlx::query("UPDATE sessions SET running_parent = ?, updated_ms = ? WHERE id = ?")
             .bind(running.as_deref())
+            .bind(ms(event.at.as_ref()))
             .bind(&event.session_id)
             .execute(&mut *tx)
             .await?;

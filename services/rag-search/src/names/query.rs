@@ -272,10 +272,12 @@ fn parse_run(run: &str, as_code: bool, at_start: bool) -> Option<QueryName> {
         .collect();
     let (written, before) = segments.split_last()?;
     let last = written.trim_matches('_');
-    let min_len = match (as_code, before.is_empty()) {
-        (_, false) => MIN_CODE_LEN,
-        (true, true) if !SHORT_KEYWORDS.contains(&last) => MIN_CODE_LEN,
-        _ => MIN_LEN,
+    // A `::` path is code wherever it is written; a dotted one only as code (prose without a
+    // space after a full stop, `failed.It`, is no path).
+    let min_len = if run.contains("::") || (as_code && !SHORT_KEYWORDS.contains(&last)) {
+        MIN_CODE_LEN
+    } else {
+        MIN_LEN
     };
     if last.chars().count() < min_len || last.chars().all(|c| c.is_ascii_digit()) {
         return None;

@@ -137,8 +137,9 @@ fn short_names_count_when_written_as_code_or_qualified_and_plain_short_words_do_
             ("id".into(), vec![]),
         ]
     );
-    // Plain short words, and one letter however it is written, name nothing.
-    let all: Vec<String> = query_names("or if io, e.g. `x` or a::b")
+    // Plain short words, prose run together at a full stop, and one letter however it is
+    // written, name nothing.
+    let all: Vec<String> = query_names("or if io, e.g. `x` or a::b, failed.It")
         .names
         .into_iter()
         .map(|n| n.key)
