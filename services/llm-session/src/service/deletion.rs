@@ -21,7 +21,7 @@ impl SessionService {
         // session's followers untold.
         let this = self.clone();
         let id = session_id.to_owned();
-        tokio::spawn(async move { this.remove(&id, None).await })
+        tokio::spawn(async move { this.remove(&id, None, "request").await })
             .await
             .map_err(|e| SessionError::Task(e.to_string()))??
             .ok_or_else(|| SessionError::NoSuchSession(session_id.to_owned()))
@@ -46,7 +46,7 @@ impl SessionService {
             let idle = self.store.idle_sessions(cutoff_ms, EXPIRE_BATCH).await?;
             let mut progressed = false;
             for session_id in &idle {
-                match self.remove(session_id, Some(cutoff_ms)).await {
+                match self.remove(session_id, Some(cutoff_ms), "retention").await {
                     Ok(Some(_)) => {
                         deleted += 1;
                         progressed = true;
@@ -71,10 +71,12 @@ impl SessionService {
 
     /// Deletes the session unless a turn runs in it (or, with `idle_before_ms`, it was active
     /// since): the number of events it held, `None` when it does not exist (or stays).
+    /// `reason` labels the deletion in the metrics (`request`, `retention`).
     async fn remove(
         &self,
         session_id: &str,
         idle_before_ms: Option<i64>,
+        reason: &'static str,
     ) -> Result<Option<u64>, SessionError> {
         // No turn of this replica starts or ends meanwhile.
         let _turns = self.turns.lock().await;
@@ -105,7 +107,8 @@ impl SessionService {
             return Ok(None);
         };
         self.deps.log.close(session_id);
-        tracing::info!(session_id, events, "session deleted");
+        ploke_runtime::metrics::record::session_deleted(reason);
+        tracing::info!(session_id, events, reason, "session deleted");
         Ok(Some(events))
     }
 }

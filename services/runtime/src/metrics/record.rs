@@ -26,6 +26,8 @@ pub const PROVIDER_TOKENS: &str = "ploke_provider_tokens_total";
 pub const TURNS_STARTED: &str = "ploke_turns_started_total";
 /// Turns finished, by `outcome` (counter).
 pub const TURNS_FINISHED: &str = "ploke_turns_finished_total";
+/// Sessions deleted, by `reason` (`request`, `retention`) (counter).
+pub const SESSIONS_DELETED: &str = "ploke_sessions_deleted_total";
 /// Live event-stream subscribers, by `service` (gauge).
 pub const EVENT_SUBSCRIBERS: &str = "ploke_event_subscribers";
 /// Items in a workspace's index, by `workspace` (gauge).
@@ -54,6 +56,10 @@ pub(super) fn describe() {
         "gRPC call latency until the status (streams: until the stream ends)"
     );
     describe_gauge!(RPC_IN_FLIGHT, "gRPC calls in progress");
+    describe_counter!(
+        SESSIONS_DELETED,
+        "sessions deleted, on request or by retention"
+    );
     describe_counter!(TOOL_CALLS, "tool calls finished, by tool and outcome");
     describe_histogram!(TOOL_DURATION, Unit::Seconds, "tool call latency");
     describe_counter!(
@@ -138,6 +144,14 @@ pub fn turn_finished(outcome: &'static str) {
         return;
     }
     counter!(TURNS_FINISHED, "outcome" => outcome).increment(1);
+}
+
+/// A session was deleted: on request (DeleteSession) or by `[session] retention_days`.
+pub fn session_deleted(reason: &'static str) {
+    if !super::enabled() {
+        return;
+    }
+    counter!(SESSIONS_DELETED, "reason" => reason).increment(1);
 }
 
 /// Counts one live event stream of `service` (`llm-session`, `gateway`) for as long as the

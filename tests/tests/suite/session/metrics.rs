@@ -1,13 +1,13 @@
 //! A real turn against the fake provider, seen by scraping the process's metrics endpoint
 //! (`[telemetry] metrics_listen`, one for all four services): provider requests by outcome, the
-//! retry, tokens, the tool call by name and outcome, the turn, the RPCs, the index and the live
-//! subscribers (llm-session's, the gateway's). The provider has a name of its own here, so its values are exact; other tests of
+//! retry, tokens, the tool call by name and outcome, the turn, the RPCs, the index, the live
+//! subscribers (llm-session's, the gateway's) and the session's deletion. The provider has a name of its own here, so its values are exact; other tests of
 //! this binary may add tool calls, turns and RPCs while this one runs, so those are at least.
 
 use std::net::SocketAddr;
 
 use ploke_e2e::fake_provider::Reply;
-use ploke_proto::session::v1::{StreamEventsRequest, session_event};
+use ploke_proto::session::v1::{DeleteSessionRequest, StreamEventsRequest, session_event};
 use ploke_runtime::testing::{metric, scrape};
 
 use super::chat_with;
@@ -134,5 +134,24 @@ async fn a_turn_is_counted_by_provider_tool_and_rpc() {
     ];
     assert!(value("ploke_rpc_in_flight", &relay) >= 1.0, "{body}");
     drop(relayed);
+
+    // Deleting the session is counted by why it went.
+    c.sandbox
+        .gateway()
+        .delete_session(DeleteSessionRequest {
+            session_id: c.session_id.clone(),
+        })
+        .await
+        .unwrap();
+    let body = &scrape(addr, "/metrics").await.unwrap().body;
+    assert!(
+        metric(
+            body,
+            "ploke_sessions_deleted_total",
+            &[("reason", "request")]
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{body}"
+    );
     c.sandbox.stop().await.unwrap();
 }
