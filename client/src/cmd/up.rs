@@ -331,10 +331,12 @@ pub async fn index(
                 p.embedded_done
             );
             let _ = std::io::stderr().flush();
+            ploke_runtime::telemetry::status_line::set_open(true);
         }
         let searchable = p.phase == IndexPhase::Embedding as i32;
         if until == Until::Searchable && searchable {
             if !quiet {
+                ploke_runtime::telemetry::status_line::set_open(false);
                 eprintln!(
                     "\n  {} items searchable by keywords; embedding {}/{} goes on in the background",
                     p.items_done, p.embedded_done, p.items_total
@@ -345,6 +347,7 @@ pub async fn index(
         last = Some(p);
     }
     if !quiet {
+        ploke_runtime::telemetry::status_line::set_open(false);
         eprintln!();
         if let Some(p) = last {
             eprintln!("  {}", p.message);

@@ -12,6 +12,8 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::config::{LogFormat, TelemetryConfig};
 
+pub mod status_line;
+
 /// Telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
@@ -154,7 +156,7 @@ pub fn init_to(
     let ansi = file.is_none();
     let writer = match file {
         Some(f) => tracing_subscriber::fmt::writer::BoxMakeWriter::new(f),
-        None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::stderr),
+        None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(status_line::Stderr),
     };
     let filter_text = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log_filter.clone());
     let filter = EnvFilter::try_new(&filter_text).map_err(|e| TelemetryError::Filter {
