@@ -237,7 +237,18 @@ impl App {
         let Some(picker) = self.picker.as_mut() else {
             return Action::None;
         };
+        // Any key but a second `d` keeps the session asked about.
+        let confirmed = std::mem::take(&mut picker.confirming);
         match key {
+            Key::Char('d') if picker.kind == PickerKind::Sessions && !picker.rows.is_empty() => {
+                if !confirmed {
+                    picker.confirming = true;
+                    return Action::None;
+                }
+                let row = picker.rows.remove(picker.cursor.min(picker.rows.len() - 1));
+                picker.cursor = picker.cursor.min(picker.rows.len().saturating_sub(1));
+                Action::DeleteSession(row.id)
+            }
             Key::Up | Key::Char('k') => {
                 picker.cursor = picker.cursor.saturating_sub(1);
                 Action::None

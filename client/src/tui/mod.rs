@@ -316,6 +316,22 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                             Err(e) => app.system(&format!("{e:#}")),
                         }
                     }
+                    Action::DeleteSession(id) => {
+                        let deleted = gateway
+                            .delete_session(DeleteSessionRequest {
+                                session_id: id.clone(),
+                            })
+                            .await;
+                        match deleted {
+                            Ok(d) => app.system(&format!(
+                                "deleted session {id} ({} events)",
+                                d.into_inner().events
+                            )),
+                            Err(s) => {
+                                app.system(&format!("session {id} not deleted: {}", s.message()))
+                            }
+                        }
+                    }
                     Action::ListEdits => {
                         let text = tasks::pending_text(&mut gateway, &app.workspace_root).await;
                         app.system(&text);

@@ -96,6 +96,8 @@ pub struct Picker {
     pub rows: Vec<PickerRow>,
     /// The one under the cursor.
     pub cursor: usize,
+    /// `/sessions`: the row under the cursor asks to be deleted (`d` once; `d` again deletes).
+    pub confirming: bool,
 }
 
 /// Indexing under way, for the status bar's gauge.
@@ -139,6 +141,8 @@ pub enum Action {
     ListSessions,
     /// Resume this session (an id or a unique prefix of one).
     Resume(String),
+    /// Delete this session (chosen in the `/sessions` picker, confirmed).
+    DeleteSession(String),
     /// Show the proposals waiting for a decision.
     ListEdits,
 }

@@ -186,6 +186,7 @@ pub async fn sessions(
         kind: PickerKind::Sessions,
         rows: sessions,
         cursor: 0,
+        confirming: false,
     })
 }
 
@@ -248,6 +249,7 @@ pub fn model_picker(listed: &ListModelsResponse, current: &str) -> Picker {
         kind: PickerKind::Models,
         rows,
         cursor,
+        confirming: false,
     }
 }
 

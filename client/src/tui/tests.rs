@@ -476,6 +476,60 @@ fn the_model_picker_lists_every_configured_model_and_starts_on_the_current_one()
 }
 
 #[test]
+fn a_session_is_deleted_from_the_picker_with_d_twice_and_any_other_key_keeps_it() {
+    use super::state::{Picker, PickerKind, PickerRow};
+    let mut app = app();
+    let row = |id: &str| PickerRow {
+        id: id.into(),
+        label: format!("{id}  fake/m  4 events  what is {id}?"),
+    };
+    app.picker = Some(Picker {
+        kind: PickerKind::Sessions,
+        rows: vec![row("s-one"), row("s-two"), row("s-three")],
+        cursor: 0,
+        confirming: false,
+    });
+    // `d` asks; moving away keeps the session.
+    assert_eq!(app.key(Key::Char('d')), Action::None);
+    assert!(app.picker.as_ref().is_some_and(|p| p.confirming));
+    assert_eq!(app.key(Key::Down), Action::None);
+    assert!(
+        app.picker
+            .as_ref()
+            .is_some_and(|p| !p.confirming && p.cursor == 1)
+    );
+    // `d` twice deletes the one under the cursor; the picker stays open on the next.
+    assert_eq!(app.key(Key::Char('d')), Action::None);
+    insta::assert_snapshot!(screen(&app));
+    assert_eq!(
+        app.key(Key::Char('d')),
+        Action::DeleteSession("s-two".into())
+    );
+    let picker = app.picker.as_ref().unwrap();
+    let ids: Vec<&str> = picker.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!((ids, picker.cursor), (vec!["s-one", "s-three"], 1));
+    // The last rows too, then nothing is left to delete.
+    assert_eq!(app.key(Key::Char('d')), Action::None);
+    assert_eq!(
+        app.key(Key::Char('d')),
+        Action::DeleteSession("s-three".into())
+    );
+    assert_eq!(app.key(Key::Char('d')), Action::None);
+    assert_eq!(
+        app.key(Key::Char('d')),
+        Action::DeleteSession("s-one".into())
+    );
+    assert_eq!(app.key(Key::Char('d')), Action::None);
+    assert!(
+        app.picker
+            .as_ref()
+            .is_some_and(|p| p.rows.is_empty() && !p.confirming)
+    );
+    assert_eq!(app.key(Key::Esc), Action::None);
+    assert_eq!(app.picker, None);
+}
+
+#[test]
 fn a_named_model_resolves_against_the_configured_providers() {
     use super::tasks::resolve_model;
     let listed = configured();

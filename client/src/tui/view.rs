@@ -148,9 +148,13 @@ fn draw_conversation(frame: &mut Frame, area: Rect, app: &App) -> u16 {
 
 fn draw_picker(frame: &mut Frame, area: Rect, picker: &Picker) {
     let (empty, title) = match picker.kind {
+        PickerKind::Sessions if picker.confirming => (
+            "no other sessions in this workspace",
+            " delete ✗ and its events? d again · other keys keep it ",
+        ),
         PickerKind::Sessions => (
             "no other sessions in this workspace",
-            " sessions · ↑↓ choose · Enter resume · Esc close ",
+            " sessions · ↑↓ choose · Enter resume · d delete · Esc close ",
         ),
         PickerKind::Models => (
             "no model provider is configured (`ploke config` shows what is read)",
@@ -167,7 +171,12 @@ fn draw_picker(frame: &mut Frame, area: Rect, picker: &Picker) {
         } else {
             Style::default()
         };
-        lines.push(Line::from(Span::styled(s.label.clone(), style)));
+        let label = if picker.confirming && i == picker.cursor {
+            format!("✗ {}", s.label)
+        } else {
+            s.label.clone()
+        };
+        lines.push(Line::from(Span::styled(label, style)));
     }
     let height = area.height.saturating_sub(2) as usize;
     let top = picker.cursor.saturating_sub(height.saturating_sub(1));
