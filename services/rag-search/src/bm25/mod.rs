@@ -441,7 +441,16 @@ impl Bm25 {
         }
         let b = self.boosts;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        // The query's words, then the abbreviations code writes for them (weighing less).
+        let mut terms: Vec<(&str, f32)> = tokens.iter().map(|t| (t.as_str(), 1.0)).collect();
         for token in &tokens {
+            for short in expand::abbreviations(token) {
+                if seen.insert(short.clone()) {
+                    terms.push((short.as_str(), expand::WEIGHT));
+                }
+            }
+        }
+        for (token, weight) in terms {
             for (field, boost) in [
                 (f.name, b.name),
                 (f.path, b.path),
@@ -458,7 +467,7 @@ impl Bm25 {
                 );
                 should.push((
                     Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(term), boost)),
+                    Box::new(BoostQuery::new(Box::new(term), boost * weight)),
                 ));
             }
         }
@@ -562,6 +571,7 @@ impl Bm25 {
     }
 }
 
+mod expand;
 mod quoted;
 mod schema;
 

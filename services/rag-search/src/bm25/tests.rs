@@ -175,6 +175,54 @@ fn ids_for(bm: &Bm25, query: &str) -> Vec<u64> {
 }
 
 #[test]
+fn words_a_query_writes_out_find_the_abbreviations_code_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    bm.add(&doc(
+        1,
+        "src/counts.rs",
+        "close_all_streams",
+        "fn close_all_streams(&mut self) { self.streams.clear() }",
+        Kind::Method,
+    ))
+    .unwrap();
+    bm.add(&doc(
+        2,
+        "src/counts.rs",
+        "inc_num_recv_streams",
+        "fn inc_num_recv_streams(&mut self) { self.num_recv_streams += 1 }",
+        Kind::Method,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    // "Increments", "number" and "receive" find `inc`, `num` and `recv`; "streams" alone
+    // would rank the two alike.
+    assert_eq!(
+        ids_for(&bm, "Increments the number of concurrent receive streams."),
+        [2, 1]
+    );
+    // An abbreviation weighs less than the word written: `len` does not beat "length".
+    bm.add(&doc(
+        3,
+        "src/a.rs",
+        "len",
+        "fn len(&self) -> usize",
+        Kind::Method,
+    ))
+    .unwrap();
+    bm.add(&doc(
+        4,
+        "src/b.rs",
+        "length",
+        "fn length(&self) -> usize",
+        Kind::Method,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    assert_eq!(ids_for(&bm, "length"), [4, 3]);
+}
+
+#[test]
 fn quoted_text_finds_the_items_holding_it_as_written_first() {
     let dir = tempfile::tempdir().unwrap();
     let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
