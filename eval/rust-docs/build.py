@@ -89,19 +89,34 @@ def owner_of(node):
     return None
 
 
+def in_tests(node):
+    """Whether the node is inside a `mod tests` / `mod test`."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "mod_item":
+            name = parent.child_by_field_name("name")
+            if name is not None and name.text in (b"tests", b"test"):
+                return True
+        parent = parent.parent
+    return False
+
+
 def units(data):
-    """Documented functions and methods with a body: name, owner, lines, doc text, doc bytes."""
+    """Documented functions and methods: name, owner, lines, doc text, doc bytes; `body` is
+    False for a trait's declaration without one (its doc still counts when telling sentences
+    apart)."""
     out, stack = [], [PARSER.parse(data).root_node]
     while stack:
         node = stack.pop()
         stack.extend(reversed(node.named_children))
-        if node.type != "function_item" or node.child_by_field_name("body") is None:
+        if node.type not in ("function_item", "function_signature_item") or in_tests(node):
             continue
         docs = doc_run(node)
         if not docs:
             continue
         text = "\n".join(d.text.decode(errors="replace")[3:].strip() for d in docs)
         out.append(dict(
+            body=node.type == "function_item",
             name=node.child_by_field_name("name").text.decode(),
             owner=owner_of(node),
             start_line=node.start_point.row + 1,
@@ -155,18 +170,21 @@ def main():
             dirnames.sort()
             files += [os.path.relpath(os.path.join(dirpath, n), root) for n in sorted(names) if n.endswith(".rs")]
         candidates, texts = [], {}
+        counts = {}
         for rel in files:
-            data = open(os.path.join(root, rel), "rb").read()
+            with open(os.path.join(root, rel), "rb") as f:
+                data = f.read()
             texts[rel] = data
+            in_test_dir = any(part in ("tests", "test", "benches") for part in rel.split("/"))
             for u in units(data):
                 q = first_sentence(u["doc"])
+                # A sentence two functions share (a trait's declaration and its impl) tells
+                # them apart from nothing.
+                counts[q] = counts.get(q, 0) + 1
                 words = len(q.split())
-                if MIN_WORDS <= words <= MAX_WORDS and not writes_name(u["name"], q) and "test" not in rel:
+                if (u["body"] and not in_test_dir and MIN_WORDS <= words <= MAX_WORDS
+                        and not writes_name(u["name"], q)):
                     candidates.append((rel, u, q))
-        # A sentence two functions share tells them apart from nothing.
-        counts = {}
-        for _, _, q in candidates:
-            counts[q] = counts.get(q, 0) + 1
         candidates = [c for c in candidates if counts[c[2]] == 1]
         rng.shuffle(candidates)
         picked = candidates[:PER_CRATE]

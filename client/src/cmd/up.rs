@@ -1,7 +1,7 @@
 //! `ploke up` (all four services in this process on loopback), the configuration of that
 //! embedded deployment, indexing with a progress line, and `ploke status`.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -313,6 +313,8 @@ pub async fn index(
         .map_err(|s| anyhow::anyhow!("indexing: {}", s.message()))?
         .into_inner();
     let mut last = None;
+    // An early return (an error) leaves no status line open for the next log line.
+    let _drawing = ploke_runtime::telemetry::status_line::Drawing;
     while let Some(p) = stream
         .message()
         .await
@@ -322,23 +324,21 @@ pub async fn index(
             let phase = IndexPhase::try_from(p.phase)
                 .map(|ph| crate::describe::lower(ph.as_str_name(), "INDEX_PHASE_"))
                 .unwrap_or_default();
-            eprint!(
+            ploke_runtime::telemetry::status_line::draw(&format!(
                 "\r  indexing {} {phase:<10} files {}/{}  items {}  embedded {}   ",
                 bar(p.files_done, p.files_total),
                 p.files_done,
                 p.files_total,
                 p.items_done,
                 p.embedded_done
-            );
-            let _ = std::io::stderr().flush();
-            ploke_runtime::telemetry::status_line::set_open(true);
+            ));
         }
         let searchable = p.phase == IndexPhase::Embedding as i32;
         if until == Until::Searchable && searchable {
             if !quiet {
-                ploke_runtime::telemetry::status_line::set_open(false);
+                ploke_runtime::telemetry::status_line::end();
                 eprintln!(
-                    "\n  {} items searchable by keywords; embedding {}/{} goes on in the background",
+                    "  {} items searchable by keywords; embedding {}/{} goes on in the background",
                     p.items_done, p.embedded_done, p.items_total
                 );
             }
@@ -347,8 +347,7 @@ pub async fn index(
         last = Some(p);
     }
     if !quiet {
-        ploke_runtime::telemetry::status_line::set_open(false);
-        eprintln!();
+        ploke_runtime::telemetry::status_line::end();
         if let Some(p) = last {
             eprintln!("  {}", p.message);
         }

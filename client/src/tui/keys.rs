@@ -45,7 +45,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/sessions",
-        "pick a session of this workspace and resume it",
+        "pick a session of this workspace and resume it (d twice deletes one)",
     ),
     ("/edits", "the proposals waiting for your decision"),
     ("/quit", "leave (also /exit, or Ctrl-C twice)"),
@@ -68,6 +68,10 @@ impl App {
     /// Handles a key: edits the input, the review or the picker; returns what to do outside.
     pub fn key(&mut self, key: Key) -> Action {
         if key == Key::CtrlC {
+            // Like any other key, it keeps a session asked to be deleted.
+            if let Some(picker) = self.picker.as_mut() {
+                picker.confirming = false;
+            }
             return self.ctrl_c();
         }
         self.quit_armed = false;
@@ -233,6 +237,16 @@ impl App {
         }
     }
 
+    /// The service deleted `id`: its row leaves the `/sessions` picker, the cursor on the next.
+    pub fn session_deleted(&mut self, id: &str) {
+        if let Some(picker) = self.picker.as_mut()
+            && picker.kind == PickerKind::Sessions
+        {
+            picker.rows.retain(|r| r.id != id);
+            picker.cursor = picker.cursor.min(picker.rows.len().saturating_sub(1));
+        }
+    }
+
     fn picker_key(&mut self, key: Key) -> Action {
         let Some(picker) = self.picker.as_mut() else {
             return Action::None;
@@ -245,9 +259,9 @@ impl App {
                     picker.confirming = true;
                     return Action::None;
                 }
-                let row = picker.rows.remove(picker.cursor.min(picker.rows.len() - 1));
-                picker.cursor = picker.cursor.min(picker.rows.len().saturating_sub(1));
-                Action::DeleteSession(row.id)
+                // The row goes once the service has deleted it ([`App::session_deleted`]).
+                let cursor = picker.cursor.min(picker.rows.len() - 1);
+                Action::DeleteSession(picker.rows[cursor].id.clone())
             }
             Key::Up | Key::Char('k') => {
                 picker.cursor = picker.cursor.saturating_sub(1);

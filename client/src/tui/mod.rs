@@ -323,12 +323,17 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                             })
                             .await;
                         match deleted {
-                            Ok(d) => app.system(&format!(
-                                "deleted session {id} ({} events)",
-                                d.into_inner().events
-                            )),
+                            Ok(d) => {
+                                app.session_deleted(&id);
+                                app.system(&format!(
+                                    "deleted session {id} ({} events)",
+                                    d.into_inner().events
+                                ));
+                            }
+                            // Closed, so that the reason shows.
                             Err(s) => {
-                                app.system(&format!("session {id} not deleted: {}", s.message()))
+                                app.picker = None;
+                                app.system(&format!("session {id} not deleted: {}", s.message()));
                             }
                         }
                     }

@@ -489,42 +489,49 @@ fn a_session_is_deleted_from_the_picker_with_d_twice_and_any_other_key_keeps_it(
         cursor: 0,
         confirming: false,
     });
-    // `d` asks; moving away keeps the session.
+    let ids = |app: &App| -> (Vec<String>, usize, bool) {
+        let p = app.picker.as_ref().unwrap();
+        (
+            p.rows.iter().map(|r| r.id.clone()).collect(),
+            p.cursor,
+            p.confirming,
+        )
+    };
+    // `d` asks; moving away, or Ctrl-C, keeps the session.
     assert_eq!(app.key(Key::Char('d')), Action::None);
-    assert!(app.picker.as_ref().is_some_and(|p| p.confirming));
+    assert!(ids(&app).2);
     assert_eq!(app.key(Key::Down), Action::None);
-    assert!(
-        app.picker
-            .as_ref()
-            .is_some_and(|p| !p.confirming && p.cursor == 1)
+    assert_eq!(
+        ids(&app),
+        (
+            vec!["s-one".into(), "s-two".into(), "s-three".into()],
+            1,
+            false
+        )
     );
-    // `d` twice deletes the one under the cursor; the picker stays open on the next.
+    assert_eq!(app.key(Key::Char('d')), Action::None);
+    app.key(Key::CtrlC);
+    assert!(!ids(&app).2);
+    // `d` twice asks the service to delete the one under the cursor.
     assert_eq!(app.key(Key::Char('d')), Action::None);
     insta::assert_snapshot!(screen(&app));
     assert_eq!(
         app.key(Key::Char('d')),
         Action::DeleteSession("s-two".into())
     );
-    let picker = app.picker.as_ref().unwrap();
-    let ids: Vec<&str> = picker.rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!((ids, picker.cursor), (vec!["s-one", "s-three"], 1));
-    // The last rows too, then nothing is left to delete.
-    assert_eq!(app.key(Key::Char('d')), Action::None);
+    // Its row goes once the service has deleted it; the cursor stays on the next.
+    assert_eq!(ids(&app).0.len(), 3);
+    app.session_deleted("s-two");
     assert_eq!(
-        app.key(Key::Char('d')),
-        Action::DeleteSession("s-three".into())
+        ids(&app),
+        (vec!["s-one".into(), "s-three".into()], 1, false)
     );
+    app.session_deleted("s-three");
+    app.session_deleted("s-one");
+    assert_eq!(ids(&app), (vec![], 0, false));
+    // Nothing left: `d` does nothing.
     assert_eq!(app.key(Key::Char('d')), Action::None);
-    assert_eq!(
-        app.key(Key::Char('d')),
-        Action::DeleteSession("s-one".into())
-    );
     assert_eq!(app.key(Key::Char('d')), Action::None);
-    assert!(
-        app.picker
-            .as_ref()
-            .is_some_and(|p| p.rows.is_empty() && !p.confirming)
-    );
     assert_eq!(app.key(Key::Esc), Action::None);
     assert_eq!(app.picker, None);
 }

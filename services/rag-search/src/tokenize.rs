@@ -10,7 +10,7 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 const MAX_TOKEN_BYTES: usize = 64;
 
 /// Splits an identifier into its parts (original case).
-fn split_identifier(ident: &str) -> Vec<&str> {
+pub(crate) fn split_identifier(ident: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     for chunk in ident.split('_').filter(|c| !c.is_empty()) {
         let chars: Vec<(usize, char)> = chunk.char_indices().collect();

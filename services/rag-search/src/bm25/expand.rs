@@ -1,16 +1,17 @@
 //! Words a query writes out that code abbreviates: "receive" finds `recv`, "increments" finds
-//! `inc_num_streams`, "configuration" finds `cfg`. Each query word with abbreviations adds
-//! them as terms of their own, weighing [`WEIGHT`] of the word.
+//! `inc_num_streams`, "configuration" finds `cfg`. A word of the table, as written or inflected
+//! (`-s`, `-es`, `-d`, `-ed`, `-ing`; never by stem, which would also take "specific" for
+//! `spec`), adds its abbreviations as terms of their own that together weigh [`WEIGHT`] of the
+//! word.
 
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
 
-/// Weight of an abbreviation's terms against the query word's.
+/// Weight of a word's abbreviations, together, against the word's own terms.
 pub const WEIGHT: f32 = 0.5;
 
-/// Words and the abbreviations code writes for them (both stemmed when the table is built, as
-/// query words and indexed identifier parts are).
+/// Words (lowercase, uninflected) and the abbreviations code writes for them.
 const TABLE: &[(&str, &[&str])] = &[
     ("address", &["addr"]),
     ("allocate", &["alloc"]),
@@ -106,29 +107,46 @@ const TABLE: &[(&str, &[&str])] = &[
     ("variable", &["var"]),
 ];
 
-/// The table keyed by each word's stem.
-static BY_STEM: LazyLock<FxHashMap<String, Vec<String>>> = LazyLock::new(|| {
-    let mut map: FxHashMap<String, Vec<String>> = FxHashMap::default();
-    for (word, short) in TABLE {
-        let Some(stem) = crate::tokenize::word_parts(word).pop() else {
+/// The table by word.
+static BY_WORD: LazyLock<FxHashMap<&'static str, &'static [&'static str]>> =
+    LazyLock::new(|| TABLE.iter().copied().collect());
+
+/// The table's entry for a word as written, inflected or not.
+fn entry(word: &str) -> Option<&'static [&'static str]> {
+    let bases = [
+        Some(word.to_owned()),
+        word.strip_suffix('s').map(str::to_owned),
+        word.strip_suffix("es").map(str::to_owned),
+        word.strip_suffix('d').map(str::to_owned),
+        word.strip_suffix("ed").map(str::to_owned),
+        word.strip_suffix("ing").map(str::to_owned),
+        word.strip_suffix("ing").map(|w| format!("{w}e")),
+    ];
+    bases
+        .into_iter()
+        .flatten()
+        .find_map(|base| BY_WORD.get(base.as_str()).copied())
+}
+
+/// The abbreviation terms of the words `query` writes (stemmed as the index's identifier parts
+/// are), each with its weight; a word's abbreviations share [`WEIGHT`].
+pub fn abbreviations(query: &str) -> Vec<(String, f32)> {
+    let mut out: Vec<(String, f32)> = Vec::new();
+    for word in crate::tokenize::identifiers(query).flat_map(crate::tokenize::split_identifier) {
+        let Some(short) = entry(&word.to_lowercase()) else {
             continue;
         };
-        let entry = map.entry(stem).or_default();
-        for s in short
+        let weight = WEIGHT / short.len() as f32;
+        for term in short
             .iter()
             .filter_map(|s| crate::tokenize::word_parts(s).pop())
         {
-            if !entry.contains(&s) {
-                entry.push(s);
+            if !out.iter().any(|(t, _)| *t == term) {
+                out.push((term, weight));
             }
         }
     }
-    map
-});
-
-/// The abbreviations of a query token (a stemmed word), if code writes it shorter.
-pub fn abbreviations(token: &str) -> &'static [String] {
-    BY_STEM.get(token).map_or(&[], Vec::as_slice)
+    out
 }
 
 #[cfg(test)]
@@ -136,17 +154,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn query_words_find_the_abbreviations_code_writes() {
-        let of = |word: &str| -> Vec<String> {
-            crate::tokenize::word_parts(word)
-                .iter()
-                .flat_map(|t| abbreviations(t).iter().cloned())
-                .collect()
+    fn written_words_find_the_abbreviations_code_writes_and_stems_do_not() {
+        let terms = |query: &str| -> Vec<String> {
+            abbreviations(query).into_iter().map(|(t, _)| t).collect()
         };
-        assert_eq!(of("Increments"), ["inc", "incr"]);
-        assert_eq!(of("receive"), ["recv", "rx"]);
-        assert_eq!(of("configuration"), ["config", "cfg", "conf"]);
-        assert_eq!(of("initialized"), ["init"]);
-        assert!(of("streams").is_empty());
+        assert_eq!(terms("Increments"), ["inc", "incr"]);
+        assert_eq!(terms("receiving"), ["recv", "rx"]);
+        assert_eq!(terms("initialized"), ["init"]);
+        assert_eq!(
+            terms("the configuration's values"),
+            ["config", "cfg", "conf", "val"]
+        );
+        // Words that only share a stem with one of the table's are not it.
+        assert_eq!(
+            terms("specific responsible positive identifies"),
+            Vec::<String>::new()
+        );
+        assert!(terms("streams").is_empty());
+        // A word's abbreviations share its weight.
+        let weights: Vec<f32> = abbreviations("configuration")
+            .into_iter()
+            .map(|(_, w)| w)
+            .collect();
+        assert_eq!(weights, [WEIGHT / 3.0; 3]);
     }
 }

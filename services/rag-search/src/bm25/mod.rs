@@ -442,12 +442,11 @@ impl Bm25 {
         let b = self.boosts;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         // The query's words, then the abbreviations code writes for them (weighing less).
+        let shorts = expand::abbreviations(query);
         let mut terms: Vec<(&str, f32)> = tokens.iter().map(|t| (t.as_str(), 1.0)).collect();
-        for token in &tokens {
-            for short in expand::abbreviations(token) {
-                if seen.insert(short.clone()) {
-                    terms.push((short.as_str(), expand::WEIGHT));
-                }
+        for (short, weight) in &shorts {
+            if seen.insert(short.clone()) {
+                terms.push((short.as_str(), *weight));
             }
         }
         for (token, weight) in terms {

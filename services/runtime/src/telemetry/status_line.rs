@@ -1,7 +1,8 @@
 //! A status line on stderr (a progress bar redrawn with `\r`, no newline yet) and the log lines
 //! written to the same stderr: a log line first ends the open status line — on a terminal by
 //! clearing it, elsewhere with a newline — so the two never share a line. The status line is
-//! drawn again by its next update.
+//! drawn again by its next update. Drawing, ending and each log line take stderr's lock, so
+//! the flag and the terminal always agree.
 
 use std::io::{IsTerminal as _, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,10 +12,30 @@ use tracing_subscriber::fmt::MakeWriter;
 /// Whether a status line is open on stderr.
 static OPEN: AtomicBool = AtomicBool::new(false);
 
-/// Says that a status line is open on stderr (`true`, after drawing it without a newline) or
-/// ended (`false`, after its newline).
-pub fn set_open(open: bool) {
-    OPEN.store(open, Ordering::Relaxed);
+/// Draws `text` as the status line (it starts with `\r` to redraw in place; no newline).
+pub fn draw(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+    OPEN.store(true, Ordering::Relaxed);
+}
+
+/// Ends the open status line with a newline (nothing when none is open).
+pub fn end() {
+    let mut err = std::io::stderr().lock();
+    if OPEN.swap(false, Ordering::Relaxed) {
+        let _ = err.write_all(b"\n");
+    }
+}
+
+/// Ends the status line when dropped: an early return leaves none open.
+#[derive(Debug)]
+pub struct Drawing;
+
+impl Drop for Drawing {
+    fn drop(&mut self) {
+        end();
+    }
 }
 
 /// Stderr for log lines, each of which ends an open status line first.
@@ -25,22 +46,18 @@ impl<'a> MakeWriter<'a> for Stderr {
     type Writer = LogLine;
 
     fn make_writer(&'a self) -> Self::Writer {
-        LogLine {
-            pending: OPEN.swap(false, Ordering::Relaxed),
-        }
+        LogLine
     }
 }
 
-/// One log line's writer: what ends the status line goes before its first bytes.
+/// One log line's writer: what ends the status line goes before its bytes, under one lock.
 #[derive(Debug)]
-pub struct LogLine {
-    pending: bool,
-}
+pub struct LogLine;
 
 impl Write for LogLine {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut err = std::io::stderr().lock();
-        if std::mem::take(&mut self.pending) {
+        if OPEN.swap(false, Ordering::Relaxed) {
             let end: &[u8] = if err.is_terminal() {
                 b"\r\x1b[K"
             } else {
@@ -48,7 +65,8 @@ impl Write for LogLine {
             };
             err.write_all(end)?;
         }
-        err.write(buf)
+        err.write_all(buf)?;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -61,13 +79,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_log_line_ends_an_open_status_line_once() {
-        set_open(true);
-        assert!(Stderr.make_writer().pending);
-        // Ended by that line: the next one writes as is, until a status line opens again.
-        assert!(!Stderr.make_writer().pending);
-        set_open(true);
-        set_open(false);
-        assert!(!Stderr.make_writer().pending);
+    fn a_status_line_is_ended_once_by_whoever_comes_first() {
+        OPEN.store(true, Ordering::Relaxed);
+        // A log line ends it (its write takes the flag), and ending it again writes nothing.
+        assert!(OPEN.swap(false, Ordering::Relaxed));
+        end();
+        assert!(!OPEN.load(Ordering::Relaxed));
+        // A guard dropped on an early return ends one still open.
+        OPEN.store(true, Ordering::Relaxed);
+        drop(Drawing);
+        assert!(!OPEN.load(Ordering::Relaxed));
     }
 }
