@@ -113,19 +113,19 @@ static BY_WORD: LazyLock<FxHashMap<&'static str, &'static [&'static str]>> =
 
 /// The table's entry for a word as written, inflected or not.
 fn entry(word: &str) -> Option<&'static [&'static str]> {
-    let bases = [
-        Some(word.to_owned()),
-        word.strip_suffix('s').map(str::to_owned),
-        word.strip_suffix("es").map(str::to_owned),
-        word.strip_suffix('d').map(str::to_owned),
-        word.strip_suffix("ed").map(str::to_owned),
-        word.strip_suffix("ing").map(str::to_owned),
-        word.strip_suffix("ing").map(|w| format!("{w}e")),
+    let get = |base: &str| BY_WORD.get(base).copied();
+    let stripped = [
+        Some(word),
+        word.strip_suffix('s'),
+        word.strip_suffix("es"),
+        word.strip_suffix('d'),
+        word.strip_suffix("ed"),
+        word.strip_suffix("ing"),
     ];
-    bases
-        .into_iter()
-        .flatten()
-        .find_map(|base| BY_WORD.get(base.as_str()).copied())
+    stripped.into_iter().flatten().find_map(get).or_else(|| {
+        // `receiving` → `receive`: the one form that needs a letter back.
+        word.strip_suffix("ing").and_then(|w| get(&format!("{w}e")))
+    })
 }
 
 /// The abbreviation terms of the words `query` writes (stemmed as the index's identifier parts
@@ -133,7 +133,11 @@ fn entry(word: &str) -> Option<&'static [&'static str]> {
 pub fn abbreviations(query: &str) -> Vec<(String, f32)> {
     let mut out: Vec<(String, f32)> = Vec::new();
     for word in crate::tokenize::identifiers(query).flat_map(crate::tokenize::split_identifier) {
-        let Some(short) = entry(&word.to_lowercase()) else {
+        // The table's words are ASCII, 5 to 14 letters, 17 with an inflection.
+        if !(5..=17).contains(&word.len()) || !word.bytes().all(|b| b.is_ascii_alphabetic()) {
+            continue;
+        }
+        let Some(short) = entry(&word.to_ascii_lowercase()) else {
             continue;
         };
         let weight = WEIGHT / short.len() as f32;
