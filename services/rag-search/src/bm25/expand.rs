@@ -46,7 +46,6 @@ const TABLE: &[(&str, &[&str])] = &[
     ("document", &["doc"]),
     ("documentation", &["doc", "docs"]),
     ("environment", &["env"]),
-    ("error", &["err"]),
     ("execute", &["exec"]),
     ("expression", &["expr"]),
     ("extension", &["ext"]),
