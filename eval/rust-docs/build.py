@@ -13,52 +13,29 @@ workspace's own dependencies, so `cargo fetch` has them).
 Needs the PyPI packages tree_sitter and tree_sitter_rust (scripts/eval-rust-docs installs them
 pinned into a venv). Seeded: the same set on every machine.
 """
+import importlib.util
 import json
 import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 
 import tree_sitter as ts
 import tree_sitter_rust
 
-CRATES = {
-    "h2": "0.4.20",
-    "axum": "0.8.9",
-    "clap_builder": "4.6.7",
-    "globset": "0.4.21",
-    "ignore": "0.4.34",
-    "indexmap": "2.14.2",
-    "tower": "0.5.3",
-    "tokio-util": "0.7.20",
-    "hyper-util": "0.1.21",
-    "regex-automata": "0.4.18",
-}
+# The names probe's crates, found the same way (its build.py, beside this folder).
+_spec = importlib.util.spec_from_file_location(
+    "names_probe", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "names-probe", "build.py")
+)
+_probe = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_probe)
+CRATES, roots = _probe.CRATES, _probe.roots
+
 PER_CRATE = 40
 SEED = 20261126
 MIN_WORDS, MAX_WORDS = 4, 40
 PARSER = ts.Parser(ts.Language(tree_sitter_rust.language()))
-
-
-def roots(workspace):
-    """Each crate's unpacked package, from cargo's own metadata."""
-    meta = json.loads(
-        subprocess.run(
-            ["cargo", "metadata", "--format-version", "1", "--locked"],
-            cwd=workspace, check=True, capture_output=True, text=True,
-        ).stdout
-    )
-    found = {
-        p["name"]: os.path.dirname(p["manifest_path"])
-        for p in meta["packages"]
-        if CRATES.get(p["name"]) == p["version"]
-    }
-    missing = sorted(set(CRATES) - set(found))
-    if missing:
-        sys.exit(f"not in this workspace's dependencies: {missing}")
-    return found
 
 
 def doc_run(node):
