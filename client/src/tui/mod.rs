@@ -366,12 +366,15 @@ async fn discard_empty(gateway: &mut Gateway, created: &[String]) {
             else {
                 continue;
             };
-            if s.into_inner().last_seq == 0 {
-                let _ = gateway
+            if s.into_inner().last_seq == 0
+                && let Err(s) = gateway
                     .delete_session(DeleteSessionRequest {
                         session_id: id.clone(),
                     })
-                    .await;
+                    .await
+            {
+                // Into the log file: the screen is gone by now.
+                tracing::info!(session_id = %id, error = %s.message(), "empty session not deleted");
             }
         }
     };

@@ -255,55 +255,21 @@ impl SessionService {
                 .to_owned()
         });
         // The message, its history entry, the request id, the title and the running mark
-        // commit together: a failed write leaves nothing to retry around. Another replica may
-        // have appended since this one last did (the seq is read again), or may take the turn
-        // first (the store answers Busy).
-        self.deps.log.forget(session_id).await;
-        let mut attempts = 0;
-        let event = loop {
-            attempts += 1;
-            let appended = self
-                .deps
-                .log
-                .append_with(
-                    session_id,
-                    &correlation,
-                    Event::UserMessage(UserMessage {
-                        content: content.to_owned(),
-                        client_request_id: client_request_id.to_owned(),
-                    }),
-                    |seq| Effects {
-                        messages: vec![ChatMessage::text("user", content)],
-                        request: (!client_request_id.is_empty())
-                            .then(|| (client_request_id.to_owned(), answer(seq))),
-                        title: title.clone(),
-                        running: Some(Some(parent_id.clone())),
-                        usage: None,
-                    },
-                )
-                .await;
-            match appended {
-                Ok(event) => break event,
-                Err(StoreError::NotNext { .. }) if attempts < 3 => {}
-                // Deleted since it was looked up: gone, not a conflict.
-                Err(e @ StoreError::NotNext { .. }) => {
-                    return Err(match self.store.get_session(session_id).await {
-                        Ok(None) => SessionError::NoSuchSession(session_id.to_owned()),
-                        _ => e.into(),
-                    });
-                }
-                Err(StoreError::Busy {
-                    session_id,
-                    parent_id,
-                }) => {
-                    return Err(SessionError::Busy {
-                        session_id,
-                        parent_id,
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
+        // commit together: a failed write leaves nothing to retry around.
+        let message = Event::UserMessage(UserMessage {
+            content: content.to_owned(),
+            client_request_id: client_request_id.to_owned(),
+        });
+        let event = self
+            .append_turn_start(session_id, &correlation, message, |seq| Effects {
+                messages: vec![ChatMessage::text("user", content)],
+                request: (!client_request_id.is_empty())
+                    .then(|| (client_request_id.to_owned(), answer(seq))),
+                title: title.clone(),
+                running: Some(Some(parent_id.clone())),
+                usage: None,
+            })
+            .await?;
         let response = answer(event.seq);
         let cancel = CancellationToken::new();
         let reason = Arc::new(std::sync::Mutex::new(String::new()));
@@ -434,6 +400,49 @@ impl SessionService {
                     p.insert(session_id.to_owned(), end);
                 }
                 Err(e)
+            }
+        }
+    }
+
+    /// Appends a turn's first event with `effects(seq)`. Another replica may have appended
+    /// since this one last did (the seq is read again, three tries), may take the turn first
+    /// ([`SessionError::Busy`]), or may have deleted the session ([`SessionError::NoSuchSession`]).
+    async fn append_turn_start(
+        &self,
+        session_id: &str,
+        correlation: &Correlation,
+        event: Event,
+        effects: impl Fn(u64) -> Effects,
+    ) -> Result<SessionEvent, SessionError> {
+        self.deps.log.forget(session_id).await;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let appended = self
+                .deps
+                .log
+                .append_with(session_id, correlation, event.clone(), &effects)
+                .await;
+            match appended {
+                Ok(event) => return Ok(event),
+                Err(StoreError::NotNext { .. }) if attempts < 3 => {}
+                // Deleted since it was looked up: gone, not a conflict.
+                Err(e @ StoreError::NotNext { .. }) => {
+                    return Err(match self.store.get_session(session_id).await {
+                        Ok(None) => SessionError::NoSuchSession(session_id.to_owned()),
+                        _ => e.into(),
+                    });
+                }
+                Err(StoreError::Busy {
+                    session_id,
+                    parent_id,
+                }) => {
+                    return Err(SessionError::Busy {
+                        session_id,
+                        parent_id,
+                    });
+                }
+                Err(e) => return Err(e.into()),
             }
         }
     }

@@ -134,6 +134,22 @@ impl From<DbError> for StoreError {
     }
 }
 
+/// What a `delete_session` that deleted no row answers, from the session's running mark read
+/// in the same transaction: [`StoreError::Busy`] while a turn runs, `None` when the session is
+/// gone (or, for retention, was active since).
+fn not_deleted(
+    session_id: &str,
+    running: Option<Option<String>>,
+) -> Result<Option<u64>, StoreError> {
+    match running.flatten() {
+        Some(parent_id) => Err(StoreError::Busy {
+            session_id: session_id.to_owned(),
+            parent_id,
+        }),
+        None => Ok(None),
+    }
+}
+
 /// What else the transaction that appends an event records. Everything in it commits with the
 /// event or not at all.
 #[derive(Debug, Clone, Default, PartialEq)]

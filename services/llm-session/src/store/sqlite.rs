@@ -286,13 +286,7 @@ impl SessionStore for SqliteStore {
                         .bind(id)
                         .fetch_optional(&mut *tx)
                         .await?;
-                return Ok(match running.flatten() {
-                    Some(parent_id) => Err(StoreError::Busy {
-                        session_id: id.to_owned(),
-                        parent_id,
-                    }),
-                    None => Ok(None),
-                });
+                return Ok(super::not_deleted(id, running));
             };
             for sql in [
                 "DELETE FROM events WHERE session_id = ?",
