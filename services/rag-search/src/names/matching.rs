@@ -8,8 +8,9 @@ use std::borrow::Cow;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
-    CONTEXT, Fit, MAX_CONTEXT, MAX_RIVALS, NOT_AT_ROOT, NameIndex, OTHER_FORM, OTHER_SPELLING,
-    PART, PLURAL, QueryName, QueryNames, Resolved, kind_factor, owners, paths,
+    CODE_STRENGTH, CONTEXT, Fit, MAX_CONTEXT, MAX_RIVALS, NOT_AT_ROOT, NameIndex, OTHER_FORM,
+    OTHER_SPELLING, PART, PLURAL, QueryName, QueryNames, Resolved, key_chars, kind_factor, owners,
+    paths,
 };
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
@@ -50,6 +51,17 @@ enum Tier {
     Part,
 }
 
+/// What a query writes around one of its names.
+#[derive(Clone, Copy)]
+struct Written<'w> {
+    /// The public paths the name resolves to ([`NameIndex::resolve`]).
+    public: &'w FxHashSet<String>,
+    /// The types written as code apart from it that own an item it finds (`Route` in "add
+    /// `new` to `Route`"); then they fit as qualifiers would.
+    apart: &'w [&'w str],
+    query: &'w QueryNames,
+}
+
 /// An item one of the query's names finds, before it is scored.
 struct Candidate<'a> {
     record: &'a ItemRecord,
@@ -82,9 +94,31 @@ pub fn matches_layers<'a>(
         // Every layer matches the name the way the best of them can (its key before a plural,
         // another form or a part of a longer name), as one index of all their items would.
         let tier = layers.iter().filter_map(|l| l.names.tier(name)).min();
+        // A type written as code apart from an unqualified name ("add `new` to `Route`") is
+        // its qualifier when it is the own type of an item the name finds in any layer.
+        let apart: Vec<&str> = if name.qualifiers.is_empty() {
+            types_written(query, &name.key)
+                .into_iter()
+                .filter(|ty| {
+                    layers.iter().any(|layer| {
+                        let item = |id: u64| (layer.item)(id).filter(|r| passes(r));
+                        layer.names.owned_by(name, tier, ty, &item)
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let per_layer: Vec<Option<Found<'a>>> = layers
             .iter()
-            .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
+            .map(|layer| {
+                let written = Written {
+                    public,
+                    apart: &apart,
+                    query,
+                };
+                layer.names.find(name, tier, &written, (layer, passes))
+            })
             .collect();
         // A name is shared by the items of every layer (a session's changed file counts once).
         let shared_by: usize = per_layer.iter().flatten().map(|f| f.shared_by).sum();
@@ -191,14 +225,34 @@ impl NameIndex {
         }
     }
 
+    /// Whether an item `name` finds (in `tier`) that `item` resolves has the type `ty` (as
+    /// written) as its own.
+    fn owned_by<'a>(
+        &self,
+        name: &QueryName,
+        tier: Option<Tier>,
+        ty: &str,
+        item: &dyn Fn(u64) -> Option<&'a ItemRecord>,
+    ) -> bool {
+        tier.and_then(|tier| self.tier_ids(name, tier))
+            .into_iter()
+            .flatten()
+            .filter_map(|id| item(*id))
+            .any(|r| owned_by_any(r, &[ty]))
+    }
+
     fn find<'a>(
         &self,
         name: &QueryName,
         tier: Option<Tier>,
-        public: &FxHashSet<String>,
-        query: &QueryNames,
+        written: &Written<'_>,
         (layer, passes): (&NameLayer<'a, '_>, &dyn Fn(&ItemRecord) -> bool),
     ) -> Option<Found<'a>> {
+        let Written {
+            public,
+            apart,
+            query,
+        } = *written;
         let item = |id: u64| (layer.item)(id).filter(|r| passes(r));
         // The spelling as written counts only where the key itself matched.
         let by_name = tier.and_then(|tier| {
@@ -224,7 +278,8 @@ impl NameIndex {
             None if aliased.is_empty() => return None,
             None => (aliased.as_slice().into(), 1.0, false),
         };
-        // Its qualifiers already count (QUALIFIED): not again as context.
+        // Its qualifiers already count (QUALIFIED): not again as context. (A type written
+        // apart still does: "add `add` to `ExtensionStrategy`" measured better so.)
         let qualifier_words: Vec<String> =
             name.qualifiers.iter().flat_map(|q| word_parts(q)).collect();
         let candidates: Vec<Candidate<'a>> = ids
@@ -232,17 +287,26 @@ impl NameIndex {
             .filter_map(|id| {
                 let record = item(*id)?;
                 let owned = owners(&record.item.qualname).next().is_some();
-                let fit = (!name.qualifiers.is_empty()).then(|| {
-                    // Paths compare without case: the type written must be the item's own
-                    // (`Client::get` is no free `client::get`).
-                    let at_public_path = !public.is_empty()
-                        && owned == name.type_qualified
-                        && paths::path_of(record).is_some_and(|p| public.contains(&p));
-                    if at_public_path {
-                        Fit::Exact
+                let apart_fit = (!apart.is_empty()).then(|| {
+                    if owned_by_any(record, apart) {
+                        Fit::Owner
                     } else {
-                        Fit::of(record, &name.qualifiers)
+                        Fit::Nothing
                     }
+                });
+                let fit = apart_fit.or_else(|| {
+                    (!name.qualifiers.is_empty()).then(|| {
+                        // Paths compare without case: the type written must be the item's own
+                        // (`Client::get` is no free `client::get`).
+                        let at_public_path = !public.is_empty()
+                            && owned == name.type_qualified
+                            && paths::path_of(record).is_some_and(|p| public.contains(&p));
+                        if at_public_path {
+                            Fit::Exact
+                        } else {
+                            Fit::of(record, &name.qualifiers)
+                        }
+                    })
                 });
                 let context = self.path_words.get(id).map_or(0, |words| {
                     words
@@ -302,6 +366,23 @@ impl NameIndex {
         }
         out
     }
+}
+
+/// Whether one of the types `written` (as a query writes them) is the item's own.
+fn owned_by_any(record: &ItemRecord, written: &[&str]) -> bool {
+    owners(&record.item.qualname).any(|o| written.iter().any(|t| key_chars(o).eq(key_chars(t))))
+}
+
+/// The types a query writes as code apart from the name keyed `key` (`Route` in "add `new`
+/// to `Route`"): capitalised names without qualifiers, as written.
+fn types_written<'q>(query: &'q QueryNames, key: &str) -> Vec<&'q str> {
+    query
+        .names
+        .iter()
+        .filter(|n| n.key != key && n.strength >= CODE_STRENGTH && n.qualifiers.is_empty())
+        .filter_map(|n| n.spelled.as_deref())
+        .filter(|s| s.starts_with(char::is_uppercase))
+        .collect()
 }
 
 /// The candidates of one name, across layers (`(layer, candidate)`), that another of their

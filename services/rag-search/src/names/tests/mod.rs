@@ -597,3 +597,4 @@ fn quoted_text_names_nothing() {
 }
 
 mod public_paths;
+mod written_apart;
