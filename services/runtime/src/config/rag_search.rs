@@ -62,7 +62,7 @@ impl Default for RagSearchConfig {
             dense_weight: 0.2,
             name_weight: 1.0,
             skip_dense_when_named: true,
-            query_max_tokens: 32,
+            query_max_tokens: 16,
             watch: true,
             index_on_start: true,
             git_poll_secs: 300,
