@@ -30,8 +30,6 @@ struct Found<'a> {
     /// How many visible items it matched (by name, in another form, or at an aliased public
     /// path).
     shared_by: usize,
-    /// How many candidates fit its qualifiers at each [`Fit`].
-    per_fit: [usize; 5],
     form: f32,
     /// Whether the name's own key matched (then its spelling as written counts).
     as_keyed: bool,
@@ -51,23 +49,13 @@ enum Tier {
     Part,
 }
 
-/// What a query writes around one of its names.
-#[derive(Clone, Copy)]
-struct Written<'w> {
-    /// The public paths the name resolves to ([`NameIndex::resolve`]).
-    public: &'w FxHashSet<String>,
-    /// The types written as code apart from it that own an item it finds (`Route` in "add
-    /// `new` to `Route`"); then they fit as qualifiers would.
-    apart: &'w [&'w str],
-    query: &'w QueryNames,
-}
-
 /// An item one of the query's names finds, before it is scored.
 struct Candidate<'a> {
     record: &'a ItemRecord,
     /// Whether it belongs to a type.
     owned: bool,
-    /// How it fits the qualifiers written (none when none are).
+    /// How it fits the qualifiers written, or the types written apart from the name (none when
+    /// neither are).
     fit: Option<Fit>,
     /// How many of the query's other words its path has.
     context: usize,
@@ -94,39 +82,23 @@ pub fn matches_layers<'a>(
         // Every layer matches the name the way the best of them can (its key before a plural,
         // another form or a part of a longer name), as one index of all their items would.
         let tier = layers.iter().filter_map(|l| l.names.tier(name)).min();
-        // A type written as code apart from an unqualified name ("add `new` to `Route`") is
-        // its qualifier when it is the own type of an item the name finds in any layer.
-        let apart: Vec<&str> = if name.qualifiers.is_empty() {
-            types_written(query, &name.key)
-                .into_iter()
-                .filter(|ty| {
-                    layers.iter().any(|layer| {
-                        let item = |id: u64| (layer.item)(id).filter(|r| passes(r));
-                        layer.names.owned_by(name, tier, ty, &item)
-                    })
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let per_layer: Vec<Option<Found<'a>>> = layers
+        let mut per_layer: Vec<Option<Found<'a>>> = layers
             .iter()
-            .map(|layer| {
-                let written = Written {
-                    public,
-                    apart: &apart,
-                    query,
-                };
-                layer.names.find(name, tier, &written, (layer, passes))
-            })
+            .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
             .collect();
+        qualify_by_types_apart(name, query, &mut per_layer);
         // A name is shared by the items of every layer (a session's changed file counts once).
         let shared_by: usize = per_layer.iter().flatten().map(|f| f.shared_by).sum();
+        // A qualified name (`fmt::Layer::on_record`) is shared only by the items its
+        // qualifiers fit as well or better.
         let mut per_fit = [0usize; 5];
-        for f in per_layer.iter().flatten() {
-            for (total, n) in per_fit.iter_mut().zip(f.per_fit) {
-                *total += n;
-            }
+        for fit in per_layer
+            .iter()
+            .flatten()
+            .flat_map(|f| &f.candidates)
+            .filter_map(|c| c.fit)
+        {
+            per_fit[fit as usize] += 1;
         }
         let aside = set_aside(
             per_layer
@@ -204,8 +176,6 @@ impl NameIndex {
             .unwrap_or_default()
     }
 
-    /// What `name` finds here: by its key (or a plural, another form, a part of a longer name),
-    /// and at the public paths `public` under another name; none when nothing.
     /// How `name` matches here at best ([`Tier`]); none when it does not.
     fn tier(&self, name: &QueryName) -> Option<Tier> {
         [Tier::Key, Tier::Plural, Tier::OtherForm, Tier::Part]
@@ -225,34 +195,19 @@ impl NameIndex {
         }
     }
 
-    /// Whether an item `name` finds (in `tier`) that `item` resolves has the type `ty` (as
-    /// written) as its own.
-    fn owned_by<'a>(
-        &self,
-        name: &QueryName,
-        tier: Option<Tier>,
-        ty: &str,
-        item: &dyn Fn(u64) -> Option<&'a ItemRecord>,
-    ) -> bool {
-        tier.and_then(|tier| self.tier_ids(name, tier))
-            .into_iter()
-            .flatten()
-            .filter_map(|id| item(*id))
-            .any(|r| owned_by_any(r, &[ty]))
-    }
-
+    /// What `name` finds here (in `tier`, the best any layer of the search matches it in):
+    /// by its key (or a plural, another form, a part of a longer name), and at the public
+    /// paths `public` under another name; none when nothing. Each item's fit is that of the
+    /// qualifiers written with the name ([`qualify_by_types_apart`] adds the types written
+    /// apart from it).
     fn find<'a>(
         &self,
         name: &QueryName,
         tier: Option<Tier>,
-        written: &Written<'_>,
+        public: &FxHashSet<String>,
+        query: &QueryNames,
         (layer, passes): (&NameLayer<'a, '_>, &dyn Fn(&ItemRecord) -> bool),
     ) -> Option<Found<'a>> {
-        let Written {
-            public,
-            apart,
-            query,
-        } = *written;
         let item = |id: u64| (layer.item)(id).filter(|r| passes(r));
         // The spelling as written counts only where the key itself matched.
         let by_name = tier.and_then(|tier| {
@@ -287,26 +242,17 @@ impl NameIndex {
             .filter_map(|id| {
                 let record = item(*id)?;
                 let owned = owners(&record.item.qualname).next().is_some();
-                let apart_fit = (!apart.is_empty()).then(|| {
-                    if owned_by_any(record, apart) {
-                        Fit::Owner
+                let fit = (!name.qualifiers.is_empty()).then(|| {
+                    // Paths compare without case: the type written must be the item's own
+                    // (`Client::get` is no free `client::get`).
+                    let at_public_path = !public.is_empty()
+                        && owned == name.type_qualified
+                        && paths::path_of(record).is_some_and(|p| public.contains(&p));
+                    if at_public_path {
+                        Fit::Exact
                     } else {
-                        Fit::Nothing
+                        Fit::of(record, &name.qualifiers)
                     }
-                });
-                let fit = apart_fit.or_else(|| {
-                    (!name.qualifiers.is_empty()).then(|| {
-                        // Paths compare without case: the type written must be the item's own
-                        // (`Client::get` is no free `client::get`).
-                        let at_public_path = !public.is_empty()
-                            && owned == name.type_qualified
-                            && paths::path_of(record).is_some_and(|p| public.contains(&p));
-                        if at_public_path {
-                            Fit::Exact
-                        } else {
-                            Fit::of(record, &name.qualifiers)
-                        }
-                    })
                 });
                 let context = self.path_words.get(id).map_or(0, |words| {
                     words
@@ -324,20 +270,13 @@ impl NameIndex {
                 })
             })
             .collect();
-        // A name many items share says less about which one is meant; a qualified name
-        // (`fmt::Layer::on_record`) is shared only by the items its qualifiers fit as well or
-        // better.
-        let mut per_fit = [0usize; 5];
-        for fit in candidates.iter().filter_map(|c| c.fit) {
-            per_fit[fit as usize] += 1;
-        }
+        // A name many items share says less about which one is meant.
         Some(Found {
             shared_by: if layer.shadowed {
                 ids.iter().filter(|id| (layer.item)(**id).is_some()).count()
             } else {
                 ids.len()
             },
-            per_fit,
             form,
             as_keyed,
             candidates,
@@ -365,6 +304,51 @@ impl NameIndex {
             }
         }
         out
+    }
+}
+
+/// A type written as code apart from an unqualified name written as code ("add `new` to
+/// `Route`"; not a plain word, which names less surely) is that name's qualifier when it is the own type (or trait) of an item the name finds in any layer:
+/// those items fit as `Route::new`'s would, the name's other items fit nothing. Not when the
+/// name is itself a type's, as written ("add `Route` to `Router`" means the type `Route`, not
+/// `Router::route`).
+fn qualify_by_types_apart(
+    name: &QueryName,
+    query: &QueryNames,
+    per_layer: &mut [Option<Found<'_>>],
+) {
+    if !name.qualifiers.is_empty() || name.strength < CODE_STRENGTH {
+        return;
+    }
+    let written = types_written(query, &name.key);
+    if written.is_empty() {
+        return;
+    }
+    let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
+    let names_a_type = name.spelled.as_deref().is_some_and(|spelled| {
+        spelled.starts_with(char::is_uppercase)
+            && candidates().any(|c| !c.owned && c.record.item.name == spelled)
+    });
+    if names_a_type {
+        return;
+    }
+    let apart: Vec<&str> = written
+        .into_iter()
+        .filter(|ty| candidates().any(|c| owned_by_any(c.record, &[ty])))
+        .collect();
+    if apart.is_empty() {
+        return;
+    }
+    for c in per_layer
+        .iter_mut()
+        .flatten()
+        .flat_map(|f| &mut f.candidates)
+    {
+        c.fit = Some(if owned_by_any(c.record, &apart) {
+            Fit::Owner
+        } else {
+            Fit::Nothing
+        });
     }
 }
 
@@ -413,7 +397,8 @@ fn set_aside(
         })
         .collect();
     // Per crate, the best fit and the most context of a candidate bound at its root (fits
-    // order best first; none when no qualifier is written).
+    // order best first; none when no qualifier is written nor a type apart, for all of one
+    // name's candidates alike).
     let mut best: FxHashMap<&str, (Option<Fit>, usize)> = FxHashMap::default();
     for ((_, c), _) in candidates.iter().zip(&reach).filter(|(_, at)| **at) {
         let entry = best

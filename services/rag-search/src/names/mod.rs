@@ -10,10 +10,10 @@
 //! one. Among items sharing a name, the one whose path holds more of the query's other words
 //! (`blocking` in "add bytes to blocking::Response") wins, and an item at the very path written
 //! — canonical, or public through its crate's re-exports ([`paths`]: `reqwest::Client::get`) —
-//! fits best (a type written as code apart from the name qualifies it as well: `Route` in "add
-//! `new` to `Route`"); among items the query does not tell apart, the one whose type its crate's root
-//! binds comes first (`reqwest::Body`'s `as_bytes`). Scoring, in one index or across a
-//! session's layers: [`matching`]. The constants were chosen on ../shared/eval
+//! fits best (a type written as code apart from the name qualifies it as well: `Route` in
+//! "add `new` to `Route`"); among items the query does not tell apart, the one whose type its
+//! crate's root binds comes first (`reqwest::Body`'s `as_bytes`). Scoring, in one index or
+//! across a session's layers: [`matching`]. The constants were chosen on ../shared/eval
 //! (docs/RETRIEVAL.md, "Names").
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -339,8 +339,9 @@ fn kind_factor(kind: Kind) -> f32 {
 }
 
 /// How an item fits the qualifiers a query writes before a name (`blocking::Request` of
-/// `blocking::Request::try_clone`, or `reqwest::blocking::Request` with the crate), best
-/// first.
+/// `blocking::Request::try_clone`, or `reqwest::blocking::Request` with the crate), or the
+/// types it writes apart from the name (`Route` in "add `new` to `Route`": `Owner` or
+/// `Nothing`), best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fit {
     /// The path written is the item's, canonical or public through re-exports
@@ -348,7 +349,7 @@ enum Fit {
     Exact,
     /// Its own type or trait is the last qualifier and the others are in its path.
     Whole,
-    /// Its own type or trait is the last qualifier.
+    /// Its own type or trait is the last qualifier, or a type written apart from the name.
     Owner,
     /// Its path has one of the qualifiers.
     Path,

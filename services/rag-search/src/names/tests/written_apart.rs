@@ -39,6 +39,68 @@ fn a_type_written_apart_from_a_method_s_name_fits_as_its_qualifier() {
 }
 
 #[test]
+fn a_name_that_is_itself_a_type_s_is_not_qualified_by_another_type() {
+    let items = [
+        item(1, "crate::routing::route::Route", Kind::Struct),
+        method(2, "crate::routing::Router::route"),
+    ];
+    let index = indexed(&items);
+    // "`Route`" names the type `Route`: `Router` owning a `route` method does not make that
+    // method the one meant. Every item scores as if `Router` were a plain word (without the
+    // guard the type would fit nothing, x0.4, and the method fit as `Router::route`, x2).
+    let written = found(&index, &items, "Add `Route` to `Router`", ALL);
+    let plain = found(&index, &items, "Add `Route` to router", ALL);
+    assert_eq!(written, plain);
+    assert_eq!(written.len(), 2, "{written:?}");
+}
+
+#[test]
+fn the_rule_sees_every_layer_and_only_the_items_a_search_may_answer() {
+    let base_items = [method(1, "crate::routing::Router::new")];
+    let overlay_items = [method(2, "crate::routing::route::Route::new")];
+    let (base, overlay) = (indexed(&base_items), indexed(&overlay_items));
+    let scores = |passes: &dyn Fn(&ItemRecord) -> bool| -> Vec<(u64, f32)> {
+        let query = query_names("Add `new` to `Route`");
+        let resolved = Resolved::default();
+        let in_overlay = |id: u64| overlay_items.iter().find(|i| i.id == id);
+        let in_base = |id: u64| base_items.iter().find(|i| i.id == id);
+        let layers = [
+            NameLayer {
+                names: &overlay,
+                item: &in_overlay,
+                shadowed: false,
+            },
+            NameLayer {
+                names: &base,
+                item: &in_base,
+                shadowed: false,
+            },
+        ];
+        matches_layers(&layers, &query, &resolved, passes, &|_| false)
+            .into_iter()
+            .flatten()
+            .map(|(r, s)| (r.id, s))
+            .collect()
+    };
+    // `Route::new` is in the session's overlay only: the base's `Router::new` still fits
+    // nothing, as it would in one index of both.
+    let both = scores(&|_| true);
+    let with_context = 1.0 + CONTEXT;
+    let two_ways = 1.0 / (1.0 + 2f32.ln());
+    assert_eq!(
+        both,
+        [
+            (2, OWNER_QUALIFIED * with_context),
+            (1, OTHERWISE_QUALIFIED * two_ways * with_context)
+        ]
+    );
+    // A filter that leaves `Route::new` out leaves the rule nothing to qualify (the name is
+    // still shared two ways: specificity counts what the index holds).
+    let filtered = scores(&|r| r.id != 2);
+    assert_eq!(filtered, [(1, two_ways * with_context)]);
+}
+
+#[test]
 fn a_type_that_owns_none_of_the_items_found_changes_nothing() {
     let items = [
         method(1, "crate::routing::Router::new"),
@@ -50,9 +112,23 @@ fn a_type_that_owns_none_of_the_items_found_changes_nothing() {
         found(&index, &items, "use an `Arc` in `new`", ALL),
         found(&index, &items, "use an arc in `new`", ALL)
     );
-    // And a type written as a qualifier is not also written apart.
+}
+
+#[test]
+fn a_name_written_with_its_qualifier_keeps_it_whatever_else_is_written() {
+    let items = [
+        method(1, "crate::routing::Router::new"),
+        method(2, "crate::routing::route::Route::new"),
+    ];
+    let index = indexed(&items);
+    // `Router` is written before `new`: `Route`, written apart, qualifies nothing.
+    let found = found(&index, &items, "`Router::new` for `Route`", ALL);
+    let with_context = 1.0 + CONTEXT;
     assert_eq!(
-        found(&index, &items, "`Router::new` for `Route`", ALL)[0].0,
-        1
+        found,
+        [
+            (1, OWNER_QUALIFIED * with_context),
+            (2, OTHERWISE_QUALIFIED / (1.0 + 2f32.ln()) * with_context)
+        ]
     );
 }
