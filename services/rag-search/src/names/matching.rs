@@ -9,7 +9,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
     CODE_STRENGTH, CONTEXT, Fit, MAX_CONTEXT, MAX_RIVALS, NOT_AT_ROOT, NameIndex, OTHER_FORM,
-    OTHER_SPELLING, PART, PLURAL, QueryName, QueryNames, Resolved, key_chars, kind_factor, owners,
+    OTHER_SPELLING, PART, PLURAL, QueryName, QueryNames, Resolved, key_eq, kind_factor, owners,
     paths,
 };
 use crate::record::ItemRecord;
@@ -308,10 +308,10 @@ impl NameIndex {
 }
 
 /// A type written as code apart from an unqualified name written as code ("add `new` to
-/// `Route`"; not a plain word, which names less surely) is that name's qualifier when it is the own type (or trait) of an item the name finds in any layer:
-/// those items fit as `Route::new`'s would, the name's other items fit nothing. Not when the
-/// name is itself a type's, as written ("add `Route` to `Router`" means the type `Route`, not
-/// `Router::route`).
+/// `Route`"; not a plain word, which names less surely) is that name's qualifier when it is the
+/// own type (or trait) of an item the name finds in any layer: those items fit as
+/// `Route::new`'s would, the name's other items fit nothing. Not when the name is itself a
+/// type's, as written ("add `Route` to `Router`" means the type `Route`, not `Router::route`).
 fn qualify_by_types_apart(
     name: &QueryName,
     query: &QueryNames,
@@ -352,20 +352,24 @@ fn qualify_by_types_apart(
     }
 }
 
-/// Whether one of the types `written` (as a query writes them) is the item's own.
-fn owned_by_any(record: &ItemRecord, written: &[&str]) -> bool {
-    owners(&record.item.qualname).any(|o| written.iter().any(|t| key_chars(o).eq(key_chars(t))))
+/// Whether the type of one of the keys `types` is the item's own.
+fn owned_by_any(record: &ItemRecord, types: &[&str]) -> bool {
+    owners(&record.item.qualname).any(|o| types.iter().any(|t| key_eq(o, t)))
 }
 
-/// The types a query writes as code apart from the name keyed `key` (`Route` in "add `new`
-/// to `Route`"): capitalised names without qualifiers, as written.
+/// The keys of the types a query writes as code apart from the name keyed `key` (`Route` in
+/// "add `new` to `Route`"): names spelled capitalised, without qualifiers.
 fn types_written<'q>(query: &'q QueryNames, key: &str) -> Vec<&'q str> {
     query
         .names
         .iter()
         .filter(|n| n.key != key && n.strength >= CODE_STRENGTH && n.qualifiers.is_empty())
-        .filter_map(|n| n.spelled.as_deref())
-        .filter(|s| s.starts_with(char::is_uppercase))
+        .filter(|n| {
+            n.spelled
+                .as_deref()
+                .is_some_and(|s| s.starts_with(char::is_uppercase))
+        })
+        .map(|n| n.key.as_str())
         .collect()
 }
 
