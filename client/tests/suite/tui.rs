@@ -106,8 +106,11 @@ impl Tmux {
         Self(name, server)
     }
 
-    /// Presses Ctrl-C and waits for the program to end; returns how long that took.
+    /// Presses Ctrl-C once the turn is over and waits for the program to end; returns how
+    /// long that took. The idle input box's title says the turn is over: a reply's last words
+    /// show before its turn ends, and Ctrl-C during a turn cancels it rather than quitting.
     async fn quit(&self) -> Duration {
+        self.wait_for("Enter send").await;
         let pressed = Instant::now();
         self.keys(&["C-c"]);
         while self.run(&["has-session", "-t", &self.0]).status.success() {
