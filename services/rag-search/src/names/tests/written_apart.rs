@@ -10,6 +10,14 @@ fn method(id: u64, path: &str) -> ItemRecord {
     record
 }
 
+/// `Router::new` and `Route::new`: one name, two owning types.
+fn two_news() -> [ItemRecord; 2] {
+    [
+        method(1, "crate::routing::Router::new"),
+        method(2, "crate::routing::route::Route::new"),
+    ]
+}
+
 #[test]
 fn a_type_written_apart_from_a_method_s_name_fits_as_its_qualifier() {
     let items = [
@@ -102,10 +110,7 @@ fn the_rule_sees_every_layer_and_only_the_items_a_search_may_answer() {
 
 #[test]
 fn a_type_that_owns_none_of_the_items_found_changes_nothing() {
-    let items = [
-        method(1, "crate::routing::Router::new"),
-        method(2, "crate::routing::route::Route::new"),
-    ];
+    let items = two_news();
     let index = indexed(&items);
     // `Arc` owns no `new` here: the query scores as if it were not written.
     assert_eq!(
@@ -116,10 +121,7 @@ fn a_type_that_owns_none_of_the_items_found_changes_nothing() {
 
 #[test]
 fn a_name_written_with_its_qualifier_keeps_it_whatever_else_is_written() {
-    let items = [
-        method(1, "crate::routing::Router::new"),
-        method(2, "crate::routing::route::Route::new"),
-    ];
+    let items = two_news();
     let index = indexed(&items);
     // `Router` is written before `new`: `Route`, written apart, qualifies nothing.
     let found = found(&index, &items, "`Router::new` for `Route`", ALL);
