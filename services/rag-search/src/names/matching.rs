@@ -339,22 +339,42 @@ fn qualify_by_types_apart(
     if apart.is_empty() {
         return;
     }
+    // A type written is more specific than a trait written: where one candidate's own type
+    // is written (`BoxMakeWriter` in "`make_writer_for` in `BoxMakeWriter`", which also
+    // writes the trait `MakeWriter`), those reached only through their trait (its impls for
+    // other types, and the trait's own declaration of the method) fit by a qualifier in
+    // their path, not as their owner.
+    let traits: Vec<&str> = candidates()
+        .filter_map(|c| owners(&c.record.item.qualname).nth(1))
+        .collect();
+    let by_type = |record: &ItemRecord| {
+        type_of(record)
+            .is_some_and(|ty| apart.iter().any(|t| key_eq(ty, t)) && !traits.contains(&ty))
+    };
+    let type_written = candidates().any(|c| by_type(c.record));
     for c in per_layer
         .iter_mut()
         .flatten()
         .flat_map(|f| &mut f.candidates)
     {
-        c.fit = Some(if owned_by_any(c.record, &apart) {
+        c.fit = Some(if by_type(c.record) {
             Fit::Owner
+        } else if owned_by_any(c.record, &apart) {
+            if type_written { Fit::Path } else { Fit::Owner }
         } else {
             Fit::Nothing
         });
     }
 }
 
-/// Whether the type of one of the keys `types` is the item's own.
+/// Whether the type (or trait) of one of the keys `types` is the item's own.
 fn owned_by_any(record: &ItemRecord, types: &[&str]) -> bool {
     owners(&record.item.qualname).any(|o| types.iter().any(|t| key_eq(o, t)))
+}
+
+/// The item's own type (`X` of `<X as Trait>::m`, or a trait's for its own methods).
+fn type_of(record: &ItemRecord) -> Option<&str> {
+    owners(&record.item.qualname).next()
 }
 
 /// The keys of the types a query writes as code apart from the name keyed `key` (`Route` in

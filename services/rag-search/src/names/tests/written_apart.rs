@@ -134,3 +134,46 @@ fn a_name_written_with_its_qualifier_keeps_it_whatever_else_is_written() {
         ]
     );
 }
+
+#[test]
+fn a_type_written_apart_is_more_specific_than_its_trait_written_beside_it() {
+    let items = [
+        method(1, "crate::w::MakeWriter::make_writer_for"),
+        method(
+            2,
+            "crate::w::<BoxMakeWriter as MakeWriter>::make_writer_for",
+        ),
+        method(3, "crate::w::<WithFilter as MakeWriter>::make_writer_for"),
+    ];
+    let index = indexed(&items);
+    // The type `BoxMakeWriter` is its impl's own: that one fits as its owner (x2, shared with
+    // nobody, `box` of its path as context); the trait's declaration and its impl for another
+    // type are reached through the trait only: a qualifier in their path (x1.5, shared three
+    // ways).
+    let written = found(
+        &index,
+        &items,
+        "fix `make_writer_for` in `BoxMakeWriter`, a `MakeWriter`",
+        ALL,
+    );
+    let three_ways = 1.0 / (1.0 + 3f32.ln());
+    let expected = [
+        (2, OWNER_QUALIFIED * (1.0 + CONTEXT)),
+        (1, QUALIFIED * three_ways),
+        (3, QUALIFIED * three_ways),
+    ];
+    assert_eq!(written.len(), expected.len(), "{written:?}");
+    for ((id, score), (want_id, want)) in written.iter().zip(expected) {
+        assert_eq!(*id, want_id, "{written:?}");
+        assert!((score - want).abs() < 1e-6, "{written:?}");
+    }
+    // The trait alone written: every item it owns fits as its owner, alike.
+    let trait_only = found(&index, &items, "fix `make_writer_for` of `MakeWriter`", ALL);
+    assert_eq!(trait_only.len(), 3, "{trait_only:?}");
+    for (_, score) in &trait_only {
+        assert!(
+            (score - OWNER_QUALIFIED * three_ways).abs() < 1e-6,
+            "{trait_only:?}"
+        );
+    }
+}
