@@ -1,6 +1,8 @@
 //! Reciprocal rank fusion: `score(d) = Σ_lists weight / (k + rank(d))`, ranks 1-based; a list
 //! that misses `d` adds nothing. The lists: BM25, dense, and the items the query names
-//! ([`crate::names`]). Ties keep BM25 order (then id) so results are deterministic.
+//! ([`crate::names`]). The first hits of the lexical ranking (BM25 and names without the dense
+//! list) stay first ([`Rrf::lexical_top`]). Ties keep BM25 order (then id) so results are
+//! deterministic.
 
 use rustc_hash::FxHashMap;
 
@@ -15,6 +17,12 @@ pub struct Rrf {
     pub dense_weight: f32,
     /// Weight of the list of items the query names.
     pub name_weight: f32,
+    /// How many of the lexical ranking's first hits stay first when a dense list is fused:
+    /// each gains the most the dense list can give one item (`dense_weight / (k + 1)`), so
+    /// the dense side may reorder them among themselves and ranks what follows, but pushes
+    /// none of them down. The local model finds what words miss (recall) more than it orders
+    /// the first hits (docs/RETRIEVAL.md). 0 = plain RRF.
+    pub lexical_top: u32,
 }
 
 impl Default for Rrf {
@@ -26,9 +34,13 @@ impl Default for Rrf {
             bm25_weight: 1.0,
             dense_weight: 0.2,
             name_weight: NAME_WEIGHT,
+            lexical_top: LEXICAL_TOP,
         }
     }
 }
+
+/// Default of [`Rrf::lexical_top`] (`[rag_search] lexical_top`).
+pub const LEXICAL_TOP: u32 = 1;
 
 /// Default weight of the names list (`[rag_search] name_weight`).
 pub const NAME_WEIGHT: f32 = 1.0;
@@ -81,15 +93,47 @@ pub fn fuse(lists: Lists<'_>, rrf: Rrf, limit: usize) -> Vec<Fused> {
         e.score += rrf.name_weight * name_score / (rrf.k + 1.0);
     }
     let mut out: Vec<Fused> = by_id.into_values().collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then((a.bm25_rank == 0).cmp(&(b.bm25_rank == 0)))
-            .then(a.bm25_rank.cmp(&b.bm25_rank))
-            .then(a.id.cmp(&b.id))
-    });
+    if rrf.lexical_top > 0 && !lists.dense.is_empty() {
+        keep_lexical_top(&mut out, rrf);
+    }
+    out.sort_by(|a, b| order(a.score, b.score, a, b));
     out.truncate(limit);
     out
+}
+
+/// Best first: score, then BM25's order (ranked before unranked), then id.
+fn order(a_score: f32, b_score: f32, a: &Fused, b: &Fused) -> std::cmp::Ordering {
+    b_score
+        .total_cmp(&a_score)
+        .then((a.bm25_rank == 0).cmp(&(b.bm25_rank == 0)))
+        .then(a.bm25_rank.cmp(&b.bm25_rank))
+        .then(a.id.cmp(&b.id))
+}
+
+/// Raises the first [`Rrf::lexical_top`] entries by their lexical score (the fused score
+/// without the dense list's part; those with none are not raised) by the most the dense list
+/// can give one entry: no entry after them can pass them by its dense rank.
+fn keep_lexical_top(entries: &mut [Fused], rrf: Rrf) {
+    let dense_part = |f: &Fused| {
+        if f.dense_rank == 0 {
+            0.0
+        } else {
+            rrf.dense_weight / (rrf.k + f.dense_rank as f32)
+        }
+    };
+    let mut lexical: Vec<(f32, usize)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.score - dense_part(f), i))
+        .filter(|(score, _)| *score > 0.0)
+        .collect();
+    lexical.sort_by(|(sa, a), (sb, b)| order(*sa, *sb, &entries[*a], &entries[*b]));
+    let most = rrf.dense_weight.max(0.0) / (rrf.k + 1.0);
+    for (_, i) in lexical.into_iter().take(rrf.lexical_top as usize) {
+        if let Some(f) = entries.get_mut(i) {
+            f.score += most;
+        }
+    }
 }
 
 fn slot(by_id: &mut FxHashMap<u64, Fused>, id: u64) -> &mut Fused {
@@ -113,6 +157,7 @@ mod tests {
             bm25_weight: 1.0,
             dense_weight: 1.0,
             name_weight: 0.0,
+            lexical_top: 0,
         };
         let out = fuse(two(&[10, 20, 30], &[30, 40]), paper, 10);
         let got: Vec<(u64, u32, u32)> = out
@@ -132,12 +177,40 @@ mod tests {
             bm25_weight: 0.0,
             dense_weight: 2.0,
             name_weight: 0.0,
+            lexical_top: 0,
         };
         let out = fuse(two(&[1, 2], &[3, 1]), rrf, 1);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].id, 3);
         assert!((out[0].score - 2.0 / 61.0).abs() < 1e-7);
         assert!(fuse(Lists::default(), Rrf::default(), 5).is_empty());
+    }
+
+    #[test]
+    fn the_lexical_ranking_s_first_hits_stay_first() {
+        let order = |lexical_top: u32, bm25: &[u64], dense: &[u64]| -> Vec<u64> {
+            let rrf = Rrf {
+                lexical_top,
+                ..Rrf::default()
+            };
+            fuse(two(bm25, dense), rrf, 10)
+                .iter()
+                .map(|f| f.id)
+                .collect()
+        };
+        // 3 (BM25 3rd, dense 1st: 1/13 + 0.2/11) passes 1 (1/11) and 2 (1/12) in plain RRF.
+        assert_eq!(order(0, &[1, 2, 3], &[3, 4]), [3, 1, 2, 4]);
+        // Kept first, 1 and 2 each gain 0.2/11, the most a dense rank gives: 3 follows them.
+        assert_eq!(order(2, &[1, 2, 3], &[3, 4]), [1, 2, 3, 4]);
+        assert_eq!(order(1, &[1, 2, 3], &[3, 4]), [1, 3, 2, 4]);
+        // Among those kept, the dense side still decides: 2 (dense 1st) passes 1.
+        assert_eq!(order(2, &[1, 2, 3], &[2]), [2, 1, 3]);
+        // An item only the dense list has is never kept first, and without a dense list
+        // nothing changes.
+        assert_eq!(order(2, &[1], &[5, 1]), [1, 5]);
+        assert_eq!(order(2, &[1, 2, 3], &[]), order(0, &[1, 2, 3], &[]));
+        let raised = fuse(two(&[1, 2, 3], &[3, 4]), Rrf::default(), 10);
+        assert!((raised[0].score - (1.0 / 11.0 + 0.2 / 11.0)).abs() < 1e-7);
     }
 
     fn two<'a>(bm25: &'a [u64], dense: &'a [u64]) -> Lists<'a> {

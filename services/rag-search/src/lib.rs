@@ -83,6 +83,7 @@ impl From<&PlokeConfig> for Config {
                     bm25_weight: c.rag_search.bm25_weight,
                     dense_weight: c.rag_search.dense_weight,
                     name_weight: c.rag_search.name_weight,
+                    lexical_top: c.rag_search.lexical_top,
                 },
                 skip_dense_when_named: c.rag_search.skip_dense_when_named,
             },

@@ -47,6 +47,10 @@ struct Args {
     /// Fusion `k,bm25_weight,dense_weight[,name_weight]` (tuning; default: the service's).
     #[arg(long, value_delimiter = ',')]
     rrf: Option<Vec<f32>>,
+    /// How many of the lexical ranking's first hits HYBRID keeps first (default: the
+    /// service's; 0 = plain RRF).
+    #[arg(long)]
+    lexical_top: Option<u32>,
     /// Skip HYBRID's dense side when the query names an item in code form (default: the
     /// service's).
     #[arg(long)]
@@ -150,7 +154,11 @@ async fn main() -> anyhow::Result<()> {
                 .get(3)
                 .copied()
                 .unwrap_or(ploke_rag_search::fusion::NAME_WEIGHT),
+            ..rag_config.retrieval.rrf
         };
+    }
+    if let Some(top) = args.lexical_top {
+        rag_config.retrieval.rrf.lexical_top = top;
     }
     if let Some(tokens) = args.query_max_tokens {
         rag_config.query_max_tokens = tokens;

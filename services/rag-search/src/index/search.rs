@@ -49,7 +49,7 @@ pub enum Query<'q> {
     },
     /// A query vector, ranked by cosine similarity.
     Dense(&'q [f32]),
-    /// Both, fused with reciprocal rank fusion.
+    /// Both (and the names), fused with reciprocal rank fusion ([`crate::fusion`]).
     Hybrid {
         /// The words.
         text: &'q str,

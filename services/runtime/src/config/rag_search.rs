@@ -23,6 +23,10 @@ pub struct RagSearchConfig {
     pub dense_weight: f32,
     /// Weight of the items the query names (identifiers, paths, `Type::method`) in fusion.
     pub name_weight: f32,
+    /// How many of the lexical ranking's first hits (BM25 and names) HYBRID keeps first: the
+    /// dense side may reorder them among themselves and ranks what follows (docs/RETRIEVAL.md);
+    /// 0 = plain reciprocal rank fusion.
+    pub lexical_top: u32,
     /// HYBRID skips its dense side (the query embedding) when the query names an item in code
     /// form or quotes text (`"error decoding response body"`): BM25 and names decide those.
     pub skip_dense_when_named: bool,
@@ -61,6 +65,7 @@ impl Default for RagSearchConfig {
             bm25_weight: 1.0,
             dense_weight: 0.2,
             name_weight: 1.0,
+            lexical_top: 1,
             skip_dense_when_named: true,
             query_max_tokens: 16,
             watch: true,
