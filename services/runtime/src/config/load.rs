@@ -372,7 +372,7 @@ impl Layers {
                 };
                 Explained {
                     key,
-                    value: value.to_string(),
+                    value: shown(&value),
                     source,
                 }
             })
@@ -401,6 +401,19 @@ fn sets(table: &toml::Table, key: &str) -> bool {
         }
     }
     true
+}
+
+/// A value as JSON, a fraction that came from an `f32` setting (`dense_weight = 0.2`) as it
+/// was written, not as its widening to `f64` prints (`0.20000000298023224`).
+fn shown(value: &serde_json::Value) -> String {
+    if let Some(f) = value.as_f64().filter(|_| value.is_f64()) {
+        // Narrowed, then checked to be exact.
+        let narrow = f as f32;
+        if f.fract() != 0.0 && f64::from(narrow) == f {
+            return narrow.to_string();
+        }
+    }
+    value.to_string()
 }
 
 fn flatten(

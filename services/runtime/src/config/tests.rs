@@ -476,6 +476,10 @@ fn layered_files_override_key_by_key_and_every_value_says_where_it_came_from() {
         ("\"/models/minilm\"", "derived")
     );
     assert_eq!(source("llm_session.listen").1, "default");
+    // An `f32` setting shows as written, not as its widening to `f64`.
+    assert_eq!(source("rag_search.dense_weight"), ("0.2", "default"));
+    assert_eq!(source("rag_search.rrf_k"), ("10.0", "default"));
+    assert_eq!(source("rag_search.lexical_top"), ("1", "default"));
 }
 
 #[test]
