@@ -82,57 +82,44 @@ pub fn fuse(lists: Lists<'_>, rrf: Rrf, limit: usize) -> Vec<Fused> {
         e.bm25_rank = rank(i);
         e.score += rrf.bm25_weight / (rrf.k + e.bm25_rank as f32);
     }
-    for (i, id) in lists.dense.iter().enumerate() {
-        let e = slot(&mut by_id, *id);
-        e.dense_rank = rank(i);
-        e.score += rrf.dense_weight / (rrf.k + e.dense_rank as f32);
-    }
     for (i, (id, name_score)) in lists.names.iter().enumerate() {
         let e = slot(&mut by_id, *id);
         e.name_rank = rank(i);
         e.score += rrf.name_weight * name_score / (rrf.k + 1.0);
     }
-    let mut out: Vec<Fused> = by_id.into_values().collect();
+    // The scores so far are the lexical ranking's.
     if rrf.lexical_top > 0 && !lists.dense.is_empty() {
-        keep_lexical_top(&mut out, rrf);
+        keep_lexical_top(&mut by_id, rrf);
     }
-    out.sort_by(|a, b| order(a.score, b.score, a, b));
+    for (i, id) in lists.dense.iter().enumerate() {
+        let e = slot(&mut by_id, *id);
+        e.dense_rank = rank(i);
+        e.score += rrf.dense_weight / (rrf.k + e.dense_rank as f32);
+    }
+    let mut out: Vec<Fused> = by_id.into_values().collect();
+    out.sort_by(order);
     out.truncate(limit);
     out
 }
 
 /// Best first: score, then BM25's order (ranked before unranked), then id.
-fn order(a_score: f32, b_score: f32, a: &Fused, b: &Fused) -> std::cmp::Ordering {
-    b_score
-        .total_cmp(&a_score)
+fn order(a: &Fused, b: &Fused) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
         .then((a.bm25_rank == 0).cmp(&(b.bm25_rank == 0)))
         .then(a.bm25_rank.cmp(&b.bm25_rank))
         .then(a.id.cmp(&b.id))
 }
 
-/// Raises the first [`Rrf::lexical_top`] entries by their lexical score (the fused score
-/// without the dense list's part; those with none are not raised) by the most the dense list
-/// can give one entry: no entry after them can pass them by its dense rank.
-fn keep_lexical_top(entries: &mut [Fused], rrf: Rrf) {
-    let dense_part = |f: &Fused| {
-        if f.dense_rank == 0 {
-            0.0
-        } else {
-            rrf.dense_weight / (rrf.k + f.dense_rank as f32)
-        }
-    };
-    let mut lexical: Vec<(f32, usize)> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.score - dense_part(f), i))
-        .filter(|(score, _)| *score > 0.0)
-        .collect();
-    lexical.sort_by(|(sa, a), (sb, b)| order(*sa, *sb, &entries[*a], &entries[*b]));
+/// Raises the first [`Rrf::lexical_top`] entries of the lexical ranking (`lexical`: BM25 and
+/// names fused, before the dense list; entries with no score are not raised) by the most the
+/// dense list can give one entry: no entry after them can pass them by its dense rank.
+fn keep_lexical_top(lexical: &mut FxHashMap<u64, Fused>, rrf: Rrf) {
+    let mut first: Vec<&mut Fused> = lexical.values_mut().filter(|f| f.score > 0.0).collect();
+    first.sort_by(|a, b| order(a, b));
     let most = rrf.dense_weight.max(0.0) / (rrf.k + 1.0);
-    for (_, i) in lexical.into_iter().take(rrf.lexical_top as usize) {
-        if let Some(f) = entries.get_mut(i) {
-            f.score += most;
-        }
+    for f in first.into_iter().take(rrf.lexical_top as usize) {
+        f.score += most;
     }
 }
 

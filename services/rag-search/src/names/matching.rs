@@ -348,8 +348,7 @@ fn qualify_by_types_apart(
         .filter_map(|c| owners(&c.record.item.qualname).nth(1))
         .collect();
     let by_type = |record: &ItemRecord| {
-        type_of(record)
-            .is_some_and(|ty| apart.iter().any(|t| key_eq(ty, t)) && !traits.contains(&ty))
+        type_of(record).is_some_and(|ty| is_one_of(ty, &apart) && !traits.contains(&ty))
     };
     let type_written = candidates().any(|c| by_type(c.record));
     for c in per_layer
@@ -369,7 +368,12 @@ fn qualify_by_types_apart(
 
 /// Whether the type (or trait) of one of the keys `types` is the item's own.
 fn owned_by_any(record: &ItemRecord, types: &[&str]) -> bool {
-    owners(&record.item.qualname).any(|o| types.iter().any(|t| key_eq(o, t)))
+    owners(&record.item.qualname).any(|o| is_one_of(o, types))
+}
+
+/// Whether `name` has one of the lookup keys `keys`.
+fn is_one_of(name: &str, keys: &[&str]) -> bool {
+    keys.iter().any(|k| key_eq(name, k))
 }
 
 /// The item's own type (`X` of `<X as Trait>::m`, or a trait's for its own methods).
