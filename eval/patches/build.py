@@ -27,7 +27,6 @@ every function, method and class) and scores it per split.
 
 Needs Python >= 3.11 (standard library) and the `patch` program.
 """
-import argparse
 import ast
 import difflib
 import importlib.util
@@ -494,20 +493,8 @@ def build_repo(pkg, work, stats):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default=DEFAULT_WORK)
-    ap.add_argument("--packages", default=os.path.join(HERE, "packages.json"))
-    ap.add_argument("--only", default=None, help="comma-separated repos to build (debugging)")
-    ap.add_argument("--baseline", action="store_true", help="also write and score runs/grep_bm25.jsonl")
-    ap.add_argument("--score-py", default=pg.DEFAULT_SCORE)
-    a = ap.parse_args()
+    a, work, spec, packages = pg.command_line(__doc__, DEFAULT_WORK, os.path.join(HERE, "packages.json"))
     t0 = time.time()
-    work = os.path.abspath(os.path.expanduser(a.work))
-    spec = json.load(open(a.packages))
-    packages = spec["packages"]
-    if a.only:
-        keep = set(a.only.split(","))
-        packages = [p for p in packages if p["repo"] in keep]
     cap = spec["per_repo_cap"]
     stats = Counter()
     all_queries, items_by_repo, paths, kept_packages, per_repo = [], {}, {}, [], []

@@ -702,21 +702,28 @@ def run_baseline(work, packages, queries, items_by_repo, score_py):
 # --------------------------------------------------------------------------------------------
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default=DEFAULT_WORK)
-    ap.add_argument("--packages", default=os.path.join(HERE, "packages.json"))
+def command_line(doc, default_work, packages_json):
+    """The command line of a set builder (this one and ../patches/build.py): the parsed
+    arguments, the absolute work dir, packages.json and its packages (those `--only` names)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", default=default_work)
+    ap.add_argument("--packages", default=packages_json)
     ap.add_argument("--only", default=None, help="comma-separated repos to build (debugging)")
     ap.add_argument("--baseline", action="store_true", help="also write and score runs/grep_bm25.jsonl")
     ap.add_argument("--score-py", default=DEFAULT_SCORE)
     a = ap.parse_args()
-    t0 = time.time()
     work = os.path.abspath(os.path.expanduser(a.work))
     spec = json.load(open(a.packages))
     packages = spec["packages"]
     if a.only:
         keep = set(a.only.split(","))
         packages = [p for p in packages if p["repo"] in keep]
+    return a, work, spec, packages
+
+
+def main():
+    a, work, spec, packages = command_line(__doc__, DEFAULT_WORK, os.path.join(HERE, "packages.json"))
+    t0 = time.time()
     seed = spec["seed"]
     max_q = spec["max_queries_per_package"]
     min_words, max_chars = spec["min_query_words"], spec["max_query_chars"]
