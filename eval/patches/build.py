@@ -29,6 +29,7 @@ Needs Python >= 3.11 (standard library) and the `patch` program.
 """
 import ast
 import difflib
+import email.header
 import importlib.util
 import json
 import os
@@ -71,11 +72,14 @@ TRAILER = re.compile(r"^(?:[A-Z][A-Za-z-]*-by|Change-Id|Bug(?:-[A-Za-z]+)*|Origi
                      r"Last-Update[d]?|Applied-Upstream|Reviewed-on|Closes-Bug|Partial-Bug|"
                      r"Related-Bug|Conflicts|Author|From|Date|Index|Upstream-Status|Story|Task|"
                      r"Depends-On|Needed-By|CVE|Fixes|Closes|Resolves|Patch-Name|MIME-Version|"
-                     r"Content-Type|Content-Transfer-Encoding)\s*:", re.I)
+                     r"Content-Type|Content-Transfer-Encoding|PiperOrigin-RevId|Reference|"
+                     r"Refs)\s*:", re.I)
 URL = re.compile(r"<?https?://\S+>?")
 REFS = re.compile(r"\((?:#|gh-|GH-)\d+\)|\b[\w.-]+/[\w.-]+#\d+\b|\b(?:fixes|closes|resolves|see)\s+"
                   r"(?:#|gh-|bug\s*)\d+\b|\(cherry picked from commit [0-9a-f]+\)|"
-                  r"\bBackport of [0-9a-f]{7,40}\b[^.]*\.?|\(?LP:?\s*#\d+\)?", re.I)
+                  r"\bBackport of [0-9a-f]{7,40}\b[^.]*\.?|\(?LP:?\s*#\d+\)?|"
+                  r"\b(?:fix(?:es)?|see)\b:?\s*#\d+|\brefs?\b:?\s*(?:#\d+|CVE-\d+-\d+)(?:,?\s*"
+                  r"(?:#\d+|CVE-\d+-\d+))*|\bDescription:\s*|\b[0-9a-f]{40}\b", re.I)
 PATCH_MARK = re.compile(r"\[PATCH[^\]]*\]\s*", re.I)
 MAX_QUERY_CHARS = 600
 
@@ -171,8 +175,9 @@ def debian_patches(pkg, work):
 
 
 def split_patch(text, strip):
-    """(message header, [(path, section text)]) of a unified diff; path with `strip`
-    components removed (the new side's, or the old side's for a deletion)."""
+    """(message header, [(path, section text, whether it creates the file)]) of a unified
+    diff; path with `strip` components removed (the new side's, or the old side's for a
+    deletion)."""
     lines = text.splitlines(keepends=True)
     header, sections, cur = [], [], None
     i = 0
@@ -183,7 +188,7 @@ def split_patch(text, strip):
             new = lines[i + 1][4:].split("\t")[0].strip()
             path = new if new != "/dev/null" else old
             path = "/".join(path.split("/")[strip:])
-            cur = [path, [line, lines[i + 1]]]
+            cur = [path, [line, lines[i + 1]], old == "/dev/null"]
             sections.append(cur)
             i += 2
             continue
@@ -194,7 +199,7 @@ def split_patch(text, strip):
         else:
             cur = None if not line.startswith(("diff ", "Index:", "===", "index ")) else cur
         i += 1
-    return "".join(header), [(p, "".join(body)) for p, body in sections]
+    return "".join(header), [(p, "".join(body), created) for p, body, created in sections]
 
 
 def tree_path(path, tree_paths):
@@ -239,26 +244,49 @@ def message(header):
     continuation lines the body) or `git format-patch` (`Subject:`, folded, then the body up
     to `---`); trailers (`Origin:`, `Signed-off-by:`, ...) dropped."""
     lines = header.splitlines()
-    email = header_is_email(lines)
-    subject, body, in_field = "", [], False
+    if lines and lines[0].startswith("# HG changeset patch"):
+        # `hg export`: `#` header lines, then the message.
+        text = [line for line in lines if not line.startswith("#")]
+        while text and not text[0].strip():
+            text.pop(0)
+        if not text:
+            return "", []
+        lines = ["Subject: " + text[0], ""] + text[1:]
+    mail = header_is_email(lines)
+    subject, body, field, in_trailer = "", [], None, False
     for line in lines:
         if line.startswith(("---", "diff ", "Index:", "===", "index ")):
             break
-        m = re.match(r"^(?:Description|Subject):\s*(.*)$", line, re.I)
+        m = re.match(r"^(Description|Subject):\s*(.*)$", line, re.I)
         if m and not subject:
-            subject, in_field = m.group(1).strip(), True
+            field, subject = m.group(1).lower(), m.group(2).strip()
             continue
-        if in_field and line[:1] in (" ", "\t") and line.strip():
+        if field and line[:1] in (" ", "\t") and line.strip():
             text = line.strip()
-            if email and not body:
+            if mail and field == "subject" and not body:
                 subject += " " + text  # an RFC 2822 folded subject
             else:
                 body.append("" if text == "." else text)
             continue
-        in_field = False
-        if subject and not TRAILER.match(line):
+        field = None
+        if in_trailer and line[:1] in (" ", "\t") and line.strip():
+            continue  # a trailer's continuation line
+        in_trailer = bool(TRAILER.match(line))
+        if subject and not in_trailer:
             body.append(line.strip())
-    return PATCH_MARK.sub("", subject).strip(), paragraphs(body)
+    return decoded(PATCH_MARK.sub("", subject)).strip(), paragraphs(body)
+
+
+def decoded(subject):
+    """A subject with its RFC 2047 words decoded (`=?UTF-8?q?Don=E2=80=99t?=`) and anything
+    from a MIME header folded into it cut off."""
+    subject = re.split(r"\s*MIME-Version:", subject, maxsplit=1)[0]
+    if "=?" in subject:
+        try:
+            subject = str(email.header.make_header(email.header.decode_header(subject)))
+        except (ValueError, LookupError, UnicodeDecodeError):
+            pass
+    return subject
 
 
 def header_is_email(lines):
@@ -292,7 +320,9 @@ def query_of(subject, body):
     parts = [clean(subject)]
     for para in body:
         para = clean(para)
-        if not para or para.startswith(("#", "<!--", "* ", "- ")) or para.lower() == parts[0].lower():
+        # A paragraph left with a word or two is a label or references ("Reference:", "See").
+        if len(para.split()) < 3 or para.startswith(("#", "<!--", "* ", "- ")) or \
+                para.lower() == parts[0].lower():
             continue
         parts.append(para)
         break
@@ -391,8 +421,10 @@ def touched(old, new, path):
                 key = (f[0], f[1])
                 if key in names["old"]:
                     hit.add(key)
-                elif side == "new" and f[0] in {q for q, _k in names["old"]}:
-                    return "fn_copies_changed"
+    # Copies of one name are told apart by their order: only where both sides have as many.
+    count = {side: Counter(q for q, *_ in fns) for side, fns in (("old", fo), ("new", fn))}
+    if any(count["old"][q] != count["new"][q] for q, _k in hit if count["new"][q]):
+        return "fn_copies_changed"
     return hit
 
 
@@ -405,32 +437,42 @@ def build_repo(pkg, work, stats):
     patches = debian_patches(pkg, work)
     paths = set(tree)
     # Reverse every patch, last first; before[i] / after[i]: the files patch i changes.
+    # A file's state is None before the patch that creates it.
     state = dict(tree)
     broken = set()  # files some later patch failed to reverse on: their earlier states are unknown
     changes = [None] * len(patches)
     for i in range(len(patches) - 1, -1, -1):
         name, text, strip = patches[i]
         header, sections = split_patch(text, strip)
-        files, outside = {}, []
-        for path, section in sections:
+        by_file, outside = {}, []
+        for path, section, created in sections:
             rel = tree_path(path, paths)
             if rel is None:
                 if path.endswith(SOURCE_EXT) and not NOT_SOURCE.search(path):
                     outside.append(path)
                 continue
-            if rel in broken:
-                files[rel] = None
-                continue
-            before = reverse(state[rel], section)
-            if before is None:
+            by_file.setdefault(rel, []).append((section, created))
+        files = {}
+        for rel, parts in by_file.items():
+            after = before = state[rel]
+            for section, created in reversed(parts):
+                if rel in broken or before is None:
+                    before = None
+                    break
+                before = reverse(before, section)
+                if before is None:
+                    break
+                if created:
+                    before = b""
+            if before is None or after is None:
                 broken.add(rel)
                 files[rel] = None
                 continue
-            files[rel] = (before, state[rel])
-            state[rel] = before
-        n_source = sum(1 for path, _ in sections if path.endswith(SOURCE_EXT))
+            files[rel] = (before, after)
+            state[rel] = None if any(created for _, created in parts) else before
+        n_source = len({path for path, _, _ in sections if path.endswith(SOURCE_EXT)})
         changes[i] = (name, header, files, outside, n_source)
-    released = state
+    released = {rel: data for rel, data in state.items() if data is not None}
     fns_released = {}
     queries = []
     for name, header, files, outside, n_source in changes:
@@ -458,10 +500,14 @@ def build_repo(pkg, work, stats):
                     break
                 for qualname, k in sorted(got):
                     if rel not in fns_released:
-                        fns_released[rel] = functions(released[rel], rel) or []
+                        fns_released[rel] = functions(released.get(rel, b""), rel) or []
                     same = [f for f in fns_released[rel] if f[0] == qualname]
-                    if len(same) < k:
+                    copies = sum(1 for f in functions(before, rel) or [] if f[0] == qualname)
+                    if not same:
                         reason = "gold_not_released"
+                        break
+                    if len(same) != copies:
+                        reason = "gold_ambiguous"
                         break
                     f = same[k - 1]
                     gold.append(dict(file=rel, qualname=qualname,
@@ -481,15 +527,15 @@ def build_repo(pkg, work, stats):
         queries.append(dict(id=f"{pkg['repo']}:{name}", repo=pkg["repo"], language="python",
                             package=pkg["repo"], version=pkg["version"], patch=name, query=query,
                             gold=gold, split="easy" if easy else "main"))
-    # Identical messages (a fix and its backport) count once.
+    # Identical messages (a fix and its backport) count once: the last in the series.
     seen, unique = set(), []
-    for q in queries:
+    for q in reversed(queries):
         if q["query"].lower() in seen:
             stats["duplicate_query"] += 1
             continue
         seen.add(q["query"].lower())
         unique.append(q)
-    return unique, released
+    return unique[::-1], released
 
 
 def main():
@@ -532,6 +578,13 @@ def main():
         kept_packages.append(pkg)
         all_queries.extend(queries)
     os.makedirs(os.path.join(work, "items"), exist_ok=True)
+    # What an earlier build wrote for a package that gives no query now goes.
+    for name in os.listdir(os.path.join(work, "items")):
+        if name.endswith(".jsonl") and name[:-len(".jsonl")] not in items_by_repo:
+            os.remove(os.path.join(work, "items", name))
+    for name in os.listdir(os.path.join(work, "sources")) if os.path.isdir(os.path.join(work, "sources")) else []:
+        if name not in paths:
+            shutil.rmtree(os.path.join(work, "sources", name))
     for repo, items in items_by_repo.items():
         with open(os.path.join(work, "items", f"{repo}.jsonl"), "w") as f:
             for it in items:
