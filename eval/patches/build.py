@@ -60,6 +60,8 @@ SOURCE_EXT = (".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cc", ".cpp", ".cxx", 
 NOT_SOURCE = re.compile(r"(?:^|/)(?:tests?|testing|unittests|docs?|examples?|debian|tools|"
                         r"scripts|benchmarks?|releasenotes|contrib/tests?)/|(?:^|/)(?:setup|conf|"
                         r"conftest|noxfile|tasks)\.py\Z|(?:^|/)test_[^/]*\Z|_test\.py\Z", re.I)
+# Folders whose files are never the tree's, whatever their path below ends with.
+NOT_CODE_DIR = re.compile(r"(?:^|/)(?:tests?|testing|unittests|docs?|examples?)/", re.I)
 # Subjects that read as packaging or housekeeping, not as a change to what the code does
 # (../shared/eval's subject filters, plus Debian's own reasons to patch).
 SUBJECT_DROP = re.compile(
@@ -205,14 +207,15 @@ def split_patch(text, strip):
 def tree_path(path, tree_paths):
     """The tree's file a patch path names: the longest tree path it ends with, at a folder
     boundary (`src/urllib3/poolmanager.py` -> `urllib3/poolmanager.py`)."""
-    best = None
     parts = path.split("/")
     for k in range(len(parts)):
         cand = "/".join(parts[k:])
         if cand in tree_paths:
-            best = cand
-            break
-    return best
+            # `tests/pkg/x.py` is a test's file, not the tree's `pkg/x.py`.
+            if NOT_CODE_DIR.search("/".join(parts[:k]) + "/"):
+                return None
+            return cand
+    return None
 
 
 def reverse(text, section):
