@@ -7,7 +7,9 @@ packages of that same version (pool path, sha256), read from apt's lists on this
     /usr/lib/apt/apt-helper cat-file /var/lib/apt/lists/*bookworm_main_binary-amd64_Packages.lz4 > Packages
     python3 pin.py Sources Packages < names.txt > packages.json
 
-Run once when the set's packages were chosen (see README.md); build.py only reads its output.
+The Sources index is there once apt's sources carry a `deb-src` entry for bookworm main and
+`apt-get update` ran. Run once when the set's packages were chosen (see README.md); build.py
+only reads its output.
 """
 import json
 import sys
