@@ -56,12 +56,13 @@ EXCLUDE = [pg.glob_re(p) for p in ("**/test/**", "**/tests/**", "**/testing/**",
                                    "**/examples/**", "**/example/**")]
 SOURCE_EXT = (".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".rs",
               ".go", ".js", ".ts", ".java")
-# Paths a patch may change beside the tree without its gold being incomplete.
-NOT_SOURCE = re.compile(r"(?:^|/)(?:tests?|testing|unittests|docs?|examples?|debian|tools|"
-                        r"scripts|benchmarks?|releasenotes|contrib/tests?)/|(?:^|/)(?:setup|conf|"
-                        r"conftest|noxfile|tasks)\.py\Z|(?:^|/)test_[^/]*\Z|_test\.py\Z", re.I)
 # Folders whose files are never the tree's, whatever their path below ends with.
-NOT_CODE_DIR = re.compile(r"(?:^|/)(?:tests?|testing|unittests|docs?|examples?)/", re.I)
+CODE_FREE_DIRS = r"tests?|testing|unittests|docs?|examples?"
+NOT_CODE_DIR = re.compile(rf"(?:^|/)(?:{CODE_FREE_DIRS})/", re.I)
+# Paths a patch may change beside the tree without its gold being incomplete.
+NOT_SOURCE = re.compile(rf"(?:^|/)(?:{CODE_FREE_DIRS}|debian|tools|scripts|benchmarks?|"
+                        r"releasenotes)/|(?:^|/)(?:setup|conf|conftest|noxfile|tasks)\.py\Z|"
+                        r"(?:^|/)test_[^/]*\Z|_test\.py\Z", re.I)
 # Subjects that read as packaging or housekeeping, not as a change to what the code does
 # (../shared/eval's subject filters, plus Debian's own reasons to patch).
 SUBJECT_DROP = re.compile(
@@ -104,14 +105,6 @@ def fetch(entry, downloads):
     return dest
 
 
-def unpack_deb(archive, dest):
-    if shutil.which("dpkg-deb"):
-        subprocess.check_call(["dpkg-deb", "-x", archive, dest])
-    else:
-        with pg.deb_data_tar(archive) as t:
-            pg.extract_all(t, dest)
-
-
 def corpus_rel(path):
     """A binary package's file as the tree names it: below `dist-packages/` or `site-packages/`
     when it is there, else its path in the package."""
@@ -130,7 +123,7 @@ def patched_tree(pkg, work):
         shutil.rmtree(root, ignore_errors=True)
         os.makedirs(root)
         for b in pkg["binaries"]:
-            unpack_deb(fetch(b, os.path.join(work, "downloads")), root)
+            pg.unpack_deb(fetch(b, os.path.join(work, "downloads")), root)
         with open(stamp, "w") as f:
             f.write(want)
     tree = {}
@@ -198,8 +191,8 @@ def split_patch(text, strip):
             header.append(line)
         elif line.startswith(("@@", "+", "-", " ", "\\")) or line in ("\n", "\r\n"):
             cur[1].append(line)
-        else:
-            cur = None if not line.startswith(("diff ", "Index:", "===", "index ")) else cur
+        elif not line.startswith(("diff ", "Index:", "===", "index ")):
+            cur = None  # text after the section: the next patch's header, a mail signature
         i += 1
     return "".join(header), [(p, "".join(body), created) for p, body, created in sections]
 
@@ -228,8 +221,8 @@ def reverse(text, section):
         body = section.split("\n", 2)[2] if section.count("\n") >= 2 else ""
         diff = "--- f\n+++ f\n" + body
         r = subprocess.run(["patch", "-R", "-s", "-f", "-F0", "--no-backup-if-mismatch",
-                            "-r", os.path.join(d, "rejects"), target], input=diff.encode(), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, cwd=d)
+                            "-r", os.path.join(d, "rejects"), target],
+                           input=diff.encode(), capture_output=True, cwd=d)
         if r.returncode != 0:
             return None
         if not os.path.exists(target):  # the patch created the file
@@ -405,14 +398,13 @@ def touched(old, new, path):
         return "unparsable"
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
-    names = {"old": {(q, k) for q, k, *_ in fo}, "new": {(q, k) for q, k, *_ in fn}}
+    before_fns = {(q, k) for q, k, *_ in fo}
     beside = {"old": supporting_lines(old), "new": supporting_lines(new)}
     hit = set()
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        for side, lines, lo, fns in (("old", a, i1, fo), ("new", b, j1, fn)):
-            hi = i2 if side == "old" else j2
+        for side, lines, lo, hi, fns in (("old", a, i1, i2, fo), ("new", b, j1, j2, fn)):
             for idx in range(lo, hi):
                 if ignorable(lines[idx]):
                     continue
@@ -422,7 +414,7 @@ def touched(old, new, path):
                 if f is None:
                     return "outside_fn"
                 key = (f[0], f[1])
-                if key in names["old"]:
+                if key in before_fns:
                     hit.add(key)
     # Copies of one name are told apart by their order: only where both sides have as many.
     count = {side: Counter(q for q, *_ in fns) for side, fns in (("old", fo), ("new", fn))}
@@ -439,8 +431,8 @@ def build_repo(pkg, work, stats):
     tree = patched_tree(pkg, work)
     patches = debian_patches(pkg, work)
     paths = set(tree)
-    # Reverse every patch, last first; before[i] / after[i]: the files patch i changes.
-    # A file's state is None before the patch that creates it.
+    # Reverse every patch, last first; changes[i] holds, for each file patch i changes, its
+    # (before, after). A file's state is None before the patch that creates it.
     state = dict(tree)
     broken = set()  # files some later patch failed to reverse on: their earlier states are unknown
     changes = [None] * len(patches)

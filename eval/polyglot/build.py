@@ -150,6 +150,15 @@ def extract_all(t, dest):
         t.extractall(dest)
 
 
+def unpack_deb(archive, dest):
+    """Unpacks a .deb's files into dest (`dpkg-deb -x`, or the pure-Python fallback)."""
+    if shutil.which("dpkg-deb"):
+        subprocess.check_call(["dpkg-deb", "-x", archive, dest])
+    else:
+        with deb_data_tar(archive) as t:
+            extract_all(t, dest)
+
+
 def unpack(pkg, archive, pristine_root):
     """Unpacks archive into pristine_root/<repo>/ (once; a stamp records the archive's sha256).
     Returns the package root directory inside it."""
@@ -159,11 +168,7 @@ def unpack(pkg, archive, pristine_root):
         shutil.rmtree(dest, ignore_errors=True)
         os.makedirs(dest)
         if pkg["source"] == "debian":
-            if shutil.which("dpkg-deb"):
-                subprocess.check_call(["dpkg-deb", "-x", archive, dest])
-            else:
-                with deb_data_tar(archive) as t:
-                    extract_all(t, dest)
+            unpack_deb(archive, dest)
         else:
             with tarfile.open(archive, "r:*") as t:
                 extract_all(t, dest)
