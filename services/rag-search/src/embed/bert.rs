@@ -1,4 +1,4 @@
-//! The local embedding backend: a BERT-family sentence model run with candle from a directory
+//! The local embedding backend: a BERT-family sentence model (BERT, MPNet) run with candle from a directory
 //! (config.json, tokenizer.json, model.safetensors), mean pooling over the attention mask,
 //! L2-normalised. Batches are formed from texts of similar length and spread over worker
 //! threads that share one model.
@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::EmbedError;
-use super::encoder::{self, Encoder};
+use super::encoder::{self, Config, Encoder};
 
 /// Tokens per text the model sees; longer texts are truncated.
 pub const MAX_TOKENS: usize = 128;
