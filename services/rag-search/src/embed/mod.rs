@@ -1,9 +1,9 @@
-//! Dense embeddings behind one interface with two backends: a local BERT-family model run with
-//! candle ([`bert`]) or an OpenAI-compatible `/v1/embeddings` endpoint ([`remote`]); plus the
+//! Dense embeddings behind one interface with two backends: a local BERT or MPNet model run with
+//! candle ([`local`]) or an OpenAI-compatible `/v1/embeddings` endpoint ([`remote`]); plus the
 //! compact text an item is embedded from.
 
-pub mod bert;
 mod encoder;
+pub mod local;
 pub mod remote;
 mod small_matmul;
 
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ploke_runtime::config::EmbeddingConfig;
 
-pub use bert::MAX_TOKENS;
+pub use local::MAX_TOKENS;
 
 /// Texts per forward pass of the local model.
 const LOCAL_BATCH: usize = 16;
@@ -42,7 +42,7 @@ pub enum EmbedError {
 #[derive(Debug)]
 pub enum Embedder {
     /// A local model directory, run with candle.
-    Local(Box<bert::Bert>),
+    Local(Box<local::LocalModel>),
     /// An OpenAI-compatible endpoint.
     Remote(remote::Remote),
 }
@@ -50,7 +50,7 @@ pub enum Embedder {
 impl Embedder {
     /// Loads the local model in `dir`.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
-        bert::Bert::load(dir).map(|m| Self::Local(Box::new(m)))
+        local::LocalModel::load(dir).map(|m| Self::Local(Box::new(m)))
     }
 
     /// A local model embeds at most `tokens` of a query (an endpoint gets the whole query).
@@ -167,7 +167,7 @@ pub fn embed_with_progress(
 }
 
 fn embed_local(
-    model: &bert::Bert,
+    model: &local::LocalModel,
     texts: &[String],
     threads: usize,
     progress: &(dyn Fn(usize) + Sync),

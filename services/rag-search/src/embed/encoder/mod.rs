@@ -110,7 +110,7 @@ fn buckets() -> usize {
 }
 
 /// The model families the encoder runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 enum Family {
     Bert,
     MpNet,
@@ -173,7 +173,7 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
-/// A loaded BERT encoder.
+/// A loaded encoder (BERT or MPNet).
 pub struct Encoder {
     words: Embedding,
     positions: Embedding,

@@ -1,6 +1,6 @@
-//! The local embedding backend: a BERT-family sentence model (BERT, MPNet) run with candle from a directory
-//! (config.json, tokenizer.json, model.safetensors), mean pooling over the attention mask,
-//! L2-normalised. Batches are formed from texts of similar length and spread over worker
+//! The local embedding backend: a sentence model (BERT, MPNet) run with candle from a
+//! directory (config.json, tokenizer.json, model.safetensors), mean pooling over the attention
+//! mask, L2-normalised. Batches are formed from texts of similar length and spread over worker
 //! threads that share one model.
 
 use std::path::{Path, PathBuf};
@@ -23,28 +23,28 @@ fn err(context: &str) -> impl FnOnce(String) -> EmbedError + '_ {
 }
 
 /// A loaded local model.
-pub struct Bert {
+pub struct LocalModel {
     model: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     dims: usize,
     name: String,
-    /// Threads a query's forward pass runs on (see [`Bert::embed_query`]).
+    /// Threads a query's forward pass runs on (see [`LocalModel::embed_query`]).
     query_pool: Option<rayon::ThreadPool>,
     /// Tokens of a query embedded, [CLS] and [SEP] included.
     query_tokens: usize,
 }
 
-impl std::fmt::Debug for Bert {
+impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bert")
+        f.debug_struct("LocalModel")
             .field("name", &self.name)
             .field("dims", &self.dims)
             .finish()
     }
 }
 
-impl Bert {
+impl LocalModel {
     /// Loads the model in `dir`.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let file = |name: &str| -> Result<PathBuf, EmbedError> {
