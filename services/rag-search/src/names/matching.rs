@@ -9,8 +9,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
     CODE_STRENGTH, CONTEXT, Fit, MAX_CONTEXT, MAX_RIVALS, NOT_AT_ROOT, NameIndex, OTHER_FORM,
-    OTHER_SPELLING, PART, PLURAL, QueryName, QueryNames, Resolved, key_eq, kind_factor, owners,
-    paths,
+    OTHER_SPELLING, PART, PLURAL, QueryName, QueryNames, Resolved, impls, key_eq, kind_factor,
+    owners, paths,
 };
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
@@ -149,6 +149,7 @@ pub fn matches_layers<'a>(
             }
         }
     }
+    impls::add_impl_methods(layers, query, passes, &mut found);
     found
         .into_iter()
         .map(|f| f.into_values().collect())
@@ -181,6 +182,11 @@ impl NameIndex {
         [Tier::Key, Tier::Plural, Tier::OtherForm, Tier::Part]
             .into_iter()
             .find(|t| self.tier_ids(name, *t).is_some())
+    }
+
+    /// The methods of the trait impls of the type keyed `ty`.
+    pub(super) fn impl_methods(&self, ty: &str) -> &[u64] {
+        self.impl_methods.get(ty).map_or(&[], Vec::as_slice)
     }
 
     /// The ids `name` matches in `tier`.

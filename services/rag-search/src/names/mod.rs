@@ -24,6 +24,7 @@ use crate::parse::{Kind, Reexport};
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
+mod impls;
 mod matching;
 mod paths;
 mod query;
@@ -112,6 +113,9 @@ pub struct NameIndex {
     /// inside them (`has_value_filters` under `value filters` and `has value`).
     by_part: FxHashMap<String, Vec<u64>>,
     path_words: FxHashMap<u64, Box<[String]>>,
+    /// The methods of trait impls by their type's key (`error` for `<Error as
+    /// fmt::Display>::fmt`), for queries that name an impl by its type and trait ([`impls`]).
+    impl_methods: FxHashMap<String, Vec<u64>>,
     /// Rust items' paths and the re-exports that make public paths of them.
     paths: paths::Paths,
     /// [`Self::at_root_unhidden`]'s answers since the last change.
@@ -165,6 +169,9 @@ impl NameIndex {
             .entry(key(&record.item.name))
             .or_default()
             .push(record.id);
+        if let Some((ty, _)) = impls::impl_keys(&record.item.qualname) {
+            self.impl_methods.entry(ty).or_default().push(record.id);
+        }
         let own = word_parts(&record.item.name);
         if let Some(stems) = stems_of(&own) {
             self.by_stems.entry(stems).or_default().push(record.id);
@@ -187,6 +194,9 @@ impl NameIndex {
             self.paths.remove(record);
         }
         unlist(&mut self.by_key, key(&record.item.name), record.id);
+        if let Some((ty, _)) = impls::impl_keys(&record.item.qualname) {
+            unlist(&mut self.impl_methods, ty, record.id);
+        }
         let own = word_parts(&record.item.name);
         for part in parts_of(&own) {
             unlist(&mut self.by_part, part, record.id);
@@ -204,6 +214,7 @@ impl NameIndex {
         self.by_stems.clear();
         self.by_part.clear();
         self.path_words.clear();
+        self.impl_methods.clear();
         self.paths.clear();
     }
 

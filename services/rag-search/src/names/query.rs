@@ -59,6 +59,10 @@ pub struct QueryNames {
     pub names: Vec<QueryName>,
     /// The query's words, without function words.
     pub words: FxHashSet<String>,
+    /// The keys of the query's identifiers and words in the order written, without function
+    /// words, each with whether it was written capitalised (what is written side by side, and
+    /// as types are, [`super::impls`]).
+    pub order: Vec<(String, bool)>,
 }
 
 impl QueryNames {
@@ -77,6 +81,7 @@ pub fn code_names(text: &str) -> QueryNames {
             .filter(|n| n.strength >= CODE_STRENGTH)
             .collect(),
         words: FxHashSet::default(),
+        order: Vec::new(),
     }
 }
 
@@ -97,7 +102,17 @@ pub fn query_names(text: &str) -> QueryNames {
         }
     }
     names.sort_by(|a, b| b.strength.total_cmp(&a.strength));
-    QueryNames { names, words }
+    let order = body
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|t| !t.is_empty())
+        .map(|t| (key(t), t.starts_with(char::is_uppercase)))
+        .filter(|(k, _)| !is_stopword(k))
+        .collect();
+    QueryNames {
+        names,
+        words,
+        order,
+    }
 }
 
 /// Two or three plain words written apart that spell an item's name together (`send error`

@@ -596,5 +596,6 @@ fn quoted_text_names_nothing() {
     assert_eq!(keys("\"header_read_timeout\"").len(), 1);
 }
 
+mod impls;
 mod public_paths;
 mod written_apart;
