@@ -34,10 +34,14 @@ impl Default for LengthPrior {
     }
 }
 
-/// Whether an item is test code: inside Rust's `mod tests` / `mod test`, or in a file other
+/// Whether an item is test code: by its attributes ([`crate::parse::ParsedItem::test`]:
+/// `#[test]`, `#[cfg(test)]`), inside Rust's `mod tests` / `mod test`, or in a file other
 /// languages keep tests in (`*_test.go`, `test_*.py`, `*_test.py`, `*.test.ts`, `*.spec.js`,
 /// `__tests__/`, Maven's `src/test/`).
 pub fn is_test_code(record: &ItemRecord) -> bool {
+    if record.item.test {
+        return true;
+    }
     let p = &record.item.canon_path;
     // One scan for the common case (no `::test` anywhere), then the exact forms.
     let rust_test = p.contains("::test")
@@ -109,6 +113,7 @@ mod tests {
                 signature: String::new(),
                 doc: String::new(),
                 crate_name: String::new(),
+                test: false,
             },
             embed_hash: String::new(),
         }
@@ -139,6 +144,11 @@ mod tests {
             factor(&record("crate::tests", Kind::Module, 3, 3), p),
             0.5
         ));
+        // A `#[test]` beside the code it tests, known by its attribute, not its path.
+        let mut beside = record("crate::parses_headers", Kind::Function, 1, 32);
+        assert!(close(factor(&beside, p), 2.0));
+        beside.item.test = true;
+        assert!(close(factor(&beside, p), 1.0));
         // Exponents of zero leave only the test-code factor.
         let flat = LengthPrior {
             function: 0.0,

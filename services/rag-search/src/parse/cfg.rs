@@ -112,6 +112,19 @@ pub(super) fn left_out(predicate: &str) -> bool {
     eval(predicate) == Some(false)
 }
 
+/// Whether code under `predicate` is compiled only for tests: `test`, or `all(..)` with `test`
+/// among its arguments (not `not(test)`, nor `any(test, ..)`).
+pub(super) fn test_only(predicate: &str) -> bool {
+    let predicate = predicate.trim();
+    if predicate == "test" {
+        return true;
+    }
+    match call(predicate) {
+        Some(("all", args)) => split_args(args).iter().any(|a| test_only(a)),
+        _ => false,
+    }
+}
+
 /// The predicate of an attribute's text if it is a `cfg` (`#[cfg(unix)]` → `unix`).
 pub(super) fn predicate_of(attribute: &str) -> Option<&str> {
     let inner = attribute

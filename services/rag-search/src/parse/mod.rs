@@ -192,6 +192,11 @@ pub struct ParsedItem {
     /// accounts for its file.
     #[serde(default)]
     pub crate_name: String,
+    /// Test code its attributes say it is: a Rust item with `#[test]` (`#[tokio::test]`,
+    /// `#[bench]`, …) or under `#[cfg(test)]`, itself or in a module, impl or trait. (Test code
+    /// known by its path or file, `mod tests` or `test_*.py`: [`crate::rank::is_test_code`].)
+    #[serde(default)]
+    pub test: bool,
 }
 
 impl ParsedItem {

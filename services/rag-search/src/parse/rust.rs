@@ -36,6 +36,9 @@ struct Walker<'a> {
     /// Whether the code being walked is compiled out on this host ([`cfg::left_out`]): its
     /// re-exports bind nothing here.
     left_out: bool,
+    /// Whether the code being walked is test code by its attributes (a module, impl or trait
+    /// under `#[cfg(test)]`): its items are [`ParsedItem::test`].
+    in_test: bool,
     /// Re-exports compiled out on this host: kept only where nothing else binds their name in
     /// their module ([`parse_rust_file`]).
     compiled_out_reexports: Vec<Reexport>,
@@ -69,6 +72,7 @@ pub fn parse_rust_file(loc: &ModuleLoc, src: &str) -> (Vec<ParsedItem>, Vec<Reex
         crate_name: &loc.crate_name,
         cfg_macros: Vec::new(),
         left_out: false,
+        in_test: false,
         compiled_out_reexports: Vec::new(),
         compiled_items: Vec::new(),
     };
@@ -185,7 +189,8 @@ impl Walker<'_> {
                         let inner = Scope::Trait {
                             name: self.text(name, offset).to_owned(),
                         };
-                        self.walk(body, offset, module, &inner, depth);
+                        let test = self.test_attributed(node, offset);
+                        self.walk_test_if(test, |w| w.walk(body, offset, module, &inner, depth));
                     }
                 }
                 "impl_item" => {
@@ -200,7 +205,8 @@ impl Walker<'_> {
                                 .child_by_field_name("trait")
                                 .map(|t| collapse_ws(self.text(t, offset))),
                         };
-                        self.walk(body, offset, module, &inner, depth);
+                        let test = self.test_attributed(node, offset);
+                        self.walk_test_if(test, |w| w.walk(body, offset, module, &inner, depth));
                     }
                 }
                 "mod_item" => {
@@ -212,8 +218,11 @@ impl Walker<'_> {
                         let mut inner = module.to_vec();
                         inner.push(self.text(name, offset).to_owned());
                         let out = self.compiled_out(node, offset);
+                        let test = self.test_attributed(node, offset);
                         self.walk_out_if(out, |w| {
-                            w.walk(body, offset, &inner, &Scope::Module, depth);
+                            w.walk_test_if(test, |w| {
+                                w.walk(body, offset, &inner, &Scope::Module, depth);
+                            });
                         });
                     }
                 }
@@ -276,6 +285,36 @@ impl Walker<'_> {
         self.left_out |= out;
         walk(self);
         self.left_out = was;
+    }
+
+    /// Runs `walk` with the code it walks test code if `test` (or already).
+    fn walk_test_if(&mut self, test: bool, walk: impl FnOnce(&mut Self)) {
+        let was = self.in_test;
+        self.in_test |= test;
+        walk(self);
+        self.in_test = was;
+    }
+
+    /// Whether an attribute directly above `node` makes it test code: `#[cfg(test)]` (or
+    /// `all(test, ..)`), or a test harness's (`#[test]`, `#[tokio::test]`,
+    /// `#[tokio::test(flavor = ..)]`, `#[bench]`, `#[rstest]`, `#[test_case(..)]`).
+    fn test_attributed(&self, node: Node<'_>, offset: usize) -> bool {
+        let mut prev = node.prev_sibling();
+        while let Some(p) = prev {
+            match p.kind() {
+                "attribute_item" => {
+                    let text = self.text(p, offset);
+                    if cfg::predicate_of(text).is_some_and(cfg::test_only) || is_test_harness(text)
+                    {
+                        return true;
+                    }
+                }
+                "line_comment" | "block_comment" => {}
+                _ => return false,
+            }
+            prev = p.prev_sibling();
+        }
+        false
     }
 
     /// Whether one of the `#[cfg]` attributes directly above `node` leaves it out on this host.
@@ -458,8 +497,26 @@ impl Walker<'_> {
             signature: self.signature(node, offset),
             doc,
             crate_name: self.crate_name.to_owned(),
+            test: self.in_test || self.test_attributed(node, offset),
         });
     }
+}
+
+/// Whether an attribute's text is a test harness's (`#[test]`, `#[tokio::test(..)]`,
+/// `#[bench]`, `#[rstest]`, `#[test_case(..)]`, `#[wasm_bindgen_test]`).
+fn is_test_harness(attribute: &str) -> bool {
+    let Some(inner) = attribute.trim().strip_prefix("#[") else {
+        return false;
+    };
+    let path = inner
+        .split(|c: char| c == '(' || c == ']' || c == '=' || c.is_whitespace())
+        .next()
+        .unwrap_or("");
+    let last = path.rsplit("::").next().unwrap_or(path);
+    matches!(
+        last,
+        "test" | "bench" | "rstest" | "test_case" | "wasm_bindgen_test"
+    )
 }
 
 #[cfg(test)]

@@ -186,6 +186,7 @@ impl<'a> Source<'a> {
             signature,
             doc: found.doc,
             crate_name: self.crate_name.to_owned(),
+            test: false,
         });
     }
 

@@ -41,6 +41,7 @@ pub fn line_windows(rel: &str, text: &str) -> Vec<ParsedItem> {
             signature: head.trim().chars().take(200).collect(),
             doc: String::new(),
             crate_name: String::new(),
+            test: false,
         });
     }
     items

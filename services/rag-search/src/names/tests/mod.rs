@@ -199,6 +199,7 @@ fn item(id: u64, canon_path: &str, kind: Kind) -> ItemRecord {
             signature: String::new(),
             doc: String::new(),
             crate_name: String::new(),
+            test: false,
         },
         embed_hash: String::new(),
     }

@@ -316,3 +316,65 @@ pub use self::extras::more::*;
         ]
     );
 }
+
+#[test]
+fn test_code_is_known_by_its_attributes_wherever_it_is() {
+    let src = r#"
+pub fn code() {}
+
+#[test]
+fn a_test_beside_the_code() {}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_async_test() {}
+
+#[bench]
+fn a_bench(b: &mut Bencher) {}
+
+#[cfg(test)]
+mod helpers {
+    pub fn fixture() {}
+}
+
+#[cfg(all(test, feature = "std"))]
+impl Config {
+    fn for_tests() -> Self { Config }
+}
+
+#[cfg(not(test))]
+fn only_outside_tests() {}
+
+#[cfg(any(test, feature = "x"))]
+fn also_in_builds() {}
+
+#[test_case(1)]
+fn a_case(n: u8) {}
+
+/// A helper with a doc comment and a test attribute below it.
+#[inline]
+#[test]
+fn attributes_in_a_row() {}
+"#;
+    let flags: Vec<(String, bool)> = parse_rust("src/lib.rs", src)
+        .into_iter()
+        .map(|i| (i.canon_path, i.test))
+        .collect();
+    let want: Vec<(String, bool)> = [
+        ("crate::code", false),
+        ("crate::a_test_beside_the_code", true),
+        ("crate::an_async_test", true),
+        ("crate::a_bench", true),
+        ("crate::helpers", true),
+        ("crate::helpers::fixture", true),
+        ("crate::impl Config", true),
+        ("crate::Config::for_tests", true),
+        ("crate::only_outside_tests", false),
+        ("crate::also_in_builds", false),
+        ("crate::a_case", true),
+        ("crate::attributes_in_a_row", true),
+    ]
+    .into_iter()
+    .map(|(p, t)| (p.to_owned(), t))
+    .collect();
+    assert_eq!(flags, want);
+}
