@@ -60,10 +60,10 @@ fn written_as_one(query: &QueryNames, a: &str, b: &str) -> bool {
 
 /// Adds to `found` (per layer, as [`super::matches_layers`] fills it) the methods of the trait
 /// impls the query names by type and trait — two of its names, each written alone, as one
-/// impl ([`written_as_one`]) — each scored as a name of the pair's
-/// strength shared by the methods of its impl, with the query's other words in its path as
-/// context; an item already found keeps the better of its scores. A type implementing a trait
-/// of its own name is left out: one name written cannot tell the two apart.
+/// impl ([`written_as_one`]) — each scored as a name of the pair's strength shared by the
+/// methods of its impl, with the query's other words in its path as context; an item already
+/// found keeps the better of its scores. A type implementing a trait of its own name is left
+/// out: one name written cannot tell the two apart.
 pub(super) fn add_impl_methods<'a>(
     layers: &[NameLayer<'a, '_>],
     query: &QueryNames,
