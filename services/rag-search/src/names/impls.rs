@@ -6,10 +6,10 @@
 //! words ("wraps a service in `LoadShed`", "create a default `MethodRouter`") are mostly two
 //! things the query speaks of, not one impl.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::matching::NameLayer;
-use super::{CONTEXT, MAX_CONTEXT, QueryName, QueryNames, key, kind_factor, owners};
+use super::{CONTEXT, MAX_CONTEXT, QueryNames, key, key_chars, kind_factor, owners};
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
@@ -40,22 +40,61 @@ const IMPL_WORDS: [&str; 6] = [
     "implements",
 ];
 
-/// Whether the query writes the names keyed `a` and `b` as one impl: both capitalised, next
-/// to each other (in either order, function words aside) or anywhere in a query that says
-/// `impl`.
-fn written_as_one(query: &QueryNames, a: &str, b: &str) -> bool {
-    let capitalised = |k: &str| query.order.iter().any(|(w, cap)| *cap && w == k);
-    if !capitalised(a) || !capitalised(b) {
-        return false;
+/// What the query writes that [`add_impl_methods`] asks about, gathered once per query so that
+/// each question is a lookup (a query of thousands of words must not cost a walk of them per
+/// candidate method).
+struct Written<'q> {
+    /// Strength by key of the names written alone.
+    strength: FxHashMap<&'q str, f32>,
+    /// Keys written capitalised at least once.
+    capitalised: FxHashSet<&'q str>,
+    /// Keys written capitalised next to each other (function words aside), both orders.
+    adjacent: FxHashSet<(&'q str, &'q str)>,
+    /// Whether the query says `impl`.
+    says_impl: bool,
+}
+
+impl<'q> Written<'q> {
+    fn of(query: &'q QueryNames) -> Self {
+        let strength = query
+            .names
+            .iter()
+            .filter(|n| n.qualifiers.is_empty() && n.stems.is_none())
+            .map(|n| (n.key.as_str(), n.strength))
+            .collect();
+        let capitalised = query
+            .order
+            .iter()
+            .filter(|(_, cap)| *cap)
+            .map(|(w, _)| w.as_str())
+            .collect();
+        let mut adjacent = FxHashSet::default();
+        for pair in query.order.windows(2) {
+            if let [(a, true), (b, true)] = pair {
+                adjacent.insert((a.as_str(), b.as_str()));
+                adjacent.insert((b.as_str(), a.as_str()));
+            }
+        }
+        let says_impl = query
+            .order
+            .iter()
+            .any(|(w, _)| IMPL_WORDS.contains(&w.as_str()));
+        Self {
+            strength,
+            capitalised,
+            adjacent,
+            says_impl,
+        }
     }
-    let is = |w: &(String, bool), k: &str| w.1 && w.0 == k;
-    query
-        .order
-        .iter()
-        .any(|(w, _)| IMPL_WORDS.contains(&w.as_str()))
-        || query.order.windows(2).any(|pair| {
-            (is(&pair[0], a) && is(&pair[1], b)) || (is(&pair[0], b) && is(&pair[1], a))
-        })
+
+    /// Whether the names keyed `a` and `b` are written as one impl: both written alone and
+    /// capitalised, next to each other or in a query that says `impl`.
+    fn as_one(&self, a: &str, b: &str) -> bool {
+        self.strength.contains_key(b)
+            && self.capitalised.contains(a)
+            && self.capitalised.contains(b)
+            && (self.says_impl || self.adjacent.contains(&(a, b)))
+    }
 }
 
 /// Adds to `found` (per layer, as [`super::matches_layers`] fills it) the methods of the trait
@@ -70,36 +109,39 @@ pub(super) fn add_impl_methods<'a>(
     passes: &dyn Fn(&ItemRecord) -> bool,
     found: &mut [FxHashMap<u64, (&'a ItemRecord, f32)>],
 ) {
-    let single: Vec<&QueryName> = query
-        .names
-        .iter()
-        .filter(|n| n.qualifiers.is_empty() && n.stems.is_none())
-        .collect();
-    for ty in &single {
-        // The methods of this type's trait impls whose trait is another name written, per
-        // trait: (layer, record).
+    let written = Written::of(query);
+    if written.strength.len() < 2 || written.capitalised.len() < 2 {
+        return;
+    }
+    let mut trait_key = String::new();
+    for (&ty, &ty_strength) in &written.strength {
+        if !written.capitalised.contains(ty) {
+            continue;
+        }
+        // The methods of this type's trait impls whose trait is another name written with it
+        // as one impl, per trait: (layer, record).
         let mut by_trait: FxHashMap<String, Vec<(usize, &'a ItemRecord)>> = FxHashMap::default();
         for (l, layer) in layers.iter().enumerate() {
-            for id in layer.names.impl_methods(&ty.key) {
+            for id in layer.names.impl_methods(ty) {
                 let Some(record) = (layer.item)(*id).filter(|r| passes(r)) else {
                     continue;
                 };
-                let Some((_, tr)) = impl_keys(&record.item.qualname) else {
+                let Some(tr) = owners(&record.item.qualname).nth(1) else {
                     continue;
                 };
-                if tr != ty.key
-                    && single.iter().any(|n| n.key == tr)
-                    && written_as_one(query, &ty.key, &tr)
-                {
-                    by_trait.entry(tr).or_default().push((l, record));
+                trait_key.clear();
+                trait_key.extend(key_chars(tr));
+                if trait_key != ty && written.as_one(ty, &trait_key) {
+                    by_trait
+                        .entry(trait_key.clone())
+                        .or_default()
+                        .push((l, record));
                 }
             }
         }
         for (tr, methods) in by_trait {
-            let Some(trait_name) = single.iter().find(|n| n.key == tr) else {
-                continue;
-            };
-            let strength = (ty.strength + trait_name.strength).min(MAX_STRENGTH);
+            let trait_strength = written.strength.get(tr.as_str()).copied().unwrap_or(0.0);
+            let strength = (ty_strength + trait_strength).min(MAX_STRENGTH);
             let specificity = 1.0 / (1.0 + (methods.len() as f32).ln());
             for (l, record) in methods {
                 // The type's and the trait's words are the pair, not context.
