@@ -178,3 +178,22 @@ fn a_type_and_a_trait_are_an_impl_when_written_as_types_side_by_side_or_with_imp
         vec![1, 2]
     );
 }
+
+#[test]
+fn a_query_of_thousands_of_capitalised_words_still_finds_the_impl_it_names() {
+    let items = [
+        item(1, "crate::error::Error", Kind::Struct),
+        method(2, "crate::error", "<Error as fmt::Display>::fmt"),
+    ];
+    let index = indexed(&items);
+    // As long as a query may be (4,096 characters), nearly all of it capitalised words that
+    // name nothing: the pair written in it is still read, and only it.
+    let filler: String = (0..680).map(|i| format!("W{i} ")).collect();
+    let query = format!("{filler}Display for Error");
+    assert!(query.chars().count() <= 4096);
+    let ids: Vec<u64> = found(&index, &items, &query, ALL)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, vec![2, 1]);
+}
