@@ -90,6 +90,13 @@ REFS = re.compile(
     r"\b[\w.-]+/[\w.-]+#\d+\b|\bby @[\w-]+(?: in\b)?|@[\w-]+"
 )
 MAX_QUERY_CHARS = 600
+# Item kinds as ../shared/eval names them.
+ITEM_KINDS = {
+    "function_item": "function", "struct_item": "struct", "enum_item": "enum",
+    "union_item": "union", "trait_item": "trait", "impl_item": "impl", "mod_item": "mod",
+    "macro_definition": "macro", "const_item": "const", "static_item": "static",
+    "type_item": "type",
+}
 # A release of more entries than this says too many things for one query.
 MAX_ENTRIES = 3
 
@@ -254,6 +261,8 @@ class FileParse:
     def __init__(self, data):
         self.fns = []  # (key, first_row, last_row, attr_rows)
         self.methods = set()
+        # Every non-test item at item level, for the corpus list (../shared/eval's `items/`).
+        self.items = []
         self.test_rows = set()
         self.ignore_rows = set()
         self.comment_cols = {}
@@ -296,6 +305,10 @@ class FileParse:
                 for a in attrs_above(node):
                     self.test_rows.update(range(a.start_point.row, a.end_point.row + 1))
                 continue
+            if t in ITEM_KINDS and node.parent is not None and node.parent.type in (
+                "source_file", "declaration_list"
+            ):
+                self._item(node, mods)
             if t == "function_item":
                 name = node.child_by_field_name("name").text.decode()
                 owner = owner_of(node)
@@ -325,6 +338,45 @@ class FileParse:
                 sub = mods + [node.child_by_field_name("name").text.decode()]
             for c in reversed(node.named_children):
                 todo.append((c, sub, here_test))
+
+    def _item(self, node, mods):
+        """Records an item as ../shared/eval lists them: kind, name, qualified name, lines (its
+        doc comments and attributes apart)."""
+        t = node.type
+        owner = owner_of(node)
+        if t == "impl_item":
+            ty = node.child_by_field_name("type")
+            trait = node.child_by_field_name("trait")
+            tname = re.sub(r"<.*", "", ty.text.decode()) if ty is not None else "?"
+            name = f"impl {trait.text.decode()} for {tname}" if trait is not None else f"impl {tname}"
+        else:
+            field = node.child_by_field_name("name")
+            if field is None:
+                return
+            name = field.text.decode() + ("!" if t == "macro_definition" else "")
+        if t == "function_item":
+            kind = "method" if owner else "function"
+        elif owner:
+            return  # an impl's consts and types are not items there
+        else:
+            kind = ITEM_KINDS[t]
+        if t == "mod_item" and node.child_by_field_name("body") is None:
+            return  # `mod x;` is the file, not an item
+        qual = f"{owner}::{name}" if owner else name
+        if mods and owner is None:
+            qual = "::".join(mods) + "::" + qual
+        start = node.start_point.row
+        prev = node.prev_named_sibling
+        while prev is not None and (
+            prev.type == "attribute_item"
+            or (prev.type == "line_comment" and prev.text.startswith(b"///"))
+        ) and prev.end_point.row >= start - 1:
+            start = prev.start_point.row
+            prev = prev.prev_named_sibling
+        self.items.append(dict(
+            kind=kind, name=name, qualname=qual, start_line=node.start_point.row + 1,
+            end_line=node.end_point.row + 1, doc_start_line=start + 1,
+        ))
 
     def classify(self, row, line):
         """('skip', None), ('fn', key) or ('outside', None) for one changed row."""
@@ -463,7 +515,11 @@ def main():
         with open(os.path.join(work, "items", f"{crate}.jsonl"), "w") as f:
             for rel in sorted(head):
                 if rel.endswith(".rs") and not NOT_CORPUS.search(rel):
-                    f.write(json.dumps({"file": rel}) + "\n")
+                    for it in FileParse(head[rel]).items:
+                        f.write(json.dumps(dict(
+                            id=f"{crate}:{rel}:{it['start_line']}-{it['end_line']}:{it['name']}",
+                            repo=crate, file=rel, **it,
+                        )) + "\n")
         paths[crate] = dest
     with open(os.path.join(work, "queries.jsonl"), "w") as f:
         for q in queries:
