@@ -363,7 +363,7 @@ fn latency_table(
             "hybrid's dense list alone (top 20 of 100 nearest, no texts)",
             each(&mut |_| {
                 let v = next.next().context("one vector per query")?;
-                timed(|| index.rank_dense(v, &f, DENSE_FUSION_DEPTH))
+                timed(|| index.rank_dense(v, &f, DENSE_FUSION_DEPTH, false))
             })?,
         ));
     }

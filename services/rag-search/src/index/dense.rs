@@ -91,12 +91,14 @@ impl WorkspaceIndex {
     }
 
     /// Dense ranking for a query vector, best first, after the ranking priors; scores are
-    /// `(1 + cosine) / 2` times the priors.
+    /// `(1 + cosine) / 2` times the priors (less of the length prior when the ranking is
+    /// answered `alone`, not fused: [`crate::rank::DENSE_ALONE_PRIOR_SCALE`]).
     pub fn rank_dense(
         &self,
         query: &[f32],
         filters: &Filters,
         limit: usize,
+        alone: bool,
     ) -> Result<Vec<Ranked<'_>>, IndexError> {
         let Some(vectors) = self.vectors.as_ref() else {
             return Ok(Vec::new());
@@ -109,7 +111,7 @@ impl WorkspaceIndex {
             // every item (a negative similarity times a factor above 1 would fall).
             .filter_map(|(id, similarity)| Some((self.items.get(&id)?, (1.0 + similarity) / 2.0)))
             .collect();
-        Ok(ranked(scored, self.prior, limit))
+        Ok(ranked(scored, self.prior.for_dense(alone), limit))
     }
 
     /// Dense hits for a query vector with their texts.
@@ -119,7 +121,7 @@ impl WorkspaceIndex {
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<Hit<'_>>, IndexError> {
-        let ranked = self.rank_dense(query, filters, limit)?;
+        let ranked = self.rank_dense(query, filters, limit, true)?;
         self.with_texts(ranked)
     }
 }

@@ -102,12 +102,14 @@ pub fn rank_bm25_layers<'a>(
     Ok(merge(lists, limit))
 }
 
-/// The dense ranking of every layer that has vectors, merged.
+/// The dense ranking of every layer that has vectors, merged (`alone`: as
+/// [`WorkspaceIndex::rank_dense`]).
 pub fn rank_dense_layers<'a>(
     layers: &[Layer<'a>],
     vector: &[f32],
     filters: &Filters,
     limit: usize,
+    alone: bool,
 ) -> Result<Vec<Tagged<'a>>, IndexError> {
     let mut lists = Vec::with_capacity(layers.len());
     for (i, layer) in layers.iter().enumerate() {
@@ -127,7 +129,7 @@ pub fn rank_dense_layers<'a>(
             // As [`WorkspaceIndex::rank_dense`]: cosine mapped to [0, 1] before the priors.
             .filter_map(|(id, similarity)| Some((index.items.get(&id)?, (1.0 + similarity) / 2.0)))
             .collect();
-        let list = ranked(scored, index.prior, limit);
+        let list = ranked(scored, index.prior.for_dense(alone), limit);
         lists.push(list.into_iter().map(|r| (i, r)).collect());
     }
     Ok(merge(lists, limit))
@@ -228,13 +230,13 @@ pub fn search_layers<'a>(
                 fused([bm25, Vec::new(), names], rrf, top_k)
             }
         }
-        Query::Dense(vector) => rank_dense_layers(layers, vector, filters, top_k)?
+        Query::Dense(vector) => rank_dense_layers(layers, vector, filters, top_k, true)?
             .into_iter()
             .map(|t| (t, 0, t.1.rank))
             .collect(),
         Query::Hybrid { text, vector, rrf } => {
             let bm25 = rank_bm25_layers(layers, text, filters, bm25_depth(top_k))?;
-            let dense = rank_dense_layers(layers, vector, filters, dense_depth(top_k))?;
+            let dense = rank_dense_layers(layers, vector, filters, dense_depth(top_k), false)?;
             let names = rank_names_layers(layers, text, filters, rrf);
             fused([bm25, dense, names], rrf, top_k)
         }

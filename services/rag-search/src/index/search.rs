@@ -164,7 +164,7 @@ impl WorkspaceIndex {
         let names = self.rank_names(text, filters, rrf);
         match vector {
             Ok(vector) => {
-                let dense = self.rank_dense(&vector, filters, dense_depth(top_k))?;
+                let dense = self.rank_dense(&vector, filters, dense_depth(top_k), false)?;
                 Ok(Hybrid::Fused(self.fused(
                     [bm25, dense, names],
                     rrf,
@@ -189,12 +189,12 @@ impl WorkspaceIndex {
                 self.lexical(bm25, names, rrf, top_k)
             }
             Query::Dense(vector) => {
-                let ranked = self.rank_dense(vector, filters, top_k)?;
+                let ranked = self.rank_dense(vector, filters, top_k, true)?;
                 self.found(ranked.into_iter().map(|r| (r, 0, r.rank)).collect())
             }
             Query::Hybrid { text, vector, rrf } => {
                 let bm25 = self.rank_bm25(text, filters, bm25_depth(top_k))?;
-                let dense = self.rank_dense(vector, filters, dense_depth(top_k))?;
+                let dense = self.rank_dense(vector, filters, dense_depth(top_k), false)?;
                 let names = self.rank_names(text, filters, rrf);
                 self.fused([bm25, dense, names], rrf, top_k)
             }

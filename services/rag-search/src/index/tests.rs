@@ -542,3 +542,37 @@ fn an_interrupted_run_keeps_every_embedding_it_made() {
     assert_eq!((s.embeddings_reused, s.items_embedded), (64, 41));
     assert_eq!(index.embedded_count(), 105);
 }
+
+#[test]
+fn dense_alone_ranks_the_nearest_first_and_hybrid_s_dense_list_keeps_the_full_length_prior() {
+    let f = Fixture::new();
+    let long_body: String = (0..30).map(|i| format!("    let _v{i} = {i};\n")).collect();
+    f.write(
+        "src/extra.rs",
+        &format!("pub fn near() {{}}\n\npub fn far() {{\n{long_body}}}\n"),
+    );
+    let mut index = f.open_with(Some(DenseSpec {
+        model: "imported",
+        dims: 2,
+    }));
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    let id_of = |canon: &str| index.lookup_canon(canon, None)[0].id;
+    let (near, far) = (id_of("crate::extra::near"), id_of("crate::extra::far"));
+    // `near` is nearer (cosine 1 against 0.6), `far` 32 lines long: (1 + cos) / 2 = 1.0 and
+    // 0.8; with the full prior 1.0 and 0.8 × 32^0.2 = 1.6, with a quarter of it 0.8 × 32^0.05
+    // = 0.95.
+    assert!(index.set_vector(near, vec![1.0, 0.0]).unwrap());
+    assert!(index.set_vector(far, vec![0.6, 0.8]).unwrap());
+    let none = Filters::default();
+    let order = |found: Vec<Found<'_>>| -> Vec<(String, u32)> {
+        found
+            .into_iter()
+            .map(|f| (f.hit.record.item.name.clone(), f.dense_rank))
+            .collect()
+    };
+    let dense = index.search(Query::Dense(&[1.0, 0.0]), &none, 2).unwrap();
+    assert_eq!(order(dense), vec![("near".into(), 1), ("far".into(), 2)]);
+    let fused = index.rank_dense(&[1.0, 0.0], &none, 2, false).unwrap();
+    let names: Vec<&str> = fused.iter().map(|r| r.record.item.name.as_str()).collect();
+    assert_eq!(names, vec!["far", "near"]);
+}
