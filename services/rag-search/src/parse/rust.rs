@@ -299,35 +299,26 @@ impl Walker<'_> {
     /// `all(test, ..)`), or a test harness's (`#[test]`, `#[tokio::test]`,
     /// `#[tokio::test(flavor = ..)]`, `#[bench]`, `#[rstest]`, `#[test_case(..)]`).
     fn test_attributed(&self, node: Node<'_>, offset: usize) -> bool {
-        let mut prev = node.prev_sibling();
-        while let Some(p) = prev {
-            match p.kind() {
-                "attribute_item" => {
-                    let text = self.text(p, offset);
-                    if cfg::predicate_of(text).is_some_and(cfg::test_only) || is_test_harness(text)
-                    {
-                        return true;
-                    }
-                }
-                "line_comment" | "block_comment" => {}
-                _ => return false,
-            }
-            prev = p.prev_sibling();
-        }
-        false
+        self.any_attribute(node, offset, |text| {
+            cfg::predicate_of(text).is_some_and(cfg::test_only) || is_test_harness(text)
+        })
     }
 
     /// Whether one of the `#[cfg]` attributes directly above `node` leaves it out on this host.
     fn compiled_out(&self, node: Node<'_>, offset: usize) -> bool {
+        self.any_attribute(node, offset, |text| {
+            cfg::predicate_of(text).is_some_and(cfg::left_out)
+        })
+    }
+
+    /// Whether one of the attributes directly above `node` (comments between them allowed)
+    /// satisfies `wanted`, given its text.
+    fn any_attribute(&self, node: Node<'_>, offset: usize, wanted: impl Fn(&str) -> bool) -> bool {
         let mut prev = node.prev_sibling();
         while let Some(p) = prev {
             match p.kind() {
-                "attribute_item" => {
-                    if cfg::predicate_of(self.text(p, offset)).is_some_and(cfg::left_out) {
-                        return true;
-                    }
-                }
-                "line_comment" | "block_comment" => {}
+                "attribute_item" if wanted(self.text(p, offset)) => return true,
+                "attribute_item" | "line_comment" | "block_comment" => {}
                 _ => return false,
             }
             prev = p.prev_sibling();
