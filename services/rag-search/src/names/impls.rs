@@ -20,14 +20,12 @@ use crate::tokenize::word_parts;
 const MAX_STRENGTH: f32 = 1.0;
 
 /// The key of the type whose trait impl a method is in (`error` for `<Error as
-/// fmt::Display>::fmt`), with its trait's; none for other items.
-pub(super) fn impl_keys(qualname: &str) -> Option<(String, String)> {
+/// fmt::Display>::fmt`); none for other items.
+pub(super) fn impl_type_key(qualname: &str) -> Option<String> {
     if !qualname.starts_with('<') || !qualname.contains(" as ") {
         return None;
     }
-    let mut own = owners(qualname);
-    let (ty, tr) = (own.next()?, own.next()?);
-    Some((key(ty), key(tr)))
+    owners(qualname).next().map(key)
 }
 
 /// Words that say an impl is meant, wherever its type and trait are written.

@@ -169,7 +169,7 @@ impl NameIndex {
             .entry(key(&record.item.name))
             .or_default()
             .push(record.id);
-        if let Some((ty, _)) = impls::impl_keys(&record.item.qualname) {
+        if let Some(ty) = impls::impl_type_key(&record.item.qualname) {
             self.impl_methods.entry(ty).or_default().push(record.id);
         }
         let own = word_parts(&record.item.name);
@@ -194,7 +194,7 @@ impl NameIndex {
             self.paths.remove(record);
         }
         unlist(&mut self.by_key, key(&record.item.name), record.id);
-        if let Some((ty, _)) = impls::impl_keys(&record.item.qualname) {
+        if let Some(ty) = impls::impl_type_key(&record.item.qualname) {
             unlist(&mut self.impl_methods, ty, record.id);
         }
         let own = word_parts(&record.item.name);
