@@ -147,11 +147,12 @@ impl RelativeBias {
 
     /// The bias `[1, heads, tokens, tokens]`.
     fn forward(&self, tokens: usize, device: &candle_core::Device) -> Result<Tensor> {
+        // A bucket depends on the signed distance alone: one per distance, then laid out.
+        let last = tokens.saturating_sub(1);
+        let by_distance: Vec<u32> = (0..2 * last + 1).map(|d| self.bucket(last, d)).collect();
         let mut ids = Vec::with_capacity(tokens * tokens);
         for q in 0..tokens {
-            for k in 0..tokens {
-                ids.push(self.bucket(q, k));
-            }
+            ids.extend_from_slice(&by_distance[last - q..last - q + tokens]);
         }
         let ids = Tensor::from_vec(ids, (tokens, tokens), device)?;
         self.table
