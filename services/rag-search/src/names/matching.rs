@@ -8,10 +8,10 @@ use std::borrow::Cow;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
-    CODE_STRENGTH, CONTEXT, Fit, MAX_CONTEXT, MAX_RIVALS, NOT_AT_ROOT, NameIndex, OTHER_FORM,
-    OTHER_SPELLING, PART, PLURAL, QueryName, QueryNames, Resolved, impls, key_eq, kind_factor,
-    owners, paths,
+    CONTEXT, Fit, MAX_CONTEXT, MAX_RIVALS, NOT_AT_ROOT, NameIndex, OTHER_FORM, OTHER_SPELLING,
+    PART, PLURAL, QueryName, QueryNames, Resolved, apart, impls, kind_factor, owners, paths,
 };
+use crate::parse::Kind;
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
@@ -26,14 +26,14 @@ pub struct NameLayer<'a, 'r> {
 }
 
 /// What one name finds in one layer.
-struct Found<'a> {
+pub(super) struct Found<'a> {
     /// How many visible items it matched (by name, in another form, or at an aliased public
     /// path).
     shared_by: usize,
     form: f32,
     /// Whether the name's own key matched (then its spelling as written counts).
     as_keyed: bool,
-    candidates: Vec<Candidate<'a>>,
+    pub(super) candidates: Vec<Candidate<'a>>,
 }
 
 /// How a name matches an item's, best first.
@@ -50,15 +50,15 @@ enum Tier {
 }
 
 /// An item one of the query's names finds, before it is scored.
-struct Candidate<'a> {
-    record: &'a ItemRecord,
+pub(super) struct Candidate<'a> {
+    pub(super) record: &'a ItemRecord,
     /// Whether it belongs to a type.
-    owned: bool,
+    pub(super) owned: bool,
     /// How it fits the qualifiers written, or the types written apart from the name (none when
     /// neither are).
-    fit: Option<Fit>,
+    pub(super) fit: Option<Fit>,
     /// How many of the query's other words its path has.
-    context: usize,
+    pub(super) context: usize,
     /// Found at a public path under another name (an `as` alias), not by the name written.
     aliased: bool,
 }
@@ -77,16 +77,28 @@ pub fn matches_layers<'a>(
     let mut found: Vec<FxHashMap<u64, (&'a ItemRecord, f32)>> =
         layers.iter().map(|_| FxHashMap::default()).collect();
     let nothing = FxHashSet::default();
-    for (i, name) in query.names.iter().enumerate() {
-        let public = resolved.0.get(i).unwrap_or(&nothing);
-        // Every layer matches the name the way the best of them can (its key before a plural,
-        // another form or a part of a longer name), as one index of all their items would.
-        let tier = layers.iter().filter_map(|l| l.names.tier(name)).min();
-        let mut per_layer: Vec<Option<Found<'a>>> = layers
-            .iter()
-            .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
-            .collect();
-        qualify_by_types_apart(name, query, &mut per_layer);
+    // What each name finds in each layer.
+    let mut per_name: Vec<Vec<Option<Found<'a>>>> = query
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let public = resolved.0.get(i).unwrap_or(&nothing);
+            // Every layer matches the name the way the best of them can (its key before a
+            // plural, another form or a part of a longer name), as one index of all their
+            // items would.
+            let tier = layers.iter().filter_map(|l| l.names.tier(name)).min();
+            let mut per_layer: Vec<Option<Found<'a>>> = layers
+                .iter()
+                .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
+                .collect();
+            apart::qualify_by_types_apart(name, query, &mut per_layer);
+            apart::yield_public_path(name, &mut per_layer);
+            per_layer
+        })
+        .collect();
+    let modules = apart::qualify_by_modules_apart(query, &mut per_name);
+    for ((name, per_layer), module) in query.names.iter().zip(per_name).zip(modules) {
         // A name is shared by the items of every layer (a session's changed file counts once).
         let shared_by: usize = per_layer.iter().flatten().map(|f| f.shared_by).sum();
         // A qualified name (`fmt::Layer::on_record`) is shared only by the items its
@@ -136,7 +148,13 @@ pub fn matches_layers<'a>(
                 } else {
                     1.0
                 };
+                let as_module = if module && c.record.item.kind != Kind::Module {
+                    apart::MODULE_WRITTEN
+                } else {
+                    1.0
+                };
                 let score = name.strength
+                    * as_module
                     * form
                     * spelling
                     * specificity
@@ -204,7 +222,7 @@ impl NameIndex {
     /// What `name` finds here (in `tier`, the best any layer of the search matches it in):
     /// by its key (or a plural, another form, a part of a longer name), and at the public
     /// paths `public` under another name; none when nothing. Each item's fit is that of the
-    /// qualifiers written with the name ([`qualify_by_types_apart`] adds the types written
+    /// qualifiers written with the name ([`apart`] adds the types and modules written
     /// apart from it).
     fn find<'a>(
         &self,
@@ -311,96 +329,6 @@ impl NameIndex {
         }
         out
     }
-}
-
-/// A type written as code apart from an unqualified name written as code ("add `new` to
-/// `Route`"; not a plain word, which names less surely) is that name's qualifier when it is the
-/// own type (or trait) of an item the name finds in any layer: those items fit as
-/// `Route::new`'s would, the name's other items fit nothing. Not when the name is itself a
-/// type's, as written ("add `Route` to `Router`" means the type `Route`, not `Router::route`).
-fn qualify_by_types_apart(
-    name: &QueryName,
-    query: &QueryNames,
-    per_layer: &mut [Option<Found<'_>>],
-) {
-    if !name.qualifiers.is_empty() || name.strength < CODE_STRENGTH {
-        return;
-    }
-    let written = types_written(query, &name.key);
-    if written.is_empty() {
-        return;
-    }
-    let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
-    let names_a_type = name.spelled.as_deref().is_some_and(|spelled| {
-        spelled.starts_with(char::is_uppercase)
-            && candidates().any(|c| !c.owned && c.record.item.name == spelled)
-    });
-    if names_a_type {
-        return;
-    }
-    let apart: Vec<&str> = written
-        .into_iter()
-        .filter(|ty| candidates().any(|c| owned_by_any(c.record, &[ty])))
-        .collect();
-    if apart.is_empty() {
-        return;
-    }
-    // A type written is more specific than a trait written: where one candidate's own type
-    // is written (`BoxMakeWriter` in "`make_writer_for` in `BoxMakeWriter`", which also
-    // writes the trait `MakeWriter`), those reached only through their trait (its impls for
-    // other types, and the trait's own declaration of the method) fit by a qualifier in
-    // their path, not as their owner.
-    let traits: Vec<&str> = candidates()
-        .filter_map(|c| owners(&c.record.item.qualname).nth(1))
-        .collect();
-    let by_type = |record: &ItemRecord| {
-        type_of(record).is_some_and(|ty| is_one_of(ty, &apart) && !traits.contains(&ty))
-    };
-    let type_written = candidates().any(|c| by_type(c.record));
-    for c in per_layer
-        .iter_mut()
-        .flatten()
-        .flat_map(|f| &mut f.candidates)
-    {
-        c.fit = Some(if by_type(c.record) {
-            Fit::Owner
-        } else if owned_by_any(c.record, &apart) {
-            if type_written { Fit::Path } else { Fit::Owner }
-        } else {
-            Fit::Nothing
-        });
-    }
-}
-
-/// Whether the type (or trait) of one of the keys `types` is the item's own.
-fn owned_by_any(record: &ItemRecord, types: &[&str]) -> bool {
-    owners(&record.item.qualname).any(|o| is_one_of(o, types))
-}
-
-/// Whether `name` has one of the lookup keys `keys`.
-fn is_one_of(name: &str, keys: &[&str]) -> bool {
-    keys.iter().any(|k| key_eq(name, k))
-}
-
-/// The item's own type (`X` of `<X as Trait>::m`, or a trait's for its own methods).
-fn type_of(record: &ItemRecord) -> Option<&str> {
-    owners(&record.item.qualname).next()
-}
-
-/// The keys of the types a query writes as code apart from the name keyed `key` (`Route` in
-/// "add `new` to `Route`"): names spelled capitalised, without qualifiers.
-fn types_written<'q>(query: &'q QueryNames, key: &str) -> Vec<&'q str> {
-    query
-        .names
-        .iter()
-        .filter(|n| n.key != key && n.strength >= CODE_STRENGTH && n.qualifiers.is_empty())
-        .filter(|n| {
-            n.spelled
-                .as_deref()
-                .is_some_and(|s| s.starts_with(char::is_uppercase))
-        })
-        .map(|n| n.key.as_str())
-        .collect()
 }
 
 /// The candidates of one name, across layers (`(layer, candidate)`), that another of their

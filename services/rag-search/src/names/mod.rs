@@ -24,6 +24,7 @@ use crate::parse::{Kind, Reexport};
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
 
+mod apart;
 mod impls;
 mod matching;
 mod paths;
@@ -33,8 +34,9 @@ pub use matching::{NameLayer, matches_layers};
 pub use paths::head_of;
 pub(crate) use paths::path_of;
 use query::CODE_STRENGTH;
+pub(crate) use query::strip_commit_prefix;
 #[cfg(test)]
-use query::{CAPITALISED_STRENGTH, PHRASE_STRENGTH, WORD_STRENGTH, phrases, strip_commit_prefix};
+use query::{CAPITALISED_STRENGTH, PHRASE_STRENGTH, WORD_STRENGTH, phrases};
 pub use query::{QueryName, QueryNames, code_names, query_names};
 
 /// Factor when the query qualifies a name (`Type::method`) and the item's path has the

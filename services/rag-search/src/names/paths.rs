@@ -68,7 +68,7 @@ fn crate_key(name: &str) -> String {
 /// The segments of an item's module below its crate's root, for the languages whose
 /// re-exports are read: Rust (`crate::a::b` → `a`, `b`) and Python in a package
 /// (`requests.sessions` → `sessions`; the top package is the distribution's root).
-fn module_of(record: &ItemRecord) -> Option<Vec<&str>> {
+pub(super) fn module_of(record: &ItemRecord) -> Option<Vec<&str>> {
     let item = &record.item;
     let separator = match record.language.as_str() {
         "rust" => "::",

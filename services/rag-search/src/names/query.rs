@@ -197,10 +197,14 @@ fn names_in(text: &str) -> Vec<QueryName> {
         let run = &rest[start..start + run_len];
         let before = (offset + start).checked_sub(1).map(|i| bytes[i]);
         let after = bytes.get(offset + start + run_len).copied();
-        let as_code = before == Some(b'`')
-            || after == Some(b'(')
-            || after == Some(b'`')
-            || in_backticks(offset + start);
+        // A word of a hyphenated name (`env-filter`, `tokio-util`: a feature's, a package's, a
+        // flag's) names no item of the code, in backticks or not.
+        let hyphenated = before == Some(b'-') || after == Some(b'-');
+        let as_code = !hyphenated
+            && (before == Some(b'`')
+                || after == Some(b'(')
+                || after == Some(b'`')
+                || in_backticks(offset + start));
         let at_start = offset + start == 0;
         if let Some(name) = parse_run(run, as_code, at_start) {
             match names.iter_mut().find(|n| n.key == name.key) {
@@ -254,7 +258,7 @@ fn inline_code(text: &str) -> Vec<std::ops::Range<usize>> {
 
 /// A conventional-commit prefix (`fix(h1): `, `feat!: `) says what kind of change, not what
 /// it names.
-pub(super) fn strip_commit_prefix(text: &str) -> &str {
+pub(crate) fn strip_commit_prefix(text: &str) -> &str {
     let Some((head, rest)) = text.split_once(": ") else {
         return text;
     };

@@ -598,5 +598,6 @@ fn quoted_text_names_nothing() {
 }
 
 mod impls;
+mod modules_apart;
 mod public_paths;
 mod written_apart;

@@ -284,3 +284,39 @@ fn a_module_of_re_exports_only_and_a_changed_file_s_re_exports() {
     // A session's overlay changed src/prelude.rs: its old re-exports do not count.
     assert!(resolves(&index, "`k::prelude::Thing`", &|f| f == "src/prelude.rs").is_empty());
 }
+
+#[test]
+fn the_public_path_yields_to_the_words_of_another_items_path() {
+    let method = |id: u64, path: &str| {
+        let mut record = item(id, path, Kind::Method);
+        record.item.qualname = "RequestBuilder::from_parts".into();
+        record.item.crate_name = "reqwest".into();
+        record
+    };
+    let items = [
+        method(1, "crate::async_impl::request::RequestBuilder::from_parts"),
+        method(2, "crate::wasm::request::RequestBuilder::from_parts"),
+    ];
+    let mut index = indexed(&items);
+    index.set_reexports(
+        "src/lib.rs",
+        &[reexport(
+            "reqwest",
+            &[],
+            "RequestBuilder",
+            &["self", "async_impl", "request", "RequestBuilder"],
+        )],
+    );
+    // Nothing else said, the name is the re-exported one's.
+    let bare = found(&index, &items, "`RequestBuilder::from_parts`", ALL);
+    let ids = |found: &[(u64, f32)]| found.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    assert_eq!(ids(&bare), vec![1, 2], "{bare:?}");
+    // The query says wasm: the wasm one's path has more of its words.
+    let wasm = found(
+        &index,
+        &items,
+        "add `RequestBuilder::from_parts` for wasm targets",
+        ALL,
+    );
+    assert_eq!(ids(&wasm), vec![2, 1], "{wasm:?}");
+}
