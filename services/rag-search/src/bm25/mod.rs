@@ -449,7 +449,10 @@ impl Bm25 {
                 terms.push((short.as_str(), *weight));
             }
         }
+        // The verb a change is told with ("Remove unneeded lifetimes …") is no item's name.
+        let verb = lead::verb_tokens(query);
         for (token, weight) in terms {
+            let of_verb = verb.iter().any(|v| v == token);
             for (field, boost) in [
                 (f.name, b.name),
                 (f.path, b.path),
@@ -457,6 +460,11 @@ impl Bm25 {
                 (f.doc, b.doc),
                 (f.body, b.body),
             ] {
+                let boost = match of_verb {
+                    true if field == f.body => boost * lead::IN_BODY,
+                    true => boost * lead::ELSEWHERE,
+                    false => boost,
+                };
                 if boost <= 0.0 {
                     continue;
                 }
@@ -571,6 +579,7 @@ impl Bm25 {
 }
 
 mod expand;
+mod lead;
 mod quoted;
 mod schema;
 

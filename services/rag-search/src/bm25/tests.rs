@@ -292,3 +292,35 @@ fn quoted_text_ranks_the_innermost_holder_before_the_items_around_it() {
     raised.sort_unstable();
     assert_eq!(raised, [2, 3, 4, 5]);
 }
+
+#[test]
+fn the_verb_a_change_is_told_with_finds_no_item_by_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    bm.add(&doc(
+        1,
+        "src/map.rs",
+        "crate::map::Map::remove",
+        "pub fn remove(&mut self, key: &str) -> Option<Value> { self.map.remove(key) }",
+        Kind::Method,
+    ))
+    .unwrap();
+    bm.add(&doc(
+        2,
+        "src/value/mod.rs",
+        "crate::value::Value::pointer",
+        "pub fn pointer<'a>(&'a self, path: &str) -> Option<&'a Value> { self.get(path) }",
+        Kind::Method,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    let ids = |query: &str| -> Vec<u64> {
+        let hits = bm.search(query, &Filters::default(), 10).unwrap();
+        hits.iter().map(|h| h.id).collect()
+    };
+    // "Remove" says what was done to the pointer signatures; `Map::remove` is not meant.
+    assert_eq!(ids("Remove unneeded lifetimes from pointer"), vec![2, 1]);
+    // A doc sentence's "Removes", and the verb written elsewhere, count in full.
+    assert_eq!(ids("Removes unneeded lifetimes from pointer"), vec![1, 2]);
+    assert_eq!(ids("unneeded lifetimes: remove from pointer"), vec![1, 2]);
+}
