@@ -1,7 +1,8 @@
 //! What a query writes apart from a name that tells the name's items apart: a type written as
 //! code (`Route` in "add `new` to `Route`"), a module written as code ("`max_level_hint` in
-//! `reload`"), and its words against the public path a name resolves to ("for wasm targets"
-//! against `reqwest::RequestBuilder`, which is `async_impl`'s).
+//! `reload`"), a path told in words ("`execute` method on WASM client"), and its words against
+//! the public path a name resolves to ("for wasm targets" against `reqwest::RequestBuilder`,
+//! which is `async_impl`'s).
 
 use super::matching::{Candidate, Found};
 use super::{CODE_STRENGTH, Fit, QueryName, QueryNames, key_eq, owners, paths};
@@ -184,6 +185,57 @@ pub(super) fn qualify_by_modules_apart(
         }
     }
     as_module
+}
+
+/// A path told in words qualifies a name written as code: two words side by side (function
+/// words aside) that are, in that order, a module of an item's path and a module below it or
+/// its own type or trait ("`execute` method on WASM client" for `wasm::client::Client::execute`,
+/// "`collect_str` methods for Value serializer" for `value::ser::Serializer`'s). Those of the
+/// name's items fit by their path, the others fit nothing; not when every item or none is so
+/// told, nor when its items are told apart already (qualifiers, a type written apart).
+pub(super) fn qualify_by_words_before(
+    name: &QueryName,
+    query: &QueryNames,
+    per_layer: &mut [Option<Found<'_>>],
+) {
+    if !name.qualifiers.is_empty() || name.strength < CODE_STRENGTH {
+        return;
+    }
+    let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
+    if candidates().any(|c| c.fit.is_some()) {
+        return;
+    }
+    let told = |c: &Candidate<'_>| told_in_words(c.record, &query.order);
+    let count = candidates().filter(|c| told(c)).count();
+    if count == 0 || count == candidates().count() {
+        return;
+    }
+    for c in per_layer
+        .iter_mut()
+        .flatten()
+        .flat_map(|f| &mut f.candidates)
+    {
+        c.fit = Some(if told(c) { Fit::Path } else { Fit::Nothing });
+    }
+}
+
+/// Whether two keys side by side in `order` are a module of the item's path and, after it, a
+/// module below it or the item's own type or trait.
+fn told_in_words(record: &ItemRecord, order: &[(String, bool)]) -> bool {
+    let Some(module) = paths::module_of(record) else {
+        return false;
+    };
+    let owners: Vec<&str> = owners(&record.item.qualname).collect();
+    order.windows(2).any(|pair| {
+        let [(outer, _), (inner, _)] = pair else {
+            return false;
+        };
+        module.iter().enumerate().any(|(i, m)| {
+            key_eq(m, outer)
+                && (module.iter().skip(i + 1).any(|below| key_eq(below, inner))
+                    || owners.iter().any(|o| key_eq(o, inner)))
+        })
+    })
 }
 
 /// Whether the keys `segments` are a run of the item's module path (`wasm`, `multipart` of

@@ -93,6 +93,7 @@ pub fn matches_layers<'a>(
                 .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
                 .collect();
             apart::qualify_by_types_apart(name, query, &mut per_layer);
+            apart::qualify_by_words_before(name, query, &mut per_layer);
             apart::yield_public_path(name, &mut per_layer);
             per_layer
         })

@@ -1,4 +1,5 @@
-//! A module written as code apart from a name ("`max_level_hint` in `reload`") qualifies it.
+//! A module written as code apart from a name ("`max_level_hint` in `reload`"), or a path told
+//! in words ("`execute` method on WASM client"), qualifies it.
 
 use super::*;
 use crate::names::apart::MODULE_WRITTEN;
@@ -91,4 +92,29 @@ fn a_module_every_candidate_is_in_or_a_hyphenated_word_qualifies_nothing() {
     let feature = found(&index, &items, "use `Targets` if `env-filter` is off", ALL);
     let plain = found(&index, &items, "use `Targets` if env filter is off", ALL);
     assert_eq!(feature, plain);
+}
+
+#[test]
+fn a_path_told_in_words_before_a_type_qualifies_a_name() {
+    let items = [
+        method(1, "crate::async_impl::client", "Client::execute"),
+        method(2, "crate::wasm::client", "Client::execute"),
+        method(3, "crate::blocking::client", "Client::execute"),
+    ];
+    let index = indexed(&items);
+    // "WASM client": the module `wasm` and, below it, `client` (or the type `Client`). That
+    // one fits by its path, alone (x1.5); the others fit nothing (x0.4).
+    let told = "Make `execute` method on WASM client for compatibility with async_impl";
+    let written = found(&index, &items, told, ALL);
+    assert_eq!(ids(&written)[0], 2, "{written:?}");
+    let apart = 1.0 / (1.0 + 3f32.ln());
+    // `wasm`, `client` of its path are words of the query; `async_impl`'s two.
+    assert!((score(&written, 2) - QUALIFIED * (1.0 + 2.0 * CONTEXT)).abs() < 1e-6);
+    assert!(
+        (score(&written, 1) - OTHERWISE_QUALIFIED * apart * (1.0 + 3.0 * CONTEXT)).abs() < 1e-6
+    );
+    // The same words not side by side tell nothing: the path with the most of them leads.
+    let apart_words = "Make `execute` method on client for WASM, compatible with async_impl";
+    let scattered = found(&index, &items, apart_words, ALL);
+    assert_eq!(ids(&scattered), vec![1, 2, 3], "{scattered:?}");
 }
