@@ -190,9 +190,11 @@ pub(super) fn qualify_by_modules_apart(
 /// A path told in words qualifies a name written as code: two words side by side (function
 /// words aside) that are, in that order, a module of an item's path and a module below it or
 /// its own type or trait ("`execute` method on WASM client" for `wasm::client::Client::execute`,
-/// "`collect_str` methods for Value serializer" for `value::ser::Serializer`'s). Those of the
-/// name's items fit by their path, the others fit nothing; not when every item or none is so
-/// told, nor when its items are told apart already (qualifiers, a type written apart).
+/// "`collect_str` methods for Value serializer" for `value::ser::Serializer`'s). Where nothing
+/// qualified the name's items yet, those so told fit by their path and the others fit nothing;
+/// where a type written apart did ("`build` method on WASM `RequestBuilder`", every builder's
+/// `build` fitting as its owner's), those of the best fit not so told fit one step worse. Not
+/// when every item of that fit or none is so told.
 pub(super) fn qualify_by_words_before(
     name: &QueryName,
     query: &QueryNames,
@@ -202,20 +204,27 @@ pub(super) fn qualify_by_words_before(
         return;
     }
     let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
-    if candidates().any(|c| c.fit.is_some()) {
+    let Some(best) = candidates().map(|c| c.fit).min() else {
         return;
-    }
+    };
     let told = |c: &Candidate<'_>| told_in_words(c.record, &query.order);
-    let count = candidates().filter(|c| told(c)).count();
-    if count == 0 || count == candidates().count() {
+    let at_best = candidates().filter(|c| c.fit == best).count();
+    let count = candidates().filter(|c| c.fit == best && told(c)).count();
+    if count == 0 || count == at_best {
         return;
     }
     for c in per_layer
         .iter_mut()
         .flatten()
         .flat_map(|f| &mut f.candidates)
+        .filter(|c| c.fit == best)
     {
-        c.fit = Some(if told(c) { Fit::Path } else { Fit::Nothing });
+        c.fit = match (best, told(c)) {
+            (None, true) => Some(Fit::Path),
+            (None, false) => Some(Fit::Nothing),
+            (Some(_), true) => best,
+            (Some(fit), false) => Some(fit.worse()),
+        };
     }
 }
 

@@ -395,6 +395,16 @@ impl Fit {
         }
     }
 
+    /// The fit one step worse (nothing stays nothing).
+    fn worse(self) -> Self {
+        match self {
+            Self::Exact => Self::Whole,
+            Self::Whole => Self::Owner,
+            Self::Owner => Self::Path,
+            Self::Path | Self::Nothing => Self::Nothing,
+        }
+    }
+
     /// What a fit weighs; an exact path weighs what a whole one does (its own type named for a
     /// method, its module for a free item), and is told apart from those by being shared less.
     fn factor(self, owned: bool) -> f32 {

@@ -118,3 +118,32 @@ fn a_path_told_in_words_before_a_type_qualifies_a_name() {
     let scattered = found(&index, &items, apart_words, ALL);
     assert_eq!(ids(&scattered), vec![1, 2, 3], "{scattered:?}");
 }
+
+#[test]
+fn a_path_told_in_words_tells_apart_the_items_a_type_written_apart_left_alike() {
+    let items = [
+        method(1, "crate::async_impl::request", "RequestBuilder::build"),
+        method(2, "crate::wasm::request", "RequestBuilder::build"),
+        method(3, "crate::blocking::request", "RequestBuilder::build"),
+        method(4, "crate::async_impl::client", "ClientBuilder::build"),
+    ];
+    let index = indexed(&items);
+    // `RequestBuilder` owns three of the `build`s alike (x2, shared three ways); "WASM
+    // RequestBuilder" tells which: the other two fit one step worse, by their path (x1.5).
+    let query = "Introduce `build` method on WASM RequestBuilder for compatibility with async_impl";
+    let written = found(&index, &items, query, ALL);
+    assert_eq!(ids(&written)[0], 2, "{written:?}");
+    let context = |words: f32| 1.0 + words * CONTEXT;
+    // `wasm`, `request`, `builder` of its path are words of the query.
+    assert!((score(&written, 2) - OWNER_QUALIFIED * context(3.0)).abs() < 1e-6);
+    let three_ways = 1.0 / (1.0 + 3f32.ln());
+    assert!((score(&written, 1) - QUALIFIED * three_ways * context(4.0)).abs() < 1e-6);
+    // Without the words side by side, the three fit alike and `async_impl`'s words lead.
+    let plain = found(
+        &index,
+        &items,
+        "Introduce `build` on RequestBuilder for WASM, as async_impl",
+        ALL,
+    );
+    assert_eq!(ids(&plain)[0], 1, "{plain:?}");
+}
