@@ -42,7 +42,8 @@ const IMPL_WORDS: [&str; 6] = [
 /// each question is a lookup (a query of thousands of words must not cost a walk of them per
 /// candidate method).
 struct Written<'q> {
-    /// Strength by key of the names written alone.
+    /// Strength by key of the names written (alone, or ending a path: `Error` of
+    /// `hyper::Error`), not spelled in words.
     strength: FxHashMap<&'q str, f32>,
     /// Keys written capitalised at least once.
     capitalised: FxHashSet<&'q str>,
@@ -57,7 +58,7 @@ impl<'q> Written<'q> {
         let strength = query
             .names
             .iter()
-            .filter(|n| n.qualifiers.is_empty() && n.stems.is_none())
+            .filter(|n| n.stems.is_none())
             .map(|n| (n.key.as_str(), n.strength))
             .collect();
         let capitalised = query
@@ -85,8 +86,7 @@ impl<'q> Written<'q> {
         }
     }
 
-    /// Whether the names keyed `a` and `b` are written as one impl: both written alone and
-    /// capitalised, next to each other or in a query that says `impl`.
+    /// Whether the names keyed `a` and `b` are written as one impl: both names, capitalised, next to each other or in a query that says `impl`.
     fn as_one(&self, a: &str, b: &str) -> bool {
         self.strength.contains_key(b)
             && self.capitalised.contains(a)

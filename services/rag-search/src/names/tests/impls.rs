@@ -197,3 +197,24 @@ fn a_query_of_thousands_of_capitalised_words_still_finds_the_impl_it_names() {
         .collect();
     assert_eq!(ids, vec![2, 1]);
 }
+
+#[test]
+fn a_type_also_written_with_a_path_still_names_the_impl() {
+    let items = [
+        item(1, "crate::error::Error", Kind::Struct),
+        method(2, "crate::error", "<Error as fmt::Display>::fmt"),
+        method(3, "crate::error", "<Error as fmt::Debug>::fmt"),
+    ];
+    let index = indexed(&items);
+    // `hyper::Error` is the strongest writing of `Error` (code), and a path: "Debug for
+    // Error" still says the impl. Its methods' score is the pair's, capped at a code name's.
+    let written = found(
+        &index,
+        &items,
+        "refactor(error): update Debug for Error to output 'hyper::Error'",
+        ALL,
+    );
+    assert_eq!(written.first().map(|(id, _)| *id), Some(3), "{written:?}");
+    let impl_score = written.iter().find(|(id, _)| *id == 3).map(|(_, s)| *s);
+    assert_eq!(impl_score, Some(1.0), "{written:?}");
+}
