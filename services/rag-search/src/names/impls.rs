@@ -86,7 +86,8 @@ impl<'q> Written<'q> {
         }
     }
 
-    /// Whether the names keyed `a` and `b` are written as one impl: both names, capitalised, next to each other or in a query that says `impl`.
+    /// Whether the names keyed `a` and `b` are written as one impl: both names, capitalised,
+    /// next to each other or in a query that says `impl`.
     fn as_one(&self, a: &str, b: &str) -> bool {
         self.strength.contains_key(b)
             && self.capitalised.contains(a)
@@ -96,8 +97,8 @@ impl<'q> Written<'q> {
 }
 
 /// Adds to `found` (per layer, as [`super::matches_layers`] fills it) the methods of the trait
-/// impls the query names by type and trait — two of its names, each written alone, as one
-/// impl ([`written_as_one`]) — each scored as a name of the pair's strength shared by the
+/// impls the query names by type and trait — two of its names written as one impl
+/// ([`Written::as_one`]) — each scored as a name of the pair's strength shared by the
 /// methods of its impl, with the query's other words in its path as context; an item already
 /// found keeps the better of its scores. A type implementing a trait of its own name is left
 /// out: one name written cannot tell the two apart.
