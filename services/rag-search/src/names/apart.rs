@@ -4,8 +4,10 @@
 //! the public path a name resolves to ("for wasm targets" against `reqwest::RequestBuilder`,
 //! which is `async_impl`'s).
 
-use super::matching::{Candidate, Found};
-use super::{CODE_STRENGTH, Fit, QueryName, QueryNames, key_eq, owners, paths};
+use super::matching::Found;
+use rustc_hash::FxHashSet;
+
+use super::{CODE_STRENGTH, Fit, QueryName, QueryNames, key, key_eq, owners, paths};
 use crate::record::ItemRecord;
 
 /// What a name written as a module ([`qualify_by_modules_apart`]) counts for its own items
@@ -22,7 +24,7 @@ pub(super) fn qualify_by_types_apart(
     query: &QueryNames,
     per_layer: &mut [Option<Found<'_>>],
 ) {
-    if !name.qualifiers.is_empty() || name.strength < CODE_STRENGTH {
+    if !bare_code(name) {
         return;
     }
     let written = types_written(query, &name.key);
@@ -133,55 +135,62 @@ pub(super) fn yield_public_path(name: &QueryName, per_layer: &mut [Option<Found<
 /// `max_level_hint` in `reload`", "`fn headers` for `wasm::multipart`") qualifies that name
 /// when some of its items are in that module and some are not: those fit by their path, the
 /// others fit nothing (as a type written apart qualifies, [`qualify_by_types_apart`]). Not
-/// when the name's items are told apart already (qualifiers, a type written apart). Returns,
-/// for each of the query's names, whether it was so written as a module: then it counts less
-/// for its own items that are not modules ([`MODULE_WRITTEN`]).
+/// when the name's items are told apart already (qualifiers, a type written apart, a path told
+/// in words). Returns, for each of the query's names, whether it was so written as a module:
+/// then it counts less for its own items that are not modules ([`MODULE_WRITTEN`]).
 pub(super) fn qualify_by_modules_apart(
     query: &QueryNames,
     per_name: &mut [Vec<Option<Found<'_>>>],
 ) -> Vec<bool> {
     let mut as_module = vec![false; query.names.len()];
-    for (m, module) in query.names.iter().enumerate() {
-        // Modules are written in lower case.
-        let lower = module
-            .spelled
-            .as_deref()
-            .is_some_and(|s| s.starts_with(|c: char| c.is_lowercase()));
-        if module.strength < CODE_STRENGTH || !lower {
+    // The modules written: names written as code in lower case, as runs of keys.
+    let modules: Vec<(usize, Vec<&str>)> = query
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| {
+            m.strength >= CODE_STRENGTH
+                && m.spelled
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with(|c: char| c.is_lowercase()))
+        })
+        .map(|(i, m)| {
+            let run = m.qualifiers.iter().map(String::as_str);
+            (i, run.chain([m.key.as_str()]).collect())
+        })
+        .collect();
+    if modules.is_empty() {
+        return as_module;
+    }
+    for (n, (name, per_layer)) in query.names.iter().zip(per_name.iter_mut()).enumerate() {
+        let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
+        if !bare_code(name) || candidates().any(|c| c.fit.is_some()) {
             continue;
         }
-        let segments: Vec<&str> = module
-            .qualifiers
+        // Each item's module path, as keys, read once.
+        let paths: Vec<Vec<String>> = candidates().map(|c| module_keys(c.record)).collect();
+        let Some((m, inside)) = modules
             .iter()
-            .map(String::as_str)
-            .chain([module.key.as_str()])
-            .collect();
-        for (n, name) in query.names.iter().enumerate() {
-            if n == m || name.strength < CODE_STRENGTH || !name.qualifiers.is_empty() {
-                continue;
-            }
-            let Some(per_layer) = per_name.get_mut(n) else {
-                continue;
-            };
-            let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
-            if candidates().any(|c| c.fit.is_some()) {
-                continue;
-            }
-            let inside = |c: &Candidate<'_>| in_module(c.record, &segments);
-            let count = candidates().filter(|c| inside(c)).count();
-            if count == 0 || count == candidates().count() {
-                continue;
-            }
-            for c in per_layer
-                .iter_mut()
-                .flatten()
-                .flat_map(|f| &mut f.candidates)
-            {
-                c.fit = Some(if inside(c) { Fit::Path } else { Fit::Nothing });
-            }
-            if let Some(flag) = as_module.get_mut(m) {
-                *flag = true;
-            }
+            .filter(|(m, _)| *m != n)
+            .map(|(m, run)| {
+                (
+                    *m,
+                    paths.iter().map(|p| has_run(p, run)).collect::<Vec<_>>(),
+                )
+            })
+            .find(|(_, inside)| inside.contains(&true) && inside.contains(&false))
+        else {
+            continue;
+        };
+        let all = per_layer
+            .iter_mut()
+            .flatten()
+            .flat_map(|f| &mut f.candidates);
+        for (c, inside) in all.zip(inside) {
+            c.fit = Some(if inside { Fit::Path } else { Fit::Nothing });
+        }
+        if let Some(flag) = as_module.get_mut(m) {
+            *flag = true;
         }
     }
     as_module
@@ -200,26 +209,36 @@ pub(super) fn qualify_by_words_before(
     query: &QueryNames,
     per_layer: &mut [Option<Found<'_>>],
 ) {
-    if !name.qualifiers.is_empty() || name.strength < CODE_STRENGTH {
+    if !bare_code(name) {
         return;
     }
     let candidates = || per_layer.iter().flatten().flat_map(|f| &f.candidates);
     let Some(best) = candidates().map(|c| c.fit).min() else {
         return;
     };
-    let told = |c: &Candidate<'_>| told_in_words(c.record, &query.order);
+    // The keys written side by side, in order, gathered once.
+    let pairs: FxHashSet<(&str, &str)> = query
+        .order
+        .windows(2)
+        .filter_map(|pair| match pair {
+            [(outer, _), (inner, _)] => Some((outer.as_str(), inner.as_str())),
+            _ => None,
+        })
+        .collect();
+    let told: Vec<bool> = candidates()
+        .map(|c| c.fit == best && told_in_words(c.record, &pairs))
+        .collect();
     let at_best = candidates().filter(|c| c.fit == best).count();
-    let count = candidates().filter(|c| c.fit == best && told(c)).count();
+    let count = told.iter().filter(|t| **t).count();
     if count == 0 || count == at_best {
         return;
     }
-    for c in per_layer
+    let all = per_layer
         .iter_mut()
         .flatten()
-        .flat_map(|f| &mut f.candidates)
-        .filter(|c| c.fit == best)
-    {
-        c.fit = match (best, told(c)) {
+        .flat_map(|f| &mut f.candidates);
+    for (c, told) in all.zip(told).filter(|(c, _)| c.fit == best) {
+        c.fit = match (best, told) {
             (None, true) => Some(Fit::Path),
             (None, false) => Some(Fit::Nothing),
             (Some(_), true) => best,
@@ -228,31 +247,37 @@ pub(super) fn qualify_by_words_before(
     }
 }
 
-/// Whether two keys side by side in `order` are a module of the item's path and, after it, a
-/// module below it or the item's own type or trait.
-fn told_in_words(record: &ItemRecord, order: &[(String, bool)]) -> bool {
-    let Some(module) = paths::module_of(record) else {
-        return false;
-    };
-    let owners: Vec<&str> = owners(&record.item.qualname).collect();
-    order.windows(2).any(|pair| {
-        let [(outer, _), (inner, _)] = pair else {
-            return false;
-        };
-        module.iter().enumerate().any(|(i, m)| {
-            key_eq(m, outer)
-                && (module.iter().skip(i + 1).any(|below| key_eq(below, inner))
-                    || owners.iter().any(|o| key_eq(o, inner)))
-        })
+/// A name written as code without qualifiers: the one a type, a module or words written apart
+/// can qualify.
+fn bare_code(name: &QueryName) -> bool {
+    name.qualifiers.is_empty() && name.strength >= CODE_STRENGTH
+}
+
+/// Whether a pair of keys written side by side (`pairs`) is a module of the item's path and,
+/// after it, a module below it or the item's own type or trait.
+fn told_in_words(record: &ItemRecord, pairs: &FxHashSet<(&str, &str)>) -> bool {
+    let module = module_keys(record);
+    let owners: Vec<String> = owners(&record.item.qualname).map(key).collect();
+    module.iter().enumerate().any(|(i, outer)| {
+        let below = module.iter().skip(i + 1).chain(&owners);
+        below
+            .into_iter()
+            .any(|inner| pairs.contains(&(outer.as_str(), inner.as_str())))
     })
 }
 
-/// Whether the keys `segments` are a run of the item's module path (`wasm`, `multipart` of
-/// `crate::wasm::multipart`).
-fn in_module(record: &ItemRecord, segments: &[&str]) -> bool {
-    paths::module_of(record).is_some_and(|module| {
-        module
-            .windows(segments.len())
-            .any(|run| run.iter().zip(segments).all(|(s, k)| key_eq(s, k)))
-    })
+/// The keys of an item's module path below its crate's root (`wasm`, `multipart` of
+/// `crate::wasm::multipart`); none for languages whose modules are not read.
+fn module_keys(record: &ItemRecord) -> Vec<String> {
+    paths::module_of(record)
+        .map(|module| module.into_iter().map(key).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the keys `run` follow each other in `path`.
+fn has_run(path: &[String], run: &[&str]) -> bool {
+    !run.is_empty()
+        && path
+            .windows(run.len())
+            .any(|w| w.iter().zip(run).all(|(p, r)| p == r))
 }
