@@ -10,10 +10,11 @@
 //! one. Among items sharing a name, the one whose path holds more of the query's other words
 //! (`blocking` in "add bytes to blocking::Response") wins, and an item at the very path written
 //! — canonical, or public through its crate's re-exports ([`paths`]: `reqwest::Client::get`) —
-//! fits best (a type written as code apart from the name qualifies it as well: `Route` in
-//! "add `new` to `Route`"); among items the query does not tell apart, the one whose type its
-//! crate's root binds comes first (`reqwest::Body`'s `as_bytes`). Scoring, in one index or
-//! across a session's layers: [`matching`]. The constants were chosen on ../shared/eval
+//! fits best (a type or a module written as code apart from the name qualifies it as well, and
+//! so does a path told in words: `Route` in "add `new` to `Route`", `reload` in
+//! "`max_level_hint` in `reload`", "WASM client"; [`apart`]); among items the query does not
+//! tell apart, the one whose type its crate's root binds comes first (`reqwest::Body`'s
+//! `as_bytes`). Scoring, in one index or across a session's layers: [`matching`]. The constants were chosen on ../shared/eval
 //! (docs/RETRIEVAL.md, "Names").
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
