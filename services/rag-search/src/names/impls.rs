@@ -9,6 +9,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::matching::NameLayer;
+use super::query::CAPITALISED_STRENGTH;
 use super::{CONTEXT, MAX_CONTEXT, QueryNames, key, key_chars, kind_factor, owners};
 use crate::record::ItemRecord;
 use crate::tokenize::word_parts;
@@ -55,17 +56,27 @@ struct Written<'q> {
 
 impl<'q> Written<'q> {
     fn of(query: &'q QueryNames) -> Self {
-        let strength = query
-            .names
-            .iter()
-            .filter(|n| n.stems.is_none())
-            .map(|n| (n.key.as_str(), n.strength))
-            .collect();
-        let capitalised = query
+        let capitalised: FxHashSet<&str> = query
             .order
             .iter()
             .filter(|(_, cap)| *cap)
             .map(|(w, _)| w.as_str())
+            .collect();
+        // A word capitalised only as a sentence's first ("Display for Error shows …") counts
+        // as a capitalised word here: beside another type, as one impl, it is a type too.
+        let strength = query
+            .names
+            .iter()
+            .filter(|n| n.stems.is_none())
+            .map(|n| {
+                let key = n.key.as_str();
+                let at_least = if capitalised.contains(key) {
+                    CAPITALISED_STRENGTH
+                } else {
+                    0.0
+                };
+                (key, n.strength.max(at_least))
+            })
             .collect();
         let mut adjacent = FxHashSet::default();
         for pair in query.order.windows(2) {

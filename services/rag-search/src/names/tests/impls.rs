@@ -27,12 +27,12 @@ fn a_type_and_a_trait_written_together_find_the_methods_of_that_impl() {
         method(5, "crate::other", "<Other as fmt::Display>::fmt"),
     ];
     let index = indexed(&items);
-    // "Display" opens the sentence (a plain word, 0.1), "Error" is capitalised (0.3): the pair
-    // counts 0.4, for the one method of that impl. The type alone counts 0.3, halved as no
-    // function. Neither the other trait's impl of the type nor the trait's impl for another
-    // type is found.
+    // "Display" opens the sentence (alone a plain word, 0.1), but as one impl with "Error"
+    // (capitalised, 0.3) it counts as capitalised too: the pair counts 0.6, for the one method
+    // of that impl. The type alone counts 0.3, halved as no function. Neither the other
+    // trait's impl of the type nor the trait's impl for another type is found.
     let want = vec![
-        (2, WORD_STRENGTH + CAPITALISED_STRENGTH),
+        (2, CAPITALISED_STRENGTH + CAPITALISED_STRENGTH),
         (1, CAPITALISED_STRENGTH * NOT_A_FUNCTION),
     ];
     assert_eq!(
