@@ -204,9 +204,10 @@ pub(super) fn qualify_by_modules_apart(
 /// where a type written apart did ("`build` method on WASM `RequestBuilder`", every builder's
 /// `build` fitting as its owner's), those of the best fit not so told fit one step worse. Not
 /// when every item of that fit or none is so told.
-pub(super) fn qualify_by_words_before(
+pub(super) fn qualify_by_words_before<'q>(
     name: &QueryName,
-    query: &QueryNames,
+    query: &'q QueryNames,
+    side_by_side: &SideBySide<'q>,
     per_layer: &mut [Option<Found<'_>>],
 ) {
     if !bare_code(name) {
@@ -216,17 +217,18 @@ pub(super) fn qualify_by_words_before(
     let Some(best) = candidates().map(|c| c.fit).min() else {
         return;
     };
-    // The keys written side by side, in order, gathered once.
-    let pairs: FxHashSet<(&str, &str)> = query
-        .order
-        .windows(2)
-        .filter_map(|pair| match pair {
-            [(outer, _), (inner, _)] => Some((outer.as_str(), inner.as_str())),
-            _ => None,
-        })
-        .collect();
+    let pairs = side_by_side.get_or_init(|| {
+        query
+            .order
+            .windows(2)
+            .filter_map(|pair| match pair {
+                [(outer, _), (inner, _)] => Some((outer.as_str(), inner.as_str())),
+                _ => None,
+            })
+            .collect()
+    });
     let told: Vec<bool> = candidates()
-        .map(|c| c.fit == best && told_in_words(c.record, &pairs))
+        .map(|c| c.fit == best && told_in_words(c.record, pairs))
         .collect();
     let at_best = candidates().filter(|c| c.fit == best).count();
     let count = told.iter().filter(|t| **t).count();
@@ -246,6 +248,10 @@ pub(super) fn qualify_by_words_before(
         };
     }
 }
+
+/// The query's keys written side by side, in order (function words aside): gathered once per
+/// query, when a name first asks ([`qualify_by_words_before`]).
+pub(super) type SideBySide<'q> = std::cell::OnceCell<FxHashSet<(&'q str, &'q str)>>;
 
 /// A name written as code without qualifiers: the one a type, a module or words written apart
 /// can qualify.

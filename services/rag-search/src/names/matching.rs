@@ -77,6 +77,7 @@ pub fn matches_layers<'a>(
     let mut found: Vec<FxHashMap<u64, (&'a ItemRecord, f32)>> =
         layers.iter().map(|_| FxHashMap::default()).collect();
     let nothing = FxHashSet::default();
+    let side_by_side = apart::SideBySide::default();
     // What each name finds in each layer.
     let mut per_name: Vec<Vec<Option<Found<'a>>>> = query
         .names
@@ -93,7 +94,7 @@ pub fn matches_layers<'a>(
                 .map(|layer| layer.names.find(name, tier, public, query, (layer, passes)))
                 .collect();
             apart::qualify_by_types_apart(name, query, &mut per_layer);
-            apart::qualify_by_words_before(name, query, &mut per_layer);
+            apart::qualify_by_words_before(name, query, &side_by_side, &mut per_layer);
             apart::yield_public_path(name, &mut per_layer);
             per_layer
         })
