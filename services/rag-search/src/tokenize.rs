@@ -42,8 +42,28 @@ fn stem(part: &str) -> String {
     if part.len() <= 3 || !part.chars().all(|c| c.is_ascii_alphabetic()) {
         return part.to_owned();
     }
-    STEMMER.stem(part).into_owned()
+    // A query's words are stemmed three times (BM25 terms, names, phrases) and a corpus says
+    // the same words over and over: stems are remembered per thread, up to STEMS_KEPT words
+    // (forgotten all at once when full).
+    thread_local! {
+        static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> =
+            std::cell::RefCell::default();
+    }
+    STEMS.with_borrow_mut(|stems| {
+        if let Some(stem) = stems.get(part) {
+            return String::from(&**stem);
+        }
+        let stem = STEMMER.stem(part).into_owned();
+        if stems.len() >= STEMS_KEPT {
+            stems.clear();
+        }
+        stems.insert(part.into(), stem.as_str().into());
+        stem
+    })
 }
+
+/// Words whose stems a thread remembers ([`stem`]): a few hundred KiB at most per thread.
+const STEMS_KEPT: usize = 4096;
 
 /// English function words dropped from queries (not from the index): they match comments
 /// everywhere and only add noise to a ranking.
