@@ -6,16 +6,16 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
-use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Value};
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::parse::Kind;
 use crate::tokenize::{CodeTokenizer, code_tokens};
-use schema::{DOCSTORE_BLOCK_BYTES, Fields, schema, settings};
+use schema::{DOCSTORE_BLOCK_BYTES, DOCSTORE_COMPRESSION, Fields, schema, settings};
 
 /// Name of the code tokenizer in the tantivy index.
 const TOKENIZER: &str = "code";
@@ -245,8 +245,13 @@ impl Bm25 {
         let builder = || Index::builder().schema(schema.clone()).settings(settings());
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
         let opened = match builder().open_or_create(directory) {
-            Ok(index) if index.settings().docstore_blocksize == DOCSTORE_BLOCK_BYTES => Ok(index),
-            Ok(_) => Err("doc-store blocks of another size".to_owned()),
+            Ok(index)
+                if index.settings().docstore_blocksize == DOCSTORE_BLOCK_BYTES
+                    && index.settings().docstore_compression == DOCSTORE_COMPRESSION =>
+            {
+                Ok(index)
+            }
+            Ok(_) => Err("doc-store blocks of another size or compression".to_owned()),
             Err(tantivy::TantivyError::SchemaError(reason)) => Err(reason),
             Err(e) => return Err(e.into()),
         };
@@ -535,23 +540,6 @@ impl Bm25 {
             .collect())
     }
 
-    /// Source texts of items by id, found with one search for all of them.
-    pub fn texts(&self, ids: &[u64]) -> Result<FxHashMap<u64, String>, Bm25Error> {
-        let f = self.fields;
-        let searcher = self.reader.searcher();
-        let query = any_of(ids.iter().map(|id| Term::from_field_u64(f.id, *id)));
-        let mut out = FxHashMap::with_capacity_and_hasher(ids.len(), Default::default());
-        for address in searcher.search(&query, &DocSetCollector)? {
-            let doc: TantivyDocument = searcher.doc(address)?;
-            let id = doc.get_first(f.id).and_then(|v| v.as_u64());
-            let text = doc.get_first(f.text).and_then(|v| v.as_str());
-            if let (Some(id), Some(text)) = (id, text) {
-                out.insert(id, text.to_owned());
-            }
-        }
-        Ok(out)
-    }
-
     /// The index handle (for tests and tooling).
     pub fn index(&self) -> &Index {
         &self.index
@@ -582,6 +570,7 @@ mod expand;
 mod lead;
 mod quoted;
 mod schema;
+mod stored;
 
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@ use tantivy::IndexSettings;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
+use tantivy::store::Compressor;
 
 use super::TOKENIZER;
 
@@ -56,10 +57,17 @@ pub(super) fn schema() -> (Schema, Fields) {
 /// largest single cost of a BM25 search (docs/PERFORMANCE.md); an item's text is ~1 KiB.
 pub(super) const DOCSTORE_BLOCK_BYTES: usize = 4096;
 
+/// How stored text is compressed: not at all. Reading a hit's text decompressed a whole block
+/// (~10k instructions of lz4 per hit, the largest cost of a BM25 search after tantivy's own
+/// ranking); uncompressed, the `.store` file is ~2.5x larger (tokio: 2.99 -> ~7 MB, mapped, not
+/// read into memory) and a read is one copy (docs/PERFORMANCE.md).
+pub(super) const DOCSTORE_COMPRESSION: Compressor = Compressor::None;
+
 /// The index's settings (made when it is created; an index made with others is started over).
 pub(super) fn settings() -> IndexSettings {
     IndexSettings {
         docstore_blocksize: DOCSTORE_BLOCK_BYTES,
+        docstore_compression: DOCSTORE_COMPRESSION,
         ..IndexSettings::default()
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use rustc_hash::FxHashMap;
 use tantivy::schema::{INDEXED, STORED, Schema};
 
 fn doc<'a>(id: u64, file: &'a str, name: &'a str, body: &'a str, kind: Kind) -> Bm25Doc<'a> {
@@ -323,4 +324,75 @@ fn the_verb_a_change_is_told_with_finds_no_item_by_its_name() {
     // A doc sentence's "Removes", and the verb written elsewhere, count in full.
     assert_eq!(ids("Removes unneeded lifetimes from pointer"), vec![1, 2]);
     assert_eq!(ids("unneeded lifetimes: remove from pointer"), vec![1, 2]);
+}
+
+#[test]
+fn an_index_with_a_compressed_doc_store_is_started_over() {
+    // Written before the doc store was left uncompressed: same schema and blocks, lz4.
+    let dir = tempfile::tempdir().unwrap();
+    let compressed = tantivy::IndexSettings {
+        docstore_compression: tantivy::store::Compressor::default(),
+        ..schema::settings()
+    };
+    assert_ne!(
+        compressed.docstore_compression,
+        schema::DOCSTORE_COMPRESSION
+    );
+    let old = Index::builder()
+        .schema(schema().0)
+        .settings(compressed)
+        .create_in_dir(dir.path())
+        .unwrap();
+    drop(old);
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(
+        bm.index().settings().docstore_compression,
+        schema::DOCSTORE_COMPRESSION
+    );
+    bm.add(&doc(1, "src/a.rs", "a", "fn a() {}", Kind::Function))
+        .unwrap();
+    bm.commit().unwrap();
+    drop(bm);
+    // Reopened as it was written, its documents kept.
+    let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(bm.num_docs(), 1);
+    assert_eq!(bm.texts(&[1]).unwrap()[&1], "fn a() {}");
+}
+
+#[test]
+fn texts_are_read_by_id_from_live_documents_of_every_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    // Three segments: the first item's document is deleted and its id written again later
+    // (the file changed), the second's is deleted for good.
+    bm.add(&doc(1, "src/a.rs", "a", "fn a() { old() }", Kind::Function))
+        .unwrap();
+    bm.add(&doc(2, "src/b.rs", "b", "fn b() {}", Kind::Function))
+        .unwrap();
+    bm.commit().unwrap();
+    bm.add(&doc(
+        3,
+        "src/c.rs",
+        "c",
+        "fn c() { ünïcode() }",
+        Kind::Function,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    bm.remove_file("src/a.rs");
+    bm.remove_file("src/b.rs");
+    bm.add(&doc(1, "src/a.rs", "a", "fn a() { new() }", Kind::Function))
+        .unwrap();
+    bm.commit().unwrap();
+    bm.reload().unwrap();
+
+    let texts = bm.texts(&[3, 1, 2, 99, 1]).unwrap();
+    let expected: FxHashMap<u64, String> = [
+        (1, "fn a() { new() }".to_owned()),
+        (3, "fn c() { ünïcode() }".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(texts, expected);
+    assert!(bm.texts(&[]).unwrap().is_empty());
 }
