@@ -8,6 +8,7 @@
 //!   cargo bench -p ploke-rag-search --bench load -- --workspace DIR --queries FILE
 //!       (paths absolute: cargo runs benches in the package's directory)
 //!       [--embed-model DIR] [--data-dir DIR] [--calls N] [--concurrency 1,2,4,8]
+//!       [--strategies bm25,hybrid] [--server BINARY]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -44,6 +45,13 @@ struct Args {
     /// Requests in flight, one row each.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
     concurrency: Vec<usize>,
+    /// Server binary to run instead of this build's (another commit's, to compare in one
+    /// run; a script running it under valgrind: `scripts/bench-instructions`).
+    #[arg(long)]
+    server: Option<PathBuf>,
+    /// Strategies measured after the health Check (bm25, hybrid; hybrid needs a model).
+    #[arg(long, value_delimiter = ',', default_value = "bm25,hybrid")]
+    strategies: Vec<String>,
     /// cargo bench passes --bench.
     #[arg(long, hide = true)]
     bench: bool,
@@ -191,12 +199,15 @@ async fn main() -> anyhow::Result<()> {
     let config = temp.path().join("ploke.toml");
     std::fs::write(&config, "[rag_search]\nwatch = false\n")?;
     let config = config.display().to_string();
-    let server = common::start_server(
-        &root,
-        &data.join("rag"),
+    let (rag, model, flags) = (
+        data.join("rag"),
         args.embed_model.as_deref(),
-        &["--config", &config],
-    )?;
+        ["--config", config.as_str()],
+    );
+    let server = match &args.server {
+        Some(binary) => common::start_server_binary(binary, &root, &rag, model, &flags)?,
+        None => common::start_server(&root, &rag, model, &flags)?,
+    };
     let pid = server.pid().to_string();
     let channel = Channel::from_shared(server.url())?.connect().await?;
     let started = Instant::now();
@@ -221,11 +232,12 @@ async fn main() -> anyhow::Result<()> {
         if summary.dense_available { "on" } else { "off" },
     );
 
-    let mut calls = vec![
-        ("health Check (floor)", Call::Health),
-        ("BM25", Call::Search(Strategy::Bm25)),
-    ];
-    if args.embed_model.is_some() {
+    let wants = |s: &str| args.strategies.iter().any(|w| w.eq_ignore_ascii_case(s));
+    let mut calls = vec![("health Check (floor)", Call::Health)];
+    if wants("bm25") {
+        calls.push(("BM25", Call::Search(Strategy::Bm25)));
+    }
+    if wants("hybrid") && args.embed_model.is_some() {
         calls.push(("HYBRID", Call::Search(Strategy::Hybrid)));
     }
     println!(

@@ -14,6 +14,24 @@ pub fn start_server(
     embed_model: Option<&Path>,
     extra: &[&str],
 ) -> anyhow::Result<RunningBinary> {
+    start_server_binary(
+        Path::new(env!("CARGO_BIN_EXE_ploke-rag-search")),
+        workspace,
+        data_dir,
+        embed_model,
+        extra,
+    )
+}
+
+/// [`start_server`] with another build of the server, or a script that runs it (another
+/// commit's binary to compare against; valgrind around it: `scripts/bench-instructions`).
+pub fn start_server_binary(
+    binary: &Path,
+    workspace: &Path,
+    data_dir: &Path,
+    embed_model: Option<&Path>,
+    extra: &[&str],
+) -> anyhow::Result<RunningBinary> {
     let mut flags = vec![
         "--workspace".to_owned(),
         workspace.display().to_string(),
@@ -25,9 +43,10 @@ pub fn start_server(
     }
     flags.extend(extra.iter().map(|f| (*f).to_owned()));
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    // Under valgrind the server starts ~50x slower.
     Ok(RunningBinary::start(
-        Path::new(env!("CARGO_BIN_EXE_ploke-rag-search")),
+        binary,
         &flags,
-        Duration::from_secs(120),
+        Duration::from_secs(600),
     )?)
 }
