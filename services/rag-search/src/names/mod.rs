@@ -128,8 +128,13 @@ pub struct NameIndex {
 /// What [`NameIndex::at_root_unhidden`] answered per type (or free item) since the index last
 /// changed: searches ask it of the same types again and again, and each answer walks
 /// re-exports. (Keyed by path, not item id: a session's overlay numbers its items apart.)
+/// The base's answers are also kept per item id ([`NameIndex::at_root_of_base`]): finding an
+/// item's type path costs more than the answer's lookup.
 #[derive(Debug, Default)]
-struct AtRootSeen(RwLock<FxHashMap<String, bool>>);
+struct AtRootSeen(
+    RwLock<FxHashMap<String, bool>>,
+    RwLock<FxHashMap<u64, bool>>,
+);
 
 impl Clone for AtRootSeen {
     fn clone(&self) -> Self {
@@ -143,6 +148,10 @@ impl AtRootSeen {
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+        self.1
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     fn read(&self) -> RwLockReadGuard<'_, FxHashMap<String, bool>> {
@@ -152,6 +161,14 @@ impl AtRootSeen {
 
     fn write(&self) -> RwLockWriteGuard<'_, FxHashMap<String, bool>> {
         self.0.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn read_ids(&self) -> RwLockReadGuard<'_, FxHashMap<u64, bool>> {
+        self.1.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_ids(&self) -> RwLockWriteGuard<'_, FxHashMap<u64, bool>> {
+        self.1.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -292,9 +309,16 @@ impl NameIndex {
         answer
     }
 
-    /// [`Self::at_root`] with nothing hidden (a search of the base), remembered.
+    /// [`Self::at_root`] with nothing hidden (a search of the base, of this index's own items),
+    /// remembered per item until the index changes.
     pub fn at_root_of_base(&self, record: &ItemRecord) -> bool {
-        head_of(record).is_some_and(|head| self.at_root_unhidden(&head))
+        let seen = self.at_root_seen.read_ids().get(&record.id).copied();
+        if let Some(known) = seen {
+            return known;
+        }
+        let answer = head_of(record).is_some_and(|head| self.at_root_unhidden(&head));
+        self.at_root_seen.write_ids().insert(record.id, answer);
+        answer
     }
 
     /// [`Self::at_root`] of the type (or free item) at `head`.
