@@ -1,8 +1,8 @@
 //! Reciprocal rank fusion: `score(d) = Σ_lists weight / (k + rank(d))`, ranks 1-based; a list
 //! that misses `d` adds nothing. The lists: BM25, dense, and the items the query names
 //! ([`crate::names`]). The first hits of the lexical ranking (BM25 and names without the dense
-//! list) stay first ([`Rrf::lexical_top`]). Ties keep BM25 order (then id) so results are
-//! deterministic.
+//! list) stay first ([`Rrf::lexical_top`]). Ties keep BM25's order, then the other lists', so
+//! results are deterministic.
 
 use rustc_hash::FxHashMap;
 
@@ -102,12 +102,21 @@ pub fn fuse(lists: Lists<'_>, rrf: Rrf, limit: usize) -> Vec<Fused> {
     out
 }
 
-/// Best first: score, then BM25's order (ranked before unranked), then id.
+/// Best first: score, then BM25's order, the dense list's, the names' (in each, ranked before
+/// unranked). Two items are ranked alike in every list only when both are in none of them, so
+/// this is a total order that depends on the lists alone (each breaks its own ties by
+/// [`crate::record::order_key`]), not on ids: every index of the same tree fuses alike. The
+/// id comes last only to make the order total for the compiler's sake.
 fn order(a: &Fused, b: &Fused) -> std::cmp::Ordering {
+    let by = |rank: fn(&Fused) -> u32| {
+        let (x, y) = (rank(a), rank(b));
+        (x == 0).cmp(&(y == 0)).then(x.cmp(&y))
+    };
     b.score
         .total_cmp(&a.score)
-        .then((a.bm25_rank == 0).cmp(&(b.bm25_rank == 0)))
-        .then(a.bm25_rank.cmp(&b.bm25_rank))
+        .then_with(|| by(|f| f.bm25_rank))
+        .then_with(|| by(|f| f.dense_rank))
+        .then_with(|| by(|f| f.name_rank))
         .then(a.id.cmp(&b.id))
 }
 

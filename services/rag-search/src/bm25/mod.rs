@@ -8,7 +8,6 @@ use std::sync::{Mutex, PoisonError};
 
 use rustc_hash::FxHashSet;
 
-use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
@@ -57,6 +56,8 @@ impl Default for Boosts {
 pub struct Bm25Doc<'a> {
     /// Item id.
     pub id: u64,
+    /// What orders it among hits of equal score ([`crate::record::order_key`]).
+    pub order: u64,
     /// File path relative to the workspace root.
     pub file: &'a str,
     /// Kind.
@@ -328,6 +329,7 @@ impl Bm25 {
         let f = self.fields;
         let mut doc = TantivyDocument::new();
         doc.add_u64(f.id, d.id);
+        doc.add_u64(f.order, d.order);
         doc.add_text(f.file, d.file);
         for dir in ancestors(d.file) {
             doc.add_text(f.dirs, &dir);
@@ -517,11 +519,7 @@ impl Bm25 {
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
-        let collector = TopDocs::with_limit(limit).order_by_score();
-        let mut top = match scope.stats {
-            Some(stats) => searcher.search_with_statistics_provider(&query, &collector, stats)?,
-            None => searcher.search(&query, &collector)?,
-        };
+        let mut top = cut::top_docs(&searcher, &query, limit, scope.stats)?;
         quoted::raise_holders(&searcher, (f.file, f.text), &mut top, &spans)?;
         // The id column of each segment, opened once for all its hits.
         let ids = searcher
@@ -566,6 +564,7 @@ impl Bm25 {
     }
 }
 
+mod cut;
 mod expand;
 mod lead;
 mod quoted;

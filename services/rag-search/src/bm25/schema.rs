@@ -12,6 +12,7 @@ use super::TOKENIZER;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Fields {
     pub(super) id: Field,
+    pub(super) order: Field,
     pub(super) file: Field,
     pub(super) dirs: Field,
     pub(super) kind: Field,
@@ -23,6 +24,9 @@ pub(super) struct Fields {
     pub(super) body: Field,
     pub(super) text: Field,
 }
+
+/// The fast field of each document's [`crate::record::order_key`]: what orders equal scores.
+pub(super) const ORDER_FIELD: &str = "order";
 
 /// The index's fields: raw terms for filters, code-tokenized text for the boosted fields, the
 /// stored text.
@@ -38,6 +42,7 @@ pub(super) fn schema() -> (Schema, Fields) {
     };
     let fields = Fields {
         id: b.add_u64_field("id", INDEXED | STORED | FAST),
+        order: b.add_u64_field(ORDER_FIELD, FAST),
         file: b.add_text_field("file", STRING | STORED),
         dirs: b.add_text_field("dirs", STRING),
         kind: b.add_text_field("kind", STRING),

@@ -5,6 +5,7 @@ use tantivy::schema::{INDEXED, STORED, Schema};
 fn doc<'a>(id: u64, file: &'a str, name: &'a str, body: &'a str, kind: Kind) -> Bm25Doc<'a> {
     Bm25Doc {
         id,
+        order: crate::record::order_key(file, 0),
         file,
         kind,
         language: "rust",
@@ -395,4 +396,63 @@ fn texts_are_read_by_id_from_live_documents_of_every_segment() {
     .collect();
     assert_eq!(texts, expected);
     assert!(bm.texts(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn a_cut_between_equal_scores_keeps_the_same_documents_in_every_index() {
+    // Documents alike but for their file, written in one order to one index and in the other
+    // order (over two commits) to another: tantivy places them differently. Twelve: the run of
+    // equal scores is seen whole past the cut; forty: longer than the slack, searched again.
+    for n in [12, 40] {
+        let files: Vec<String> = (0..n).map(|i| format!("src/m{i}.rs")).collect();
+        let body = "fn shared_helper() -> u32 { parse_token_value() }";
+        let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut a = Bm25::open(a_dir.path(), Boosts::default()).unwrap();
+        let mut b = Bm25::open(b_dir.path(), Boosts::default()).unwrap();
+        for (i, file) in files.iter().enumerate() {
+            a.add(&doc(
+                i as u64 + 1,
+                file,
+                "shared_helper",
+                body,
+                Kind::Function,
+            ))
+            .unwrap();
+        }
+        a.commit().unwrap();
+        for (i, file) in files.iter().enumerate().rev() {
+            b.add(&doc(
+                i as u64 + 1,
+                file,
+                "shared_helper",
+                body,
+                Kind::Function,
+            ))
+            .unwrap();
+            if i == n / 2 {
+                b.commit().unwrap();
+            }
+        }
+        b.commit().unwrap();
+
+        // The three kept are those of the smallest order keys, in that order, in both.
+        let mut by_key: Vec<(u64, u64)> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (crate::record::order_key(f, 0), i as u64 + 1))
+            .collect();
+        by_key.sort_unstable();
+        let expected: Vec<u64> = by_key.iter().take(3).map(|(_, id)| *id).collect();
+        let search = |bm: &Bm25| -> Vec<(u64, f32)> {
+            bm.search("parse token value", &Filters::default(), 3)
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.id, c.score))
+                .collect()
+        };
+        let (from_a, from_b) = (search(&a), search(&b));
+        let ids: Vec<u64> = from_a.iter().map(|c| c.0).collect();
+        assert_eq!(ids, expected, "{n} documents");
+        assert_eq!(from_a, from_b, "{n} documents");
+    }
 }

@@ -570,5 +570,7 @@ pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ra
 #[cfg(test)]
 mod layout_tests;
 #[cfg(test)]
+mod order_tests;
+#[cfg(test)]
 mod tests;
 mod update;

@@ -95,7 +95,8 @@ pub struct Hit<'a> {
     pub text: String,
 }
 
-/// `scored` best first after the priors, cut to `limit`, with 1-based ranks.
+/// `scored` best first after the priors (equal scores by [`ItemRecord::order_key`]), cut to
+/// `limit`, with 1-based ranks.
 pub(super) fn ranked<'a>(
     mut scored: Vec<(&'a ItemRecord, f32)>,
     prior: LengthPrior,
@@ -104,7 +105,10 @@ pub(super) fn ranked<'a>(
     for (record, score) in &mut scored {
         *score *= rank::factor(record, prior);
     }
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| a.0.order_key().cmp(&b.0.order_key()))
+    });
     scored.truncate(limit);
     numbered(scored)
 }

@@ -196,6 +196,7 @@ impl WorkspaceIndex {
             let body = text.get(item.byte_start..item.byte_end).unwrap_or("");
             self.bm25.add(&Bm25Doc {
                 id,
+                order: crate::record::order_key(file.rel, item.byte_start),
                 file: file.rel,
                 kind: item.kind,
                 language: file.language,
