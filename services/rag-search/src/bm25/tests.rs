@@ -409,26 +409,17 @@ fn a_cut_between_equal_scores_keeps_the_same_documents_in_every_index() {
         let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut a = Bm25::open(a_dir.path(), Boosts::default()).unwrap();
         let mut b = Bm25::open(b_dir.path(), Boosts::default()).unwrap();
-        for (i, file) in files.iter().enumerate() {
-            a.add(&doc(
-                i as u64 + 1,
-                file,
-                "shared_helper",
-                body,
-                Kind::Function,
-            ))
-            .unwrap();
+        let add = |bm: &mut Bm25, i: usize| {
+            let id = i as u64 + 1;
+            bm.add(&doc(id, &files[i], "shared_helper", body, Kind::Function))
+                .unwrap();
+        };
+        for i in 0..n {
+            add(&mut a, i);
         }
         a.commit().unwrap();
-        for (i, file) in files.iter().enumerate().rev() {
-            b.add(&doc(
-                i as u64 + 1,
-                file,
-                "shared_helper",
-                body,
-                Kind::Function,
-            ))
-            .unwrap();
+        for i in (0..n).rev() {
+            add(&mut b, i);
             if i == n / 2 {
                 b.commit().unwrap();
             }
