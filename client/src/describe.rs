@@ -1,7 +1,9 @@
 //! Short words for what the services send: enum values without their prefix, a typed tool
-//! call as its arguments JSON, why a turn failed. Shared by `ask`, `search`, `edits`, `up`
-//! and the TUI.
+//! call as its arguments JSON, why a turn failed, search hits. Shared by `ask`, `search`,
+//! `edits`, `up` and the TUI.
 
+use ploke_proto::common::v1::ItemKind;
+use ploke_proto::rag::v1::SearchResponse;
 use ploke_proto::session::v1::TurnFailureReason;
 use ploke_proto::tools::v1::ToolCall;
 
@@ -28,8 +30,58 @@ pub fn turn_failure(reason: i32) -> String {
         .unwrap_or_default()
 }
 
+/// Search hits as `ploke search` prints them and the TUI's `/search` shows them: each hit's
+/// rank, file and lines, canonical path and kind, score, then its first line of code (doc
+/// comments skipped); `no matches` when there are none. A note first when dense retrieval was
+/// asked for (`dense_asked`) and not used, with the service's reason.
+pub fn search_hits(found: &SearchResponse, dense_asked: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    if dense_asked && !found.dense_used {
+        lines.push(format!(
+            "(keywords only: {})",
+            found.dense_unavailable_reason
+        ));
+    }
+    if found.hits.is_empty() {
+        lines.push("no matches".to_owned());
+    }
+    for (i, hit) in found.hits.iter().enumerate() {
+        let part = hit.part.clone().unwrap_or_default();
+        let span = part.span.unwrap_or_default();
+        let kind = ItemKind::try_from(part.kind)
+            .map(|k| lower(k.as_str_name(), "ITEM_KIND_"))
+            .unwrap_or_default();
+        let name = if part.canon_path.is_empty() {
+            kind.clone()
+        } else {
+            format!("{} ({kind})", part.canon_path)
+        };
+        lines.push(format!(
+            "{:>3}. {}:{}-{}  {name}  score {:.3}",
+            i + 1,
+            part.file_path,
+            span.line_start,
+            span.line_end,
+            hit.score
+        ));
+        if let Some(first) = part
+            .snippet
+            .lines()
+            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("///"))
+        {
+            lines.push(format!("       {}", first.trim()));
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
+    use ploke_proto::common::v1::{CodeSpan, ContextPart, ItemKind};
+    use ploke_proto::rag::v1::{SearchHit, SearchResponse};
+
+    use super::search_hits;
+
     #[test]
     fn names_lose_their_prefix() {
         assert_eq!(
@@ -38,5 +90,59 @@ mod tests {
         );
         assert_eq!(super::turn_failure(3), "max_rounds");
         assert_eq!(super::call_args(None), "");
+    }
+
+    fn hit(file: &str, canon: &str, (start, end): (u32, u32), snippet: &str) -> SearchHit {
+        SearchHit {
+            part: Some(ContextPart {
+                file_path: file.into(),
+                canon_path: canon.into(),
+                kind: ItemKind::Function as i32,
+                span: Some(CodeSpan {
+                    line_start: start,
+                    line_end: end,
+                    ..Default::default()
+                }),
+                snippet: snippet.into(),
+                ..Default::default()
+            }),
+            score: 0.25,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hits_show_place_path_kind_score_and_first_line_of_code() {
+        let found = SearchResponse {
+            hits: vec![
+                hit(
+                    "src/lib.rs",
+                    "crate::add",
+                    (1, 4),
+                    "/// Adds.\n\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}",
+                ),
+                hit("README.md", "", (1, 40), "# Demo"),
+            ],
+            dense_used: false,
+            dense_unavailable_reason: "no embedding model configured".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            search_hits(&found, true),
+            [
+                "(keywords only: no embedding model configured)",
+                "  1. src/lib.rs:1-4  crate::add (function)  score 0.250",
+                "       pub fn add(a: i32, b: i32) -> i32 {",
+                "  2. README.md:1-40  function  score 0.250",
+                "       # Demo",
+            ]
+        );
+        // BM25 asked: no note; nothing found: said so.
+        let none = SearchResponse::default();
+        assert_eq!(search_hits(&none, false), ["no matches"]);
+        assert_eq!(
+            search_hits(&found, false)[0],
+            "  1. src/lib.rs:1-4  crate::add (function)  score 0.250"
+        );
     }
 }

@@ -64,7 +64,8 @@ pub struct NoProvider(String);
 /// What the TUI says when a message cannot go anywhere.
 pub fn no_provider_text() -> String {
     format!(
-        "no model provider, so nothing can be sent: {} (then restart)",
+        "no model provider, so nothing can be sent: {} (then restart); meanwhile `/search QUERY` \
+         shows what the index finds",
         providers::NONE_HINT
     )
 }

@@ -1,6 +1,5 @@
 //! `ploke search` and `ploke index`.
 
-use ploke_proto::common::v1::ItemKind;
 use ploke_proto::rag::v1::{SearchFilters, SearchRequest, Strategy};
 
 use super::{Conn, Target, up};
@@ -41,38 +40,17 @@ pub async fn search(
         .await
         .map_err(|s| anyhow::anyhow!("search: {}", s.message()))?
         .into_inner();
-    if !found.dense_used && !matches!(strategy, Strategy::Bm25) {
-        eprintln!("(keywords only: {})", found.dense_unavailable_reason);
+    let dense_asked = !matches!(strategy, Strategy::Bm25);
+    let mut lines = crate::describe::search_hits(&found, dense_asked).into_iter();
+    // The note on dense retrieval goes to stderr: stdout holds the hits alone.
+    if dense_asked
+        && !found.dense_used
+        && let Some(note) = lines.next()
+    {
+        eprintln!("{note}");
     }
-    if found.hits.is_empty() {
-        println!("no matches");
-    }
-    for (i, hit) in found.hits.iter().enumerate() {
-        let part = hit.part.clone().unwrap_or_default();
-        let span = part.span.unwrap_or_default();
-        let kind = ItemKind::try_from(part.kind)
-            .map(|k| crate::describe::lower(k.as_str_name(), "ITEM_KIND_"))
-            .unwrap_or_default();
-        let name = if part.canon_path.is_empty() {
-            kind.clone()
-        } else {
-            format!("{} ({kind})", part.canon_path)
-        };
-        println!(
-            "{:>3}. {}:{}-{}  {name}  score {:.3}",
-            i + 1,
-            part.file_path,
-            span.line_start,
-            span.line_end,
-            hit.score
-        );
-        if let Some(first) = part
-            .snippet
-            .lines()
-            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("///"))
-        {
-            println!("       {}", first.trim());
-        }
+    for line in lines {
+        println!("{line}");
     }
     conn.close().await
 }

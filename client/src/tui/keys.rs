@@ -48,6 +48,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "pick a session of this workspace and resume it (d twice deletes one)",
     ),
     ("/edits", "the proposals waiting for your decision"),
+    (
+        "/search QUERY",
+        "what the index finds for QUERY, as the model's tools would (no model needed)",
+    ),
     ("/quit", "leave (also /exit, or Ctrl-C twice)"),
 ];
 
@@ -203,6 +207,11 @@ impl App {
             "sessions" | "resume" if arg.is_empty() => Action::ListSessions,
             "sessions" | "resume" => Action::Resume(arg.to_owned()),
             "edits" => Action::ListEdits,
+            "search" | "find" if arg.is_empty() => {
+                self.system("/search QUERY: words, names or `Type::method`; \"quoted text\" is found as written");
+                Action::None
+            }
+            "search" | "find" => Action::Search(arg.to_owned()),
             _ => {
                 self.system(&format!(
                     "unknown command /{name} (not sent to the model); /help lists the commands"

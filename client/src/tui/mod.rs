@@ -341,6 +341,12 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                         let text = tasks::pending_text(&mut gateway, &app.workspace_root).await;
                         app.system(&text);
                     }
+                    Action::Search(query) => {
+                        let seen_as = session.as_ref().map(|s| s.session_id.as_str());
+                        let asked = (app.workspace_root.as_str(), seen_as);
+                        let text = tasks::search_text(&mut gateway, asked, &query).await;
+                        app.system(&text);
+                    }
                 },
             }
         }

@@ -145,6 +145,8 @@ pub enum Action {
     DeleteSession(String),
     /// Show the proposals waiting for a decision.
     ListEdits,
+    /// Show what the index finds for this query (no model needed).
+    Search(String),
 }
 
 /// The whole TUI state.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ploke_proto::rag::v1::{IndexPhase, IndexState, IndexStatusRequest};
+use ploke_proto::rag::v1::{IndexPhase, IndexState, IndexStatusRequest, SearchRequest, Strategy};
 use ploke_proto::session::v1::{ListModelsRequest, ListModelsResponse, ListSessionsRequest};
 use ploke_proto::tools::v1::{ListEditsRequest, ProposalState};
 use tokio::sync::mpsc;
@@ -323,5 +323,32 @@ pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String
             "waiting for your decision (shown one by one above the conversation):\n{}",
             lines.join("\n")
         )
+    }
+}
+
+/// `/search QUERY`: the ten best hits of a HYBRID search of the workspace, as the session
+/// sees it when there is one (the developer's own changes included), in `ploke search`'s
+/// lines; the service's error when it refuses.
+pub async fn search_text(
+    gateway: &mut Gateway,
+    (workspace_root, session_id): (&str, Option<&str>),
+    query: &str,
+) -> String {
+    let asked = gateway
+        .search(SearchRequest {
+            workspace_root: workspace_root.to_owned(),
+            query: query.to_owned(),
+            strategy: Strategy::Hybrid as i32,
+            top_k: 10,
+            session_id: session_id.unwrap_or_default().to_owned(),
+            ..Default::default()
+        })
+        .await;
+    match asked {
+        Ok(found) => {
+            let lines = crate::describe::search_hits(&found.into_inner(), true);
+            format!("search: {query}\n{}", lines.join("\n"))
+        }
+        Err(s) => format!("search: {}", s.message()),
     }
 }

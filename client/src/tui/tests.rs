@@ -258,11 +258,17 @@ fn slash_commands_never_reach_the_model() {
     );
     assert_eq!(command("/edits"), Action::ListEdits);
     assert_eq!(
+        command("/search  `Config::load` settings "),
+        Action::Search("`Config::load` settings".into())
+    );
+    assert_eq!(command("/find retry"), Action::Search("retry".into()));
+    assert_eq!(
         command("//etc/hosts is what?"),
         Action::Send("/etc/hosts is what?".into())
     );
     assert_eq!(command("/frobnicate now"), Action::None);
     assert_eq!(command("/help"), Action::None);
+    assert_eq!(command("/search"), Action::None);
     let said: Vec<&str> = app.entries.iter().map(|e| e.text.as_str()).collect();
     assert_eq!(
         said[0],
@@ -270,7 +276,12 @@ fn slash_commands_never_reach_the_model() {
     );
     assert_eq!(said[1], super::keys::help_text());
     assert!(said[1].contains("/sessions") && said[1].contains("Alt-Enter"));
-    assert_eq!(said.len(), 2);
+    assert!(said[1].contains("/search QUERY"));
+    assert_eq!(
+        said[2],
+        "/search QUERY: words, names or `Type::method`; \"quoted text\" is found as written"
+    );
+    assert_eq!(said.len(), 3);
     assert!(app.editor.is_empty());
 }
 

@@ -1,6 +1,6 @@
 //! The real `ploke chat` in tmux (send-keys / capture-pane) against the Sandbox and the fake
-//! provider: a question typed, the streamed answer on screen, an edit approved by keyboard,
-//! Ctrl-C to leave.
+//! provider: a question typed, the streamed answer on screen, `/search`, an edit approved by
+//! keyboard, Ctrl-C to leave.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -156,8 +156,18 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
     let screen = tmux.wait_for("add returns a + b.").await;
     assert!(screen.contains("you› what does add return?"), "{screen}");
     tmux.wait_for("index: ready").await;
+    // `/search` shows what the index finds, without the model (no turn is sent).
+    tmux.keys(&["/search add two numbers", "Enter"]);
+    let screen = tmux
+        .wait_for("1. src/lib.rs:1-4  crate::add (function)")
+        .await;
+    assert!(screen.contains("! search: add two numbers"), "{screen}");
+    assert!(
+        screen.contains("pub fn add(a: i32, b: i32) -> i32 {"),
+        "{screen}"
+    );
     // Input history brings the question back into the input box; replace it with a new one.
-    tmux.keys(&["Up"]);
+    tmux.keys(&["Up", "Up"]);
     tmux.wait_for("│what does add return?").await;
     // Ctrl-U deletes to the start of the line, as in readline.
     tmux.keys(&["C-u"]);
