@@ -130,6 +130,17 @@ fn new_index(dims: usize) -> Result<Index, VectorError> {
     Ok(index)
 }
 
+/// Indexes of at most this many vectors are searched exactly, every vector compared; larger
+/// ones through the HNSW graph. An exact search finds the true nearest and depends on the
+/// vectors alone, where a search through the graph misses some and depends on the order and
+/// threads the vectors were added with: two replicas of the same tree (one fresh, one
+/// refreshed file by file) then differ (35 of 417 DENSE top-10 lists between two builds of
+/// ../shared/eval's crates). Comparing every vector streams all of them from memory
+/// (~0.28 µs per 384-d vector here): about what a graph search costs at 2k vectors, +0.3–0.5 ms
+/// at 4k, +1.6 ms at 9k (+12–33 % of a HYBRID search's server CPU at tokio's 9k items), so
+/// larger indexes keep the graph (docs/PERFORMANCE.md).
+pub const EXACT_SEARCH_MAX: usize = 4_096;
+
 /// Bumped when the vectors of the same model and text hash would differ: format 2 embeds the
 /// item's body head, which format 1 (before 2026-11-22) missed on a first index.
 const FORMAT: u32 = 2;
@@ -239,28 +250,58 @@ impl Vectors {
         self.dirty
     }
 
-    /// The `k` nearest items accepted by `keep`, as (id, cosine similarity), best first.
+    /// The `k` nearest items accepted by `keep`, as (id, cosine similarity), best first:
+    /// exactly (every vector compared) up to [`EXACT_SEARCH_MAX`] vectors, through the HNSW
+    /// graph beyond.
     pub fn search(
         &self,
         query: &[f32],
         k: usize,
         keep: impl Fn(u64) -> bool,
     ) -> Result<Vec<(u64, f32)>, VectorError> {
-        if self.index.size() == 0 || k == 0 {
+        let size = self.index.size();
+        if size == 0 || k == 0 {
             return Ok(Vec::new());
         }
         let taken = self.contexts.take();
-        let matches = self
-            .index
-            .filtered_search(query, k, keep)
-            .map_err(usearch_err)?;
+        let found = if size <= EXACT_SEARCH_MAX {
+            self.exact_search(query, k, &keep)?
+        } else {
+            let matches = self
+                .index
+                .filtered_search(query, k, keep)
+                .map_err(usearch_err)?;
+            matches.keys.into_iter().zip(matches.distances).collect()
+        };
         drop(taken);
-        Ok(matches
-            .keys
-            .into_iter()
-            .zip(matches.distances)
-            .map(|(id, d)| (id, 1.0 - d))
-            .collect())
+        Ok(found.into_iter().map(|(id, d)| (id, 1.0 - d)).collect())
+    }
+
+    /// The `k` nearest accepted by `keep`, every vector compared, as (id, distance). usearch's
+    /// exact search takes no filter: it is asked for twice `k`, and four times more each time
+    /// too few of those pass.
+    fn exact_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: &impl Fn(u64) -> bool,
+    ) -> Result<Vec<(u64, f32)>, VectorError> {
+        let size = self.index.size();
+        let mut asked = k.saturating_mul(2).min(size);
+        loop {
+            let matches = self.index.exact_search(query, asked).map_err(usearch_err)?;
+            let kept: Vec<(u64, f32)> = matches
+                .keys
+                .into_iter()
+                .zip(matches.distances)
+                .filter(|(id, _)| keep(*id))
+                .take(k)
+                .collect();
+            if kept.len() == k || asked >= size {
+                return Ok(kept);
+            }
+            asked = asked.saturating_mul(4).min(size);
+        }
     }
 
     /// Writes the index and the cache, keeping only cache entries in `live`; the journal of
@@ -402,6 +443,83 @@ mod tests {
         let v = Vectors::open(dir.path(), "other-model", 3).unwrap();
         assert!(v.is_empty());
         assert!(v.cached(&text_hash("a")).is_none());
+    }
+
+    /// Pseudo-random unit vectors (an LCG: the same on every run).
+    fn spread(n: u64, dims: usize) -> Vec<Vec<f32>> {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        (0..n)
+            .map(|_| {
+                let v: Vec<f32> = (0..dims)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6_364_136_223_846_793_005)
+                            .wrapping_add(1_442_695_040_888_963_407);
+                        ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+                    })
+                    .collect();
+                unit(&v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_search_finds_the_true_nearest_whatever_order_the_vectors_came_in() {
+        let (n, dims, k) = (2_000u64, 384, 100);
+        let vectors = spread(n + 1, dims);
+        let query = &vectors[n as usize];
+        // What comparing every vector gives (ids 1..=n, odd ones only: the filter).
+        let mut truth: Vec<(u64, f32)> = (1..=n)
+            .filter(|id| id % 2 == 1)
+            .map(|id| {
+                let v = &vectors[id as usize - 1];
+                (id, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>())
+            })
+            .collect();
+        truth.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let truth: Vec<u64> = truth.iter().take(k).map(|t| t.0).collect();
+
+        // One index gets the vectors in order; the other in reverse, with a tenth removed and
+        // added again (a refresh), as two replicas of one tree might.
+        let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut a = Vectors::open(a_dir.path(), "m", dims).unwrap();
+        let mut b = Vectors::open(b_dir.path(), "m", dims).unwrap();
+        for id in 1..=n {
+            a.add(
+                id,
+                text_hash(&id.to_string()),
+                vectors[id as usize - 1].clone(),
+            )
+            .unwrap();
+        }
+        for id in (1..=n).rev() {
+            b.add(
+                id,
+                text_hash(&id.to_string()),
+                vectors[id as usize - 1].clone(),
+            )
+            .unwrap();
+        }
+        for id in (1..=n).step_by(10) {
+            b.remove(id).unwrap();
+        }
+        for id in (1..=n).step_by(10) {
+            b.add(
+                id,
+                text_hash(&id.to_string()),
+                vectors[id as usize - 1].clone(),
+            )
+            .unwrap();
+        }
+        let ids = |v: &Vectors| -> Vec<u64> {
+            v.search(query, k, |id| id % 2 == 1)
+                .unwrap()
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect()
+        };
+        assert_eq!(ids(&a), truth);
+        assert_eq!(ids(&b), truth);
     }
 
     /// usearch keeps one search context per thread it reserved (the core count by default) and
