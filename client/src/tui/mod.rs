@@ -342,8 +342,19 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                         app.system(&text);
                     }
                     Action::Search(query) => {
-                        let seen_as = session.as_ref().map(|s| s.session_id.as_str());
-                        let asked = (app.workspace_root.as_str(), seen_as);
+                        // As the session sees its workspace: the developer's changes sent first.
+                        if let (Some(root), Some(s)) = (overlay.as_deref(), &session)
+                            && let Err(err) =
+                                ploke_client::overlay::sync(&mut gateway, &s.session_id, root).await
+                        {
+                            app.system(&format!(
+                                "your changes were not sent ({err:#}); searching what was sent before"
+                            ));
+                        }
+                        let asked = match &session {
+                            Some(s) => (s.workspace_root.as_str(), Some(s.session_id.as_str())),
+                            None => (app.workspace_root.as_str(), None),
+                        };
                         let text = tasks::search_text(&mut gateway, asked, &query).await;
                         app.system(&text);
                     }

@@ -327,8 +327,8 @@ pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String
 }
 
 /// `/search QUERY`: the ten best hits of a HYBRID search of the workspace, as the session
-/// sees it when there is one (the developer's own changes included), in `ploke search`'s
-/// lines; the service's error when it refuses.
+/// sees it when there is one (with the developer's changes it was last sent), in `ploke
+/// search`'s lines; the service's error when it refuses.
 pub async fn search_text(
     gateway: &mut Gateway,
     (workspace_root, session_id): (&str, Option<&str>),

@@ -277,9 +277,11 @@ impl Vectors {
         Ok(found.into_iter().map(|(id, d)| (id, 1.0 - d)).collect())
     }
 
-    /// The `k` nearest accepted by `keep`, every vector compared, as (id, distance). usearch's
-    /// exact search takes no filter: it is asked for twice `k`, and four times more each time
-    /// too few of those pass.
+    /// The `k` nearest accepted by `keep`, every vector compared, as (id, distance), and any
+    /// more at the k-th's distance (identical vectors: usearch orders them by where each sits,
+    /// so the caller's ranking makes that cut, by each item's key). usearch's exact search
+    /// takes no filter: it is asked for twice `k`, and when too few of those pass, for every
+    /// vector (one scan costs the same however many it keeps).
     fn exact_search(
         &self,
         query: &[f32],
@@ -290,17 +292,22 @@ impl Vectors {
         let mut asked = k.saturating_mul(2).min(size);
         loop {
             let matches = self.index.exact_search(query, asked).map_err(usearch_err)?;
-            let kept: Vec<(u64, f32)> = matches
-                .keys
-                .into_iter()
-                .zip(matches.distances)
-                .filter(|(id, _)| keep(*id))
-                .take(k)
-                .collect();
-            if kept.len() == k || asked >= size {
+            let mut kept: Vec<(u64, f32)> = Vec::with_capacity(k);
+            let mut whole = false;
+            for (id, distance) in matches.keys.into_iter().zip(matches.distances) {
+                if !keep(id) {
+                    continue;
+                }
+                if kept.len() >= k && kept.last().is_some_and(|last| last.1 != distance) {
+                    whole = true;
+                    break;
+                }
+                kept.push((id, distance));
+            }
+            if whole || asked >= size {
                 return Ok(kept);
             }
-            asked = asked.saturating_mul(4).min(size);
+            asked = size;
         }
     }
 
@@ -520,6 +527,26 @@ mod tests {
         };
         assert_eq!(ids(&a), truth);
         assert_eq!(ids(&b), truth);
+    }
+
+    #[test]
+    fn identical_vectors_at_the_cut_all_come_back_for_the_ranking_to_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = Vectors::open(dir.path(), "m", 3).unwrap();
+        // Six copies of one vector (the same item text in six files), one other vector.
+        for id in 1..=6u64 {
+            v.add(id, text_hash(&id.to_string()), unit(&[1.0, 0.2, 0.0]))
+                .unwrap();
+        }
+        v.add(7, text_hash("7"), unit(&[0.0, 1.0, 0.0])).unwrap();
+        let mut ids: Vec<u64> = v
+            .search(&unit(&[1.0, 0.0, 0.0]), 2, |_| true)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
     }
 
     /// usearch keeps one search context per thread it reserved (the core count by default) and
