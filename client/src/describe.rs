@@ -30,18 +30,18 @@ pub fn turn_failure(reason: i32) -> String {
         .unwrap_or_default()
 }
 
+/// Why a search asked for dense retrieval (`dense_asked`) answered with keywords only, with
+/// the service's reason; none when it did not.
+pub fn search_note(found: &SearchResponse, dense_asked: bool) -> Option<String> {
+    (dense_asked && !found.dense_used)
+        .then(|| format!("(keywords only: {})", found.dense_unavailable_reason))
+}
+
 /// Search hits as `ploke search` prints them and the TUI's `/search` shows them: each hit's
 /// rank, file and lines, canonical path and kind, score, then its first line of code (doc
-/// comments skipped); `no matches` when there are none. A note first when dense retrieval was
-/// asked for (`dense_asked`) and not used, with the service's reason.
-pub fn search_hits(found: &SearchResponse, dense_asked: bool) -> Vec<String> {
+/// comments skipped); `no matches` when there are none.
+pub fn search_hits(found: &SearchResponse) -> Vec<String> {
     let mut lines = Vec::new();
-    if dense_asked && !found.dense_used {
-        lines.push(format!(
-            "(keywords only: {})",
-            found.dense_unavailable_reason
-        ));
-    }
     if found.hits.is_empty() {
         lines.push("no matches".to_owned());
     }
@@ -80,7 +80,7 @@ mod tests {
     use ploke_proto::common::v1::{CodeSpan, ContextPart, ItemKind};
     use ploke_proto::rag::v1::{SearchHit, SearchResponse};
 
-    use super::search_hits;
+    use super::{search_hits, search_note};
 
     #[test]
     fn names_lose_their_prefix() {
@@ -128,7 +128,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            search_hits(&found, true),
+            search_note(&found, true)
+                .into_iter()
+                .chain(search_hits(&found))
+                .collect::<Vec<_>>(),
             [
                 "(keywords only: no embedding model configured)",
                 "  1. src/lib.rs:1-4  crate::add (function)  score 0.250",
@@ -139,9 +142,11 @@ mod tests {
         );
         // BM25 asked: no note; nothing found: said so.
         let none = SearchResponse::default();
-        assert_eq!(search_hits(&none, false), ["no matches"]);
+        assert_eq!(search_note(&found, false), None);
+        assert_eq!(search_note(&none, false), None);
+        assert_eq!(search_hits(&none), ["no matches"]);
         assert_eq!(
-            search_hits(&found, false)[0],
+            search_hits(&found)[0],
             "  1. src/lib.rs:1-4  crate::add (function)  score 0.250"
         );
     }

@@ -40,16 +40,12 @@ pub async fn search(
         .await
         .map_err(|s| anyhow::anyhow!("search: {}", s.message()))?
         .into_inner();
-    let dense_asked = !matches!(strategy, Strategy::Bm25);
-    let mut lines = crate::describe::search_hits(&found, dense_asked).into_iter();
     // The note on dense retrieval goes to stderr: stdout holds the hits alone.
-    if dense_asked
-        && !found.dense_used
-        && let Some(note) = lines.next()
-    {
+    let dense_asked = !matches!(strategy, Strategy::Bm25);
+    if let Some(note) = crate::describe::search_note(&found, dense_asked) {
         eprintln!("{note}");
     }
-    for line in lines {
+    for line in crate::describe::search_hits(&found) {
         println!("{line}");
     }
     conn.close().await

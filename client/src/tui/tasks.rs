@@ -346,7 +346,12 @@ pub async fn search_text(
         .await;
     match asked {
         Ok(found) => {
-            let lines = crate::describe::search_hits(&found.into_inner(), true);
+            let found = found.into_inner();
+            let note = crate::describe::search_note(&found, true);
+            let lines: Vec<String> = note
+                .into_iter()
+                .chain(crate::describe::search_hits(&found))
+                .collect();
             format!("search: {query}\n{}", lines.join("\n"))
         }
         Err(s) => format!("search: {}", s.message()),
