@@ -8,7 +8,7 @@
 //!   cargo bench -p ploke-rag-search --bench load -- --workspace DIR --queries FILE
 //!       (paths absolute: cargo runs benches in the package's directory)
 //!       [--embed-model DIR] [--data-dir DIR] [--calls N] [--concurrency 1,2,4,8]
-//!       [--strategies bm25,hybrid] [--server BINARY]
+//!       [--strategies bm25,dense,hybrid] [--server BINARY]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -49,9 +49,9 @@ struct Args {
     /// run; a script running it under valgrind: `scripts/bench-instructions`).
     #[arg(long)]
     server: Option<PathBuf>,
-    /// Strategies measured after the health Check (bm25, hybrid; hybrid needs a model).
-    #[arg(long, value_delimiter = ',', default_value = "bm25,hybrid")]
-    strategies: Vec<String>,
+    /// Strategies measured after the health Check (dense and hybrid need a model).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "bm25,hybrid")]
+    strategies: Vec<Measured>,
     /// cargo bench passes --bench.
     #[arg(long, hide = true)]
     bench: bool,
@@ -66,6 +66,14 @@ struct Run {
     server_cpu: Duration,
     client_cpu: Duration,
     without_dense: usize,
+}
+
+/// A strategy the bench can measure; anything else on the command line is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Measured {
+    Bm25,
+    Dense,
+    Hybrid,
 }
 
 /// What a row calls: the health Check (the floor) or Search with a strategy.
@@ -178,6 +186,10 @@ fn row(name: &str, concurrency: usize, mut r: Run) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    anyhow::ensure!(
+        args.embed_model.is_some() || args.strategies.iter().all(|s| *s == Measured::Bm25),
+        "dense and hybrid need --embed-model (or PLOKE_EMBED_MODEL)"
+    );
     let root = std::fs::canonicalize(&args.workspace)?;
     let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
         .lines()
@@ -232,13 +244,13 @@ async fn main() -> anyhow::Result<()> {
         if summary.dense_available { "on" } else { "off" },
     );
 
-    let wants = |s: &str| args.strategies.iter().any(|w| w.eq_ignore_ascii_case(s));
     let mut calls = vec![("health Check (floor)", Call::Health)];
-    if wants("bm25") {
-        calls.push(("BM25", Call::Search(Strategy::Bm25)));
-    }
-    if wants("hybrid") && args.embed_model.is_some() {
-        calls.push(("HYBRID", Call::Search(Strategy::Hybrid)));
+    for measured in &args.strategies {
+        calls.push(match measured {
+            Measured::Bm25 => ("BM25", Call::Search(Strategy::Bm25)),
+            Measured::Dense => ("DENSE", Call::Search(Strategy::Dense)),
+            Measured::Hybrid => ("HYBRID", Call::Search(Strategy::Hybrid)),
+        });
     }
     println!(
         "| call | concurrency | calls | req/s | server CPU ms/call | client CPU ms/call | p50 ms | p90 ms | p99 ms |"

@@ -38,8 +38,13 @@ struct Args {
     /// Where run files go (`<out>/<strategy>.jsonl`).
     #[arg(long, default_value = "target/eval/runs")]
     out: PathBuf,
-    /// Strategies to run: bm25, dense, hybrid.
-    #[arg(long, value_delimiter = ',', default_value = "bm25")]
+    /// Strategies to run: bm25, dense, hybrid (anything else is refused before indexing).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "bm25",
+        value_parser = clap::builder::PossibleValuesParser::new(["bm25", "dense", "hybrid"])
+    )]
     strategies: Vec<String>,
     /// Local embedding model directory, for dense and hybrid.
     #[arg(long)]
