@@ -14,10 +14,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use ploke_proto::tools::v1::{FileDelivery, GetEditDeliveryRequest};
+use ploke_proto::tools::v1::{EditProposal, FileDelivery, GetEditDeliveryRequest};
 use ploke_runtime::path_policy::{self, Access};
 use ploke_tool_executor::edits::{ApplyError, WholeFile};
 
+use crate::checkout::Checkout;
 use crate::gateway::Gateway;
 
 /// What became of a delivery.
@@ -35,6 +36,8 @@ pub enum Delivered {
         /// Where the delivered contents are.
         saved: PathBuf,
     },
+    /// Nothing written: the proposal is over another workspace than the checkout's (why).
+    Elsewhere(String),
 }
 
 impl std::fmt::Display for Delivered {
@@ -46,6 +49,10 @@ impl std::fmt::Display for Delivered {
                 f,
                 "not written: {reason}; the approved files are in {}",
                 saved.display()
+            ),
+            Delivered::Elsewhere(why) => write!(
+                f,
+                "not written here: {why} (`ploke edits fetch ID` in a checkout of that workspace writes it)"
             ),
         }
     }
@@ -156,11 +163,31 @@ pub fn write(
     }
 }
 
-/// Fetches the delivery of `proposal_id` and writes it into `root`; `None` when the proposal
-/// delivers nothing (not applied, or applied to the workspace itself).
+/// Writes an approved proposal's delivered files into `checkout` — only when the proposal is
+/// over the workspace the checkout stands for: another repository's edits are never written
+/// here, whatever paths they name.
+pub async fn deliver(
+    checkout: &Checkout,
+    proposal: &EditProposal,
+    files: Vec<FileDelivery>,
+) -> anyhow::Result<Delivered> {
+    let Some(root) = checkout.for_workspace(&proposal.workspace_root) else {
+        return Ok(Delivered::Elsewhere(
+            checkout.elsewhere(&proposal.workspace_root),
+        ));
+    };
+    let state = state_dir(root)?;
+    let (root, id) = (root.to_owned(), proposal.proposal_id.clone());
+    tokio::task::spawn_blocking(move || write(&root, &state, &id, &files))
+        .await
+        .context("writing the approved files")?
+}
+
+/// Fetches the delivery of `proposal_id` and writes it into `checkout` ([`deliver`]); `None`
+/// when the proposal delivers nothing (not applied, or applied to the workspace itself).
 pub async fn fetch_and_write(
     gateway: &mut Gateway,
-    root: &Path,
+    checkout: &Checkout,
     proposal_id: &str,
 ) -> anyhow::Result<Option<Delivered>> {
     let got = gateway
@@ -173,11 +200,11 @@ pub async fn fetch_and_write(
     if got.deliveries.is_empty() {
         return Ok(None);
     }
-    let state = state_dir(root)?;
-    let (root, id) = (root.to_owned(), proposal_id.to_owned());
-    tokio::task::spawn_blocking(move || write(&root, &state, &id, &got.deliveries).map(Some))
-        .await
-        .context("writing the approved files")?
+    let proposal = got.proposal.unwrap_or_else(|| EditProposal {
+        proposal_id: proposal_id.to_owned(),
+        ..Default::default()
+    });
+    deliver(checkout, &proposal, got.deliveries).await.map(Some)
 }
 
 /// Rolls back any delivery a crash interrupted, from the undo records under `state` (the

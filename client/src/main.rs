@@ -126,10 +126,6 @@ enum Command {
     },
     /// Serve ploke's tools to an MCP client over stdio (the client runs this; docs/MCP.md).
     Mcp {
-        /// With --gateway: the served workspace the tools use (its name or root); default: the
-        /// gateway's default workspace.
-        #[arg(long, value_name = "NAME")]
-        server_workspace: Option<String>,
         /// Largest tool result sent to the client, in tokens [default: [gateway]
         /// mcp_max_result_tokens, 25000].
         #[arg(long, value_name = "N")]
@@ -237,10 +233,9 @@ async fn main_async() -> anyhow::Result<()> {
             cmd::workspaces::run(&target, command).await
         }
         Command::Mcp {
-            server_workspace,
             max_result_tokens,
             target,
-        } => cmd::mcp::mcp(&target, server_workspace, max_result_tokens).await,
+        } => cmd::mcp::mcp(&target, max_result_tokens).await,
         Command::Config { target } => cmd::config::config(&target).await,
         Command::Status { gateway } => {
             let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());

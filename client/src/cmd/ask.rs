@@ -47,15 +47,17 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         }
         super::up::index(
             &mut conn.gateway,
+            "",
             (false, super::up::Until::Searchable),
             false,
         )
         .await?;
     }
+    let workspace_root = conn.workspace_root().await?;
     let session = conn
         .gateway
         .create_session(CreateSessionRequest {
-            workspace_root: String::new(),
+            workspace_root,
             provider: args.provider.clone().unwrap_or_default(),
             model: args.model.clone().unwrap_or_default(),
             title: args.question.chars().take(60).collect(),
@@ -64,8 +66,11 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         .map_err(providers::session_refused)?
         .into_inner();
     // A shared deployment answers from its own tree: this checkout's changes go first.
-    let overlay = conn.overlay_root(&session);
-    if let Some(root) = &overlay {
+    let overlay = conn.overlay_checkout().await?;
+    if let Some(root) = overlay
+        .as_ref()
+        .and_then(|c| c.for_workspace(&session.workspace_root))
+    {
         let synced =
             match ploke_client::overlay::sync(&mut conn.gateway, &session.session_id, root).await {
                 Ok(synced) => synced,
@@ -136,7 +141,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
             }
             Event::EditProposed(p) => {
                 if let Some(p) = p.proposal {
-                    decide_edit(conn, &p, args.approve, overlay.as_deref()).await?;
+                    decide_edit(conn, &p, args.approve, overlay.as_ref()).await?;
                 }
             }
             Event::Notice(n) => eprintln!("! {}", n.text),
@@ -180,7 +185,7 @@ async fn decide_edit(
     conn: &mut Conn,
     p: &ploke_proto::tools::v1::EditProposal,
     approve: bool,
-    overlay: Option<&std::path::Path>,
+    overlay: Option<&ploke_client::checkout::Checkout>,
 ) -> anyhow::Result<()> {
     eprintln!();
     let colour = crate::highlight::colour(&std::io::stderr());
@@ -219,16 +224,12 @@ async fn decide_edit(
         .map_err(|s| anyhow::anyhow!("deciding {}: {}", p.proposal_id, s.message()))?
         .into_inner();
     // Applied to the session's overlay: the files are this checkout's to write.
-    if let Some(root) = overlay
+    if let Some(checkout) = overlay
         && !decided.deliveries.is_empty()
     {
-        let (root, id) = (root.to_owned(), p.proposal_id.clone());
-        let state = ploke_client::delivery::state_dir(&root)?;
-        let delivered = tokio::task::spawn_blocking(move || {
-            ploke_client::delivery::write(&root, &state, &id, &decided.deliveries)
-        })
-        .await??;
-        eprintln!("({delivered})");
+        let proposal = decided.proposal.unwrap_or_else(|| p.clone());
+        let delivered = ploke_client::delivery::deliver(checkout, &proposal, decided.deliveries);
+        eprintln!("({})", delivered.await?);
     }
     Ok(())
 }

@@ -34,17 +34,18 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
     let mut conn = Conn::open_served(target, None, served).await?;
     let result = async {
         let fresh = which.session.is_none() && !which.last;
-        let session = open_session(&mut conn.gateway, which).await;
+        let workspace_root = conn.workspace_root().await?;
+        let session = open_session(&mut conn.gateway, which, &workspace_root).await;
         let session = match session {
             Ok(s) => Some(s),
             // No provider: the TUI still opens (search, edits, sessions) and says how to add one.
             Err(e) if e.downcast_ref::<NoProvider>().is_some() => None,
             Err(e) => return Err(e),
         };
-        let overlay = session.as_ref().and_then(|s| conn.overlay_root(s));
         let options = crate::tui::Options {
             session,
-            overlay,
+            workspace_root,
+            checkout: conn.overlay_checkout().await?,
             notices: Some(notices),
             no_provider: no_provider_text(),
             fresh,
@@ -70,13 +71,21 @@ pub fn no_provider_text() -> String {
     )
 }
 
-/// The session to chat in: resumed, the last one, or new.
-pub async fn open_session(gateway: &mut Gateway, which: Which) -> anyhow::Result<Session> {
+/// The session to chat in: resumed, the last one, or new (in `workspace_root`; empty = the
+/// services' default).
+pub async fn open_session(
+    gateway: &mut Gateway,
+    which: Which,
+    workspace_root: &str,
+) -> anyhow::Result<Session> {
     if let Some(id) = which.session {
         return find_session(gateway, &id).await;
     }
     if which.last {
-        let root = ploke_client::sessions::default_workspace(gateway).await;
+        let root = match workspace_root {
+            "" => ploke_client::sessions::default_workspace(gateway).await,
+            root => root.to_owned(),
+        };
         let newest = gateway
             .list_sessions(ListSessionsRequest {
                 workspace_root: root.clone(),
@@ -93,9 +102,10 @@ pub async fn open_session(gateway: &mut Gateway, which: Which) -> anyhow::Result
     }
     let created = gateway
         .create_session(CreateSessionRequest {
+            workspace_root: workspace_root.to_owned(),
             provider: which.provider.unwrap_or_default(),
             model: which.model.unwrap_or_default(),
-            ..Default::default()
+            title: String::new(),
         })
         .await;
     match created {

@@ -1,6 +1,8 @@
 //! `ploke edits`: list staged edit proposals with their diffs, approve or deny them (whole or
 //! chosen edits).
 
+use ploke_client::checkout::Checkout;
+use ploke_client::delivery::Delivered;
 use ploke_proto::tools::v1::{
     DecideEditRequest, Decision, EditProposal, ListEditsRequest, ProposalState,
 };
@@ -124,9 +126,11 @@ pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
             decide(&mut conn, id, Decision::Deny, edits, reason).await?
         }
         EditsCommand::Fetch { id } => {
-            let root = conn.local_root.clone();
-            match ploke_client::delivery::fetch_and_write(&mut conn.gateway, &root, &id).await? {
-                Some(delivered) => println!("{delivered} (in {})", root.display()),
+            let checkout = conn.checkout().await?;
+            let fetched =
+                ploke_client::delivery::fetch_and_write(&mut conn.gateway, &checkout, &id);
+            match fetched.await? {
+                Some(delivered) => println!("{}", said(&delivered, &checkout)),
                 None => println!(
                     "{id} delivers no files (not applied, or applied to the workspace itself)"
                 ),
@@ -162,18 +166,18 @@ async fn decide(
     }
     // Applied to a session's overlay (a shared deployment): written into this checkout.
     if !decided.deliveries.is_empty() {
-        let id = decided
-            .proposal
-            .as_ref()
-            .map(|p| p.proposal_id.clone())
-            .unwrap_or_default();
-        let root = conn.local_root.clone();
-        let state = ploke_client::delivery::state_dir(&root)?;
-        let delivered = tokio::task::spawn_blocking(move || {
-            ploke_client::delivery::write(&root, &state, &id, &decided.deliveries)
-        })
-        .await??;
-        println!("{delivered} (in {})", conn.local_root.display());
+        let proposal = decided.proposal.unwrap_or_default();
+        let checkout = conn.checkout().await?;
+        let delivered = ploke_client::delivery::deliver(&checkout, &proposal, decided.deliveries);
+        println!("{}", said(&delivered.await?, &checkout));
     }
     Ok(())
+}
+
+/// What became of a delivery, with where it was written.
+fn said(delivered: &Delivered, checkout: &Checkout) -> String {
+    match delivered {
+        Delivered::Elsewhere(_) => delivered.to_string(),
+        _ => format!("{delivered} (in {})", checkout.root.display()),
+    }
 }

@@ -14,11 +14,7 @@ use rmcp::ServiceExt as _;
 use super::{Conn, Target};
 
 /// `ploke mcp`.
-pub async fn mcp(
-    target: &Target,
-    server_workspace: Option<String>,
-    max_result_tokens: Option<u32>,
-) -> anyhow::Result<()> {
+pub async fn mcp(target: &Target, max_result_tokens: Option<u32>) -> anyhow::Result<()> {
     let defaults = PlokeConfig::load_from_process(
         ServiceKind::Gateway,
         &ploke_runtime::cli::CommonArgs {
@@ -34,11 +30,23 @@ pub async fn mcp(
             ploke_runtime::config::GatewayConfig::MIN_MCP_RESULT_TOKENS
         );
     }
-    let conn = Conn::open_indexing(target, None).await?;
+    let mut conn = Conn::open_indexing(target, None).await?;
+    // With a shared gateway, the tools work in the workspace this checkout stands for (named
+    // with --server-workspace, or found by its git remote); when that cannot be told, the
+    // gateway's default, and the MCP client may name another in each call.
+    let workspace = match conn.workspace_root().await {
+        Ok(root) if !root.is_empty() => Some(root),
+        Ok(_) => None,
+        Err(e) if target.server_workspace.is_some() => return Err(e),
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "using the gateway's default workspace");
+            None
+        }
+    };
     let backend = ploke_client::mcp::Remote::new(conn.gateway.clone());
     let options = Options {
         max_result_tokens,
-        workspace: server_workspace,
+        workspace,
         authenticated: false,
     };
     let server = McpServer::new(Arc::new(backend), Arc::new(options));

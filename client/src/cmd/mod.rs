@@ -51,6 +51,16 @@ pub struct Target {
     /// this very checkout).
     #[arg(long, global = true)]
     pub no_overlay: bool,
+    /// With a shared gateway: the served workspace this checkout stands for (its name or
+    /// root); default: the one cloned from this checkout's git remote, or of its directory's
+    /// name, or the only one you may use.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PLOKE_SERVER_WORKSPACE",
+        global = true
+    )]
+    pub server_workspace: Option<String>,
 }
 
 /// A connection, and the services behind it when this process runs them.
@@ -66,8 +76,18 @@ pub struct Conn {
     /// The developer's checkout: sent as a session's overlay when the gateway serves another
     /// tree, and where approved edits are written then.
     pub local_root: PathBuf,
-    /// Whether sessions may carry this checkout's changes (a gateway named with --gateway).
+    /// A gateway named with --gateway: whether sessions carry this checkout's changes, and
+    /// the served workspace asked for; `None` for services of this checkout.
+    remote: Option<Remote>,
+    /// The served workspace this checkout stands for, once asked ([`Self::workspace_root`]).
+    served: Option<String>,
+}
+
+/// A shared gateway's view of this checkout.
+#[derive(Debug, Clone)]
+struct Remote {
     overlays: bool,
+    named: Option<String>,
 }
 
 /// `PLOKE_TOKEN`, when set and not empty.
@@ -127,7 +147,11 @@ impl Conn {
                 provider: None,
                 indexed: false,
                 local_root: workspace,
-                overlays: !target.no_overlay,
+                remote: Some(Remote {
+                    overlays: !target.no_overlay,
+                    named: target.server_workspace.clone(),
+                }),
+                served: None,
             });
         }
         if let Some((gateway, served)) = served {
@@ -140,7 +164,8 @@ impl Conn {
                 provider: None,
                 indexed: false,
                 local_root: served,
-                overlays: false,
+                remote: None,
+                served: None,
             });
         }
         let (mut cfg, provider) = up::embedded_config(&workspace, target.config.clone()).await?;
@@ -162,7 +187,7 @@ impl Conn {
         let embedded = Embedded::start(cfg).await?;
         let mut gateway = connect(&embedded.addrs.url(ServiceKind::Gateway), None).await?;
         if let Some(until) = until {
-            up::index(&mut gateway, (false, until), false).await?;
+            up::index(&mut gateway, "", (false, until), false).await?;
         }
         Ok(Self {
             gateway,
@@ -170,15 +195,56 @@ impl Conn {
             provider,
             indexed: until.is_some(),
             local_root: workspace,
-            overlays: false,
+            remote: None,
+            served: None,
         })
     }
 
-    /// The checkout to send as `session`'s overlay: this one, when the gateway serves another
-    /// tree for it (a shared deployment); `None` when the session's workspace is this checkout.
-    pub fn overlay_root(&self, session: &ploke_proto::session::v1::Session) -> Option<PathBuf> {
-        (self.overlays && std::path::Path::new(&session.workspace_root) != self.local_root)
-            .then(|| self.local_root.clone())
+    /// The workspace this command works in, as requests name it: with a shared gateway, the
+    /// served workspace this checkout stands for (asked once; an error when it cannot be
+    /// told, naming the candidates); empty for services of this checkout (their default).
+    pub async fn workspace_root(&mut self) -> anyhow::Result<String> {
+        let Some(remote) = &self.remote else {
+            return Ok(String::new());
+        };
+        if let Some(served) = &self.served {
+            return Ok(served.clone());
+        }
+        let (root, chosen) = ploke_client::checkout::served_workspace(
+            &mut self.gateway,
+            &self.local_root,
+            remote.named.as_deref(),
+        )
+        .await?;
+        if let ploke_client::checkout::Chosen::GitRemote(url) = &chosen {
+            eprintln!("(workspace {root}: cloned from {url}, this checkout's remote)");
+        }
+        self.served = Some(root.clone());
+        Ok(root)
+    }
+
+    /// This checkout and the served workspace it stands for (approved edits of that workspace
+    /// are written into it): with a shared gateway, the one [`Self::workspace_root`] finds;
+    /// else the checkout itself, which the services here serve.
+    pub async fn checkout(&mut self) -> anyhow::Result<ploke_client::checkout::Checkout> {
+        let workspace_root = match self.remote {
+            Some(_) => self.workspace_root().await?,
+            None => self.local_root.display().to_string(),
+        };
+        Ok(ploke_client::checkout::Checkout {
+            root: self.local_root.clone(),
+            workspace_root,
+        })
+    }
+
+    /// [`Self::checkout`], when sessions also carry its changes (no --no-overlay).
+    pub async fn overlay_checkout(
+        &mut self,
+    ) -> anyhow::Result<Option<ploke_client::checkout::Checkout>> {
+        if !self.remote.as_ref().is_some_and(|r| r.overlays) {
+            return Ok(None);
+        }
+        self.checkout().await.map(Some)
     }
 
     /// Whether the services run in this process (started for this command).

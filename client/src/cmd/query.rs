@@ -28,9 +28,11 @@ pub async fn search(
         StrategyArg::Dense => Strategy::Dense,
         StrategyArg::Hybrid => Strategy::Hybrid,
     };
+    let workspace_root = conn.workspace_root().await?;
     let found = conn
         .gateway
         .search(SearchRequest {
+            workspace_root,
             query: query.to_owned(),
             strategy: strategy as i32,
             top_k,
@@ -56,7 +58,8 @@ pub async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
     let mut conn = Conn::open_indexing(target, Some(up::Until::Done)).await?;
     // In-process services have just indexed; a remote or running one is asked to.
     if !conn.indexed || force {
-        up::index(&mut conn.gateway, (force, up::Until::Done), false).await?;
+        let root = conn.workspace_root().await?;
+        up::index(&mut conn.gateway, &root, (force, up::Until::Done), false).await?;
     }
     conn.close().await
 }

@@ -248,7 +248,7 @@ async fn serve(
         // The TUI opens at once: the services index in the background and the tools answer
         // from what is indexed so far; the status bar shows the progress.
         let which = super::chat::Which::default();
-        let session = match super::chat::open_session(&mut gateway, which).await {
+        let session = match super::chat::open_session(&mut gateway, which, "").await {
             Ok(s) => Some(s),
             Err(e) if e.downcast_ref::<super::chat::NoProvider>().is_some() => None,
             Err(e) => {
@@ -258,7 +258,8 @@ async fn serve(
         };
         let options = crate::tui::Options {
             session,
-            overlay: None,
+            workspace_root: String::new(),
+            checkout: None,
             notices,
             no_provider: super::chat::no_provider_text(),
             fresh: true,
@@ -267,7 +268,7 @@ async fn serve(
         super::stop_visibly(embedded.stop()).await?;
         return ran;
     }
-    index(&mut gateway, (false, Until::Done), false).await?;
+    index(&mut gateway, "", (false, Until::Done), false).await?;
     if check {
         embedded.stop().await?;
         return Ok(());
@@ -298,15 +299,17 @@ pub enum Until {
     Searchable,
 }
 
-/// Indexes the gateway's default workspace, with a progress line on stderr unless `quiet`.
+/// Indexes `workspace_root` (empty = the gateway's default), with a progress line on stderr
+/// unless `quiet`.
 pub async fn index(
     gateway: &mut Gateway,
+    workspace_root: &str,
     (force, until): (bool, Until),
     quiet: bool,
 ) -> anyhow::Result<()> {
     let mut stream = gateway
         .index_workspace(IndexWorkspaceRequest {
-            workspace_root: String::new(),
+            workspace_root: workspace_root.to_owned(),
             force,
         })
         .await

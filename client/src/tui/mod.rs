@@ -13,7 +13,6 @@ mod tests;
 pub mod view;
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use ploke_proto::session::v1::{
     CancelTurnRequest, CreateSessionRequest, DeleteSessionRequest, GetSessionRequest,
@@ -25,6 +24,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use keys::Key;
+use ploke_client::checkout::Checkout;
 use ploke_client::gateway::Gateway;
 use state::{Action, App, Indexing};
 
@@ -52,9 +52,13 @@ pub struct Options {
     /// The session to show; `None` when no model provider is configured (search, edits and
     /// sessions still work; sending says how to add one).
     pub session: Option<Session>,
-    /// A shared deployment: this checkout's changes are sent before every message and
-    /// approved edits are written into it.
-    pub overlay: Option<PathBuf>,
+    /// The workspace new sessions are made in and edits are listed of until a session of
+    /// another is resumed (empty = the services' default).
+    pub workspace_root: String,
+    /// A shared deployment: this checkout's changes are sent before every message of a
+    /// session over the workspace it stands for, and that workspace's approved edits are
+    /// written into it.
+    pub checkout: Option<Checkout>,
     /// Warnings of the services in this process (their logs go to a file).
     pub notices: Option<mpsc::UnboundedReceiver<String>>,
     /// What to say when a message cannot be sent for want of a provider.
@@ -145,13 +149,13 @@ impl Follow {
     /// Shows `session` from its beginning and follows it.
     fn show(
         &mut self,
-        gateway: &Gateway,
-        tx: &mpsc::Sender<Input>,
+        (gateway, tx): (&Gateway, &mpsc::Sender<Input>),
         app: &mut App,
         session: Session,
+        checkout: Option<&Checkout>,
     ) -> Session {
         self.start(gateway, &session.session_id, tx);
-        show(app, &session);
+        show(app, &session, checkout);
         session
     }
 
@@ -173,7 +177,8 @@ impl Drop for Follow {
 pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     let Options {
         session,
-        overlay,
+        workspace_root,
+        checkout,
         notices,
         no_provider,
         fresh,
@@ -186,13 +191,19 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
         .collect();
     let mut app = App::default();
     let mut session = session;
-    if let Some(s) = &session {
-        show(&mut app, s);
-    }
-    app.workspace_root = match &session {
-        Some(s) => s.workspace_root.clone(),
-        None => ploke_client::sessions::default_workspace(&mut gateway).await,
+    // The checkout, for a session over the workspace it stands for.
+    let overlay = |s: &Session| {
+        checkout
+            .as_ref()
+            .and_then(|c| c.for_workspace(&s.workspace_root))
     };
+    match &session {
+        Some(s) => show(&mut app, s, checkout.as_ref()),
+        None if workspace_root.is_empty() => {
+            app.workspace_root = ploke_client::sessions::default_workspace(&mut gateway).await;
+        }
+        None => app.workspace_root = workspace_root,
+    }
     let (tx, mut rx) = mpsc::channel::<Input>(1024);
     let mut decided_here = std::collections::HashSet::new();
     let mut follow = Follow(None);
@@ -245,14 +256,15 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                     {
                         continue;
                     }
-                    announce_elsewhere(&mut app, &e, overlay.is_some(), &decided_here);
+                    let here = session.as_ref().and_then(overlay).is_some();
+                    announce_elsewhere(&mut app, &e, here, &decided_here);
                     app.apply(&e);
                 }
                 Input::Key(k) => match app.key(k) {
                     Action::None => {}
                     Action::Quit => return Ok::<(), anyhow::Error>(()),
                     Action::Send(text) => match &session {
-                        Some(s) => send(&mut gateway, &mut app, s, overlay.as_deref(), text).await,
+                        Some(s) => send(&mut gateway, &mut app, s, overlay(s), text).await,
                         None => app.system(&no_provider),
                     },
                     Action::Cancel => {
@@ -267,12 +279,12 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                     }
                     Action::Approve(id, edits) => {
                         decided_here.insert(id.clone());
-                        let target = (&mut gateway, overlay.as_deref());
+                        let target = (&mut gateway, checkout.as_ref());
                         decide(target, &mut app, id, Decision::Approve, edits).await
                     }
                     Action::Deny(id) => {
                         decided_here.insert(id.clone());
-                        let target = (&mut gateway, overlay.as_deref());
+                        let target = (&mut gateway, checkout.as_ref());
                         decide(target, &mut app, id, Decision::Deny, Vec::new()).await
                     }
                     Action::NewSession(model) => {
@@ -281,7 +293,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                             .map(|s| (s.provider.clone(), s.model.clone()));
                         if let Some(s) = create(&mut gateway, &mut app, model.or(same)).await {
                             created.push(s.session_id.clone());
-                            session = Some(follow.show(&gateway, &tx, &mut app, s));
+                            session = Some(follow.show((&gateway, &tx), &mut app, s, checkout.as_ref()));
                         }
                     }
                     Action::ListModels => match tasks::models(&mut gateway).await {
@@ -297,7 +309,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                             Ok(model) => {
                                 if let Some(s) = create(&mut gateway, &mut app, Some(model)).await {
                                     created.push(s.session_id.clone());
-                                    session = Some(follow.show(&gateway, &tx, &mut app, s));
+                                    session = Some(follow.show((&gateway, &tx), &mut app, s, checkout.as_ref()));
                                 }
                             }
                             Err(e) => app.system(&format!("{e:#}")),
@@ -305,7 +317,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                     }
                     Action::Resume(id) => {
                         match ploke_client::sessions::find_session(&mut gateway, &id).await {
-                            Ok(s) => session = Some(follow.show(&gateway, &tx, &mut app, s)),
+                            Ok(s) => session = Some(follow.show((&gateway, &tx), &mut app, s, checkout.as_ref())),
                             Err(e) => app.system(&format!("{e:#}")),
                         }
                     }
@@ -343,7 +355,8 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                     }
                     Action::Search(query) => {
                         // As the session sees its workspace: the developer's changes sent first.
-                        if let (Some(root), Some(s)) = (overlay.as_deref(), &session)
+                        if let Some(s) = &session
+                            && let Some(root) = overlay(s)
                             && let Err(err) =
                                 ploke_client::overlay::sync(&mut gateway, &s.session_id, root).await
                         {
@@ -398,12 +411,24 @@ async fn discard_empty(gateway: &mut Gateway, created: &[String]) {
     let _ = tokio::time::timeout(DISCARD_TIMEOUT, work).await;
 }
 
-/// Shows `session` from its beginning (its events replay into the emptied conversation).
-fn show(app: &mut App, session: &Session) {
+/// Shows `session` from its beginning (its events replay into the emptied conversation); its
+/// workspace becomes the TUI's (new sessions, edits listed). Says so when `checkout` stands
+/// for another workspace: nothing of it is sent to this session or written from it.
+fn show(app: &mut App, session: &Session, checkout: Option<&Checkout>) {
     app.reset_conversation();
     app.session_id = session.session_id.clone();
     app.model = format!("{}/{}", session.provider, session.model);
     app.notice = None;
+    app.workspace_root = session.workspace_root.clone();
+    if let Some(c) = checkout
+        && c.for_workspace(&session.workspace_root).is_none()
+    {
+        app.system(&format!(
+            "your changes are not sent to this session, nor are its approved edits written into \
+             your files: {}",
+            c.elsewhere(&session.workspace_root)
+        ));
+    }
 }
 
 /// A decision made elsewhere (another client, an admin, the auto-approve policy) on an edit
@@ -481,10 +506,10 @@ async fn send(
     }
 }
 
-/// Decides a proposal; with `overlay` (a shared deployment), an approval's files are
-/// written into that checkout.
+/// Decides a proposal; with `checkout` (a shared deployment), an approval's files are
+/// written into it when the proposal is over its workspace.
 async fn decide(
-    (gateway, overlay): (&mut Gateway, Option<&std::path::Path>),
+    (gateway, checkout): (&mut Gateway, Option<&Checkout>),
     app: &mut App,
     id: String,
     decision: Decision,
@@ -506,21 +531,11 @@ async fn decide(
         Ok(d) => d.into_inner(),
         Err(s) => return app.system(s.message()),
     };
-    let Some(root) = overlay.filter(|_| !decided.deliveries.is_empty()) else {
+    let Some(checkout) = checkout.filter(|_| !decided.deliveries.is_empty()) else {
         return;
     };
-    let written = match ploke_client::delivery::state_dir(root) {
-        Ok(state) => {
-            let root = root.to_owned();
-            tokio::task::spawn_blocking(move || {
-                ploke_client::delivery::write(&root, &state, &id, &decided.deliveries)
-            })
-            .await
-            .map_err(anyhow::Error::from)
-            .and_then(|r| r)
-        }
-        Err(e) => Err(e),
-    };
+    let proposal = decided.proposal.unwrap_or_default();
+    let written = ploke_client::delivery::deliver(checkout, &proposal, decided.deliveries).await;
     match written {
         Ok(delivered) => app.system(&delivered.to_string()),
         Err(e) => app.system(&format!("{e:#}")),

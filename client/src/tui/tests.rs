@@ -576,3 +576,36 @@ fn a_named_model_resolves_against_the_configured_providers() {
         Err("name the provider: /model PROVIDER/MODEL (configured: none)".to_owned())
     );
 }
+
+#[test]
+fn a_session_of_another_workspace_becomes_the_tuis_and_says_the_checkout_stays_out() {
+    let checkout = ploke_client::checkout::Checkout {
+        root: "/home/dev/api".into(),
+        workspace_root: "/repos/api".into(),
+    };
+    let session = |root: &str| Session {
+        session_id: format!("session-of-{root}"),
+        workspace_root: root.into(),
+        provider: "fake".into(),
+        model: "m".into(),
+        ..Default::default()
+    };
+    let mut app = app();
+    super::show(&mut app, &session("/repos/api"), Some(&checkout));
+    assert_eq!(app.workspace_root, "/repos/api");
+    assert_eq!(app.entries.len(), 0);
+    super::show(&mut app, &session("/repos/web"), Some(&checkout));
+    assert_eq!(app.workspace_root, "/repos/web");
+    let said: Vec<&str> = app.entries.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(
+        said,
+        vec![
+            "your changes are not sent to this session, nor are its approved edits written into \
+             your files: it is over workspace /repos/web, and this checkout (/home/dev/api) \
+             stands for /repos/api"
+        ]
+    );
+    // Services of this checkout itself (no shared gateway): nothing to say.
+    super::show(&mut app, &session("/repos/web"), None);
+    assert_eq!(app.entries.len(), 0);
+}

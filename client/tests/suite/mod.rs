@@ -1,6 +1,7 @@
 //! Runs the real `ploke` binary against a Sandbox (all four services) whose provider is the
 //! fake OpenAI server.
 
+mod checkouts;
 mod commands;
 mod mcp;
 mod tui;
