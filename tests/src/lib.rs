@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod fake_embeddings;
 pub mod fake_provider;
+pub mod git;
 pub mod ports;
 pub mod postgres;
 pub mod wait;

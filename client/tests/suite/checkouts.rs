@@ -7,6 +7,7 @@ use std::process::Command;
 
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::{FakeProvider, Reply};
+use ploke_e2e::git::git;
 use ploke_proto::rag::v1::{
     AddWorkspaceRequest, GitSource, IndexWorkspaceRequest, add_workspace_request,
 };
@@ -19,18 +20,6 @@ use super::text;
 
 const ADMIN: &str = "admin-token";
 const BILLING_RS: &str = "/// Charges the card.\npub fn charge_card() -> u8 {\n    1\n}\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=ploke", "-c", "user.email=ploke@localhost"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 #[tokio::test]
 async fn a_checkout_works_in_the_workspace_cloned_from_its_remote_and_nowhere_else() {

@@ -4,10 +4,10 @@
 //! rag-search), updated, kept across a restart and removed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::FakeProvider;
+use ploke_e2e::git::git;
 use ploke_proto::rag::v1::{
     AddWorkspaceRequest, GitSource, IndexWorkspaceRequest, ListWorkspacesRequest,
     RemoveWorkspaceRequest, SearchRequest, Strategy, WorkspaceOrigin, add_workspace_request,
@@ -18,18 +18,6 @@ use ploke_runtime::config::Secret;
 use tonic::Code;
 
 const ADMIN: &str = "admin-token";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=ploke", "-c", "user.email=ploke@localhost"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 /// A repository with one commit on `main`; its file:// URL and that commit.
 fn repository(dir: &Path) -> (String, String) {
