@@ -226,8 +226,15 @@ async fn serve(
 ) -> anyhow::Result<()> {
     let url = embedded.addrs.url(ServiceKind::Gateway);
     println!("ploke up: workspace {}", workspace.display());
-    let mut gateway = super::connect(&url, None).await?;
-    let status = system_status(&mut gateway).await?;
+    let started = async {
+        let mut gateway = super::connect(&url, None).await?;
+        let status = system_status(&mut gateway).await?;
+        anyhow::Ok((gateway, status))
+    };
+    let (mut gateway, status) = match started.await {
+        Ok(started) => started,
+        Err(e) => return Err(why_stopped(embedded, e).await),
+    };
     print_status(&url, &status);
     if let Some(addr) = embedded.metrics {
         println!("  metrics: http://{addr}/metrics");
@@ -251,10 +258,7 @@ async fn serve(
         let session = match super::chat::open_session(&mut gateway, which, "").await {
             Ok(s) => Some(s),
             Err(e) if e.downcast_ref::<super::chat::NoProvider>().is_some() => None,
-            Err(e) => {
-                super::stop_visibly(embedded.stop()).await?;
-                return Err(e);
-            }
+            Err(e) => return Err(why_stopped(embedded, e).await),
         };
         let options = crate::tui::Options {
             session,
@@ -268,7 +272,9 @@ async fn serve(
         super::stop_visibly(embedded.stop()).await?;
         return ran;
     }
-    index(&mut gateway, "", (false, Until::Done), false).await?;
+    if let Err(e) = index(&mut gateway, "", (false, Until::Done), false).await {
+        return Err(why_stopped(embedded, e).await);
+    }
     if check {
         embedded.stop().await?;
         return Ok(());
@@ -287,6 +293,16 @@ async fn serve(
     );
     embedded.wait().await?;
     Ok(())
+}
+
+/// What to report when talking to the services failed with `e`: the failure of the service
+/// that stopped them all (a model that does not load, a database that refuses) rather than the
+/// refused connection it caused; the services are stopped either way.
+async fn why_stopped(embedded: Embedded, e: anyhow::Error) -> anyhow::Error {
+    match super::stop_visibly(embedded.stop()).await {
+        Err(failed) => failed.into(),
+        Ok(()) => e,
+    }
 }
 
 /// How long [`index`] follows a run.

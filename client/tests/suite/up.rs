@@ -316,3 +316,27 @@ async fn two_workspaces_at_once_and_never_one_twice() {
     assert!(!a.join(".ploke/up.json").exists());
     assert!(!b.join(".ploke/up.json").exists());
 }
+
+#[tokio::test]
+async fn up_says_which_service_failed_and_why_not_the_refused_connection_it_caused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.rs"), LIB_RS).unwrap();
+    std::fs::write(dir.path().join("ploke.toml"), CONFIG).unwrap();
+    // A model directory without the model in it: rag-search cannot start.
+    let model = tempfile::tempdir().unwrap();
+    let model_dir = model.path().display().to_string();
+    let out = super::run(
+        dir.path(),
+        vec!["up".into(), "--check".into()],
+        &[("PLOKE_EMBED_MODEL", &model_dir)],
+    )
+    .await;
+    assert!(!out.status.success());
+    let stderr = super::text(&out.stderr);
+    assert!(
+        stderr.ends_with(&format!(
+            "error: ploke-rag-search: embedding model: {model_dir}/config.json is missing\n"
+        )),
+        "{stderr}"
+    );
+}

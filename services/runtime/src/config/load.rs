@@ -212,8 +212,9 @@ impl PlokeConfig {
         if let Some(v) = env("PLOKE_LLM_SESSION_URL") {
             self.upstreams.llm_session_url = v;
         }
+        // Empty = none (as `PLOKE_EMBED_MODEL= cmd` is written to turn a variable off).
         if let Some(v) = env("PLOKE_EMBED_MODEL") {
-            self.rag_search.embed_model = Some(PathBuf::from(v));
+            self.rag_search.embed_model = (!v.is_empty()).then(|| PathBuf::from(v));
         }
         if let Some(v) = env("PLOKE_GATEWAY_ADMIN_TOKENS") {
             self.gateway.admin_tokens = v

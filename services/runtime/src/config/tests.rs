@@ -501,3 +501,31 @@ fn secrets_are_never_printed_by_explain() {
     );
     assert!(!explained.iter().any(|e| e.value.contains("s3cret")));
 }
+
+#[test]
+fn an_empty_embed_model_variable_names_no_model() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        "[rag_search]\nembed_model = \"/models/minilm\"\n",
+    )
+    .unwrap();
+    let args = CommonArgs {
+        config: Some(file.path().to_owned()),
+        ..Default::default()
+    };
+    let from_file = load(ServiceKind::RagSearch, &args, &[]).unwrap();
+    assert_eq!(
+        from_file.rag_search.embed_model,
+        Some(PathBuf::from("/models/minilm"))
+    );
+    let emptied = load(ServiceKind::RagSearch, &args, &[("PLOKE_EMBED_MODEL", "")]).unwrap();
+    assert_eq!(emptied.rag_search.embed_model, None);
+    let named = load(
+        ServiceKind::RagSearch,
+        &args,
+        &[("PLOKE_EMBED_MODEL", "/m")],
+    )
+    .unwrap();
+    assert_eq!(named.rag_search.embed_model, Some(PathBuf::from("/m")));
+}
