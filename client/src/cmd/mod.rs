@@ -247,6 +247,11 @@ impl Conn {
         self.checkout().await.map(Some)
     }
 
+    /// Whether the services are a gateway named with --gateway (shared, serving other trees).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// Whether the services run in this process (started for this command).
     pub fn in_process(&self) -> bool {
         self.embedded.is_some()

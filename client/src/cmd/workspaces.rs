@@ -64,6 +64,16 @@ pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<
             for w in &listed.workspaces {
                 print(w);
             }
+            // Which of them this checkout's commands use (stderr: stdout is the list).
+            if conn.is_remote() {
+                match conn.workspace_root().await {
+                    Ok(root) if !root.is_empty() => {
+                        eprintln!("(this checkout stands for {root})");
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("({e:#})"),
+                }
+            }
         }
         WorkspacesCommand::Add { path, git, branch } => {
             let source = match (path, git) {

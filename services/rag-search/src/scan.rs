@@ -1,5 +1,6 @@
-//! Walking a workspace: the `ignore` crate's walker (.gitignore, .ignore and git excludes
-//! honoured; hidden files skipped), files over 1 MiB, binary files and non-UTF-8 files skipped,
+//! Walking a workspace: the one reading of its ignore files ([`path_policy::ignores`]: from the
+//! root down, and from the enclosing repository's root when the workspace is inside one;
+//! hidden files skipped), files over 1 MiB, binary files and non-UTF-8 files skipped,
 //! `.git/` and ploke's own `.ploke/` never entered, symlinks never followed. Single paths
 //! (refreshes, the watcher, snippets, context assembly) are resolved by the one path policy of
 //! every service ([`ploke_runtime::path_policy`]) and follow the same rules.
@@ -72,50 +73,25 @@ pub fn indexable_name(rel: &str) -> bool {
         && crate::parse::language_of(Path::new(rel)).is_some()
 }
 
-/// Whether the walker would index `rel`: not hidden, not ploke's or git's own, not ignored by
-/// a `.gitignore` / `.ignore` on its way from the root (nor `.git/info/exclude`), and of a
-/// known language. Used for single files (refreshes, the watcher) so that they follow the same
-/// rules as a full walk.
+/// Whether the walker would index `rel`: not hidden, not ploke's or git's own, not left out by
+/// the ignore files ([`path_policy::ignores::is_ignored`]), and of a known language. Used for
+/// single files (refreshes, the watcher) so that they follow the same rules as a full walk.
 pub fn is_indexable(root: &Path, rel: &str) -> bool {
-    if !indexable_name(rel) {
-        return false;
-    }
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    let _ = builder.add(root.join(".git/info/exclude"));
-    let mut dir = root.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
-    for i in 0..parts.len() {
-        for name in [".gitignore", ".ignore"] {
-            let candidate = dir.join(name);
-            // Only a regular file: a FIFO named .gitignore would block the read.
-            if std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.is_file()) {
-                let _ = builder.add(candidate);
-            }
-        }
-        if i + 1 < parts.len() {
-            dir.push(parts[i]);
-        }
-    }
-    match builder.build() {
-        Ok(matcher) => !matcher
-            .matched_path_or_any_parents(root.join(rel), false)
-            .is_ignore(),
-        Err(_) => true,
-    }
+    indexable_name(rel) && !path_policy::ignores::is_ignored(root, rel, false)
 }
 
 /// Every indexable file under `root`, sorted by path; `skipped` counts files left out.
 pub fn scan(root: &Path) -> (Vec<ScannedFile>, u64) {
+    scan_under(root, root)
+}
+
+/// Every indexable file under `start` (`root` or a directory inside it), relative to `root`,
+/// sorted by path; `skipped` counts files left out. The ignore files on the way from the root
+/// to `start` apply as in a walk of the whole root ([`path_policy::ignores`]).
+pub fn scan_under(root: &Path, start: &Path) -> (Vec<ScannedFile>, u64) {
     let mut files = Vec::new();
     let mut skipped = 0u64;
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git" && e.file_name() != ".ploke")
-        .build();
-    for entry in walker.flatten() {
+    for entry in path_policy::ignores::walker(root, start).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -193,5 +169,27 @@ mod tests {
         write("sub/.gitignore", b"local.rs\n");
         assert!(!is_indexable(root, "sub/local.rs"));
         assert!(is_indexable(root, "sub/other.rs"));
+    }
+
+    #[test]
+    fn a_clone_kept_under_an_ignoring_directory_is_scanned_whole() {
+        // Where `ploke up` keeps the clones of git workspaces: `.ploke/repos/`, under a
+        // `.ploke/.gitignore` of `*` (its files stay out of the served repository's git).
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".ploke")).unwrap();
+        std::fs::write(dir.path().join(".ploke/.gitignore"), "*\n").unwrap();
+        let root = dir.path().join(".ploke/repos/billing-1a2b");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("src/api")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "pub fn charge() {}\n").unwrap();
+        std::fs::write(root.join("src/api/mod.rs"), "pub fn route() {}\n").unwrap();
+        let (files, _) = scan(&root);
+        let rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, vec!["src/api/mod.rs", "src/lib.rs"]);
+        assert!(is_indexable(&root, "src/lib.rs"));
+        // A directory scanned on its own (a refresh) is judged the same way.
+        let (under, _) = scan_under(&root, &root.join("src/api"));
+        let rels: Vec<&str> = under.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, vec!["src/api/mod.rs"]);
     }
 }

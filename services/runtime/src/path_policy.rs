@@ -12,6 +12,8 @@
 //! - Files are opened as regular files only: the open neither blocks on a FIFO nor follows a
 //!   final symlink swapped in after resolution, devices, sockets and directories are refused by
 //!   `fstat` on the open handle, and reads are capped.
+//! - What a workspace's ignore files leave out is read one way for walks and single paths
+//!   ([`ignores`]).
 
 use std::fs::File;
 use std::io::Read as _;
@@ -337,6 +339,8 @@ pub fn stream_regular(
         each(&buf[..n]);
     }
 }
+
+pub mod ignores;
 
 #[cfg(test)]
 mod tests;

@@ -106,11 +106,12 @@ impl WorkspaceIndex {
             if dir.is_some() || !under.is_empty() {
                 out.extend(under.into_iter().cloned());
                 if let Some(dir) = dir {
-                    let (found, _) = scan::scan(&dir);
+                    // The directory itself may be hidden or ignored: judged as a walk would.
+                    let (found, _) = scan::scan_under(&self.root, &dir);
                     out.extend(
                         found
                             .into_iter()
-                            .map(|f| format!("{rel}/{}", f.rel))
+                            .map(|f| f.rel)
                             .filter(|r| scan::is_indexable(&self.root, r)),
                     );
                 }

@@ -101,8 +101,7 @@ pub fn search_code(
         .binary_detection(BinaryDetection::quit(0))
         .build();
     let walk = start.abs.exists().then(|| {
-        ignore::WalkBuilder::new(&start.abs)
-            .require_git(false)
+        ploke_runtime::path_policy::ignores::walker(root, &start.abs)
             .sort_by_file_path(|a, b| a.cmp(b))
             .build()
     });
