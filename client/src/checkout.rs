@@ -52,6 +52,40 @@ pub enum Chosen {
     DirName,
 }
 
+impl Chosen {
+    /// How, in words.
+    pub fn why(&self) -> String {
+        match self {
+            Chosen::Named => "named with --server-workspace".to_owned(),
+            Chosen::Only => "the only one the gateway serves you".to_owned(),
+            Chosen::GitRemote(url) => format!("cloned from {}, this checkout's remote", shown(url)),
+            Chosen::DirName => "a directory of this checkout's name".to_owned(),
+        }
+    }
+}
+
+/// A URL as it may be shown: without the user and password a remote may carry
+/// (`https://user:token@host/…` → `https://host/…`).
+pub fn shown(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = match (scheme, authority.rsplit_once('@')) {
+        // `user@host:path` keeps its user (`git@`): no secret in it.
+        (None, _) | (_, None) => authority,
+        (Some(_), Some((_, host))) => host,
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{host}{path}"),
+        None => format!("{host}{path}"),
+    }
+}
+
 /// What the checkout tells about itself: its git remotes' URLs, its branch, its directory name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Clues {
@@ -118,11 +152,11 @@ pub fn git_url_key(url: &str) -> String {
             _ => url.to_owned(),
         },
     };
-    let rest = rest.trim_end_matches('/');
+    let rest = rest.trim_end_matches('/').to_lowercase();
     rest.strip_suffix(".git")
-        .unwrap_or(rest)
+        .unwrap_or(&rest)
         .trim_end_matches('/')
-        .to_lowercase()
+        .to_owned()
 }
 
 /// Chooses among `workspaces` (those the caller may use) the one `named`, else the one the
@@ -138,29 +172,53 @@ pub fn choose(
         workspaces
             .iter()
             .map(|w| match &w.git {
-                Some(g) => format!("{} ({}, from {})", w.name, w.workspace_root, g.url),
+                Some(g) => format!("{} ({}, from {})", w.name, w.workspace_root, shown(&g.url)),
                 None => format!("{} ({})", w.name, w.workspace_root),
             })
             .collect::<Vec<_>>()
             .join(", ")
     };
     if let Some(n) = named {
-        return workspaces
+        let n = match n.trim_end_matches('/') {
+            "" => n,
+            trimmed => trimmed,
+        };
+        let found: Vec<&Workspace> = workspaces
             .iter()
-            .find(|w| w.name == n || w.workspace_root == n)
-            .map(|w| (w.workspace_root.clone(), Chosen::Named))
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--server-workspace {n}: the gateway serves you no such workspace (yours: {})",
-                    if workspaces.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        listed()
-                    }
-                )
-            });
+            .filter(|w| w.name == n || w.workspace_root == n)
+            .collect();
+        return match found.as_slice() {
+            [w] => Ok((w.workspace_root.clone(), Chosen::Named)),
+            // A gateway that lists none (older than workspaces at run time) serves its default.
+            [] if workspaces.is_empty()
+                && !default_root.is_empty()
+                && (default_root == n || default_root.rsplit('/').next() == Some(n)) =>
+            {
+                Ok((default_root.to_owned(), Chosen::Named))
+            }
+            [] => Err(anyhow::anyhow!(
+                "--server-workspace {n}: the gateway serves you no such workspace (yours: {})",
+                if workspaces.is_empty() {
+                    default_root.to_owned()
+                } else {
+                    listed()
+                }
+            )),
+            several => Err(anyhow::anyhow!(
+                "--server-workspace {n}: {} workspaces have that name ({}); name one by its root",
+                several.len(),
+                several
+                    .iter()
+                    .map(|w| w.workspace_root.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
     }
     match workspaces {
+        [] if default_root.is_empty() => {
+            anyhow::bail!("the gateway serves you no workspace (`ploke workspaces` lists them)")
+        }
         [] => return Ok((default_root.to_owned(), Chosen::Only)),
         [only] => return Ok((only.workspace_root.clone(), Chosen::Only)),
         _ => {}
@@ -195,7 +253,7 @@ pub fn choose(
         ([], _) => {}
         (several, _) => anyhow::bail!(
             "this checkout's git remote matches {} of the gateway's workspaces ({}); name one \
-             with --server-workspace NAME",
+             with --server-workspace NAME (or PLOKE_SERVER_WORKSPACE)",
             several.len(),
             several
                 .iter()
@@ -212,15 +270,23 @@ pub fn choose(
         return Ok((w.workspace_root.clone(), Chosen::DirName));
     }
     anyhow::bail!(
-        "this checkout is none of the {} workspaces the gateway serves you (by git remote{} or \
-         directory name `{}`): {}; name one with --server-workspace NAME (or PLOKE_SERVER_WORKSPACE)",
-        workspaces.len(),
+        "this checkout ({}; directory name `{}`) is none of the {} workspaces the gateway serves \
+         you: {}; name one with --server-workspace NAME (or PLOKE_SERVER_WORKSPACE)",
         if clues.remotes.is_empty() {
-            ": none".to_owned()
+            "no git remote".to_owned()
         } else {
-            format!(" {}", clues.remotes.join(", "))
+            format!(
+                "git remote {}",
+                clues
+                    .remotes
+                    .iter()
+                    .map(|r| shown(r))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         },
         clues.dir_name,
+        workspaces.len(),
         listed()
     )
 }
@@ -298,12 +364,34 @@ mod tests {
         ] {
             assert_eq!(git_url_key(url), "github.com/org/repo", "{url}");
         }
+        assert_eq!(
+            git_url_key("https://github.com/org/repo.GIT"),
+            "github.com/org/repo"
+        );
         assert_eq!(git_url_key("/srv/git/repo.git"), "/srv/git/repo");
         assert_eq!(git_url_key("file:///srv/git/repo"), "/srv/git/repo");
         assert_ne!(
             git_url_key("git@github.com:org/repo"),
             git_url_key("git@github.com:org/repo-two")
         );
+    }
+
+    #[test]
+    fn urls_are_shown_without_credentials() {
+        assert_eq!(
+            shown("https://ci:ghp_secret@github.com/org/repo.git"),
+            "https://github.com/org/repo.git"
+        );
+        assert_eq!(
+            shown("ssh://git@host:22/org/repo"),
+            "ssh://host:22/org/repo"
+        );
+        assert_eq!(
+            shown("git@github.com:org/repo.git"),
+            "git@github.com:org/repo.git"
+        );
+        assert_eq!(shown("file:///srv/git/repo"), "file:///srv/git/repo");
+        assert_eq!(shown("/srv/git/repo"), "/srv/git/repo");
     }
 
     #[test]
@@ -345,7 +433,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "this checkout's git remote matches 2 of the gateway's workspaces (api-main-1a, \
-             api-rel-2b); name one with --server-workspace NAME"
+             api-rel-2b); name one with --server-workspace NAME (or PLOKE_SERVER_WORKSPACE)"
         );
         assert_eq!(
             choose(&served, "", Some("api-main-1a"), &api_elsewhere).unwrap(),
@@ -372,13 +460,29 @@ mod tests {
             ),
             dir("/workspace/tools"),
         ];
-        let other = clues(&["https://github.com/me/other.git"], "main", "other");
+        let other = clues(
+            &["https://me:s3cret@github.com/me/other.git"],
+            "main",
+            "other",
+        );
         assert_eq!(
             choose(&served, "", None, &other).unwrap_err().to_string(),
-            "this checkout is none of the 2 workspaces the gateway serves you (by git remote \
-             https://github.com/me/other.git or directory name `other`): api-main-1a \
+            "this checkout (git remote https://github.com/me/other.git; directory name `other`) \
+             is none of the 2 workspaces the gateway serves you: api-main-1a \
              (/repos/api-main-1a, from https://git.example.com/team/api.git), tools \
              (/workspace/tools); name one with --server-workspace NAME (or PLOKE_SERVER_WORKSPACE)"
+        );
+        let twice = [dir("/a/app"), dir("/b/app")];
+        assert_eq!(
+            choose(&twice, "", Some("app"), &other)
+                .unwrap_err()
+                .to_string(),
+            "--server-workspace app: 2 workspaces have that name (/a/app, /b/app); name one by \
+             its root"
+        );
+        assert_eq!(
+            choose(&twice, "", Some("/b/app/"), &other).unwrap(),
+            ("/b/app".to_owned(), Chosen::Named)
         );
         assert_eq!(
             choose(&served, "", Some("nope"), &other)
@@ -400,6 +504,15 @@ mod tests {
         assert_eq!(
             choose(&[], "/srv/default", None, &nothing).unwrap(),
             ("/srv/default".to_owned(), Chosen::Only)
+        );
+        // A gateway that lists none serves its default, by name too; knowing none is an error.
+        assert_eq!(
+            choose(&[], "/srv/default", Some("default"), &nothing).unwrap(),
+            ("/srv/default".to_owned(), Chosen::Named)
+        );
+        assert_eq!(
+            choose(&[], "", None, &nothing).unwrap_err().to_string(),
+            "the gateway serves you no workspace (`ploke workspaces` lists them)"
         );
     }
 

@@ -34,7 +34,17 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
     let mut conn = Conn::open_served(target, None, served).await?;
     let result = async {
         let fresh = which.session.is_none() && !which.last;
-        let workspace_root = conn.workspace_root().await?;
+        // A resumed session names its own workspace: a checkout that cannot be matched to one
+        // does not stop it, it only sends nothing.
+        let resuming = which.session.is_some();
+        let (workspace_root, matched) = match conn.workspace_root().await {
+            Ok(root) => (root, true),
+            Err(e) if resuming => {
+                eprintln!("({e:#}; your changes are not sent to the session)");
+                (String::new(), false)
+            }
+            Err(e) => return Err(e),
+        };
         let session = open_session(&mut conn.gateway, which, &workspace_root).await;
         let session = match session {
             Ok(s) => Some(s),
@@ -45,7 +55,11 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
         let options = crate::tui::Options {
             session,
             workspace_root,
-            checkout: conn.overlay_checkout().await?,
+            checkout: if matched {
+                conn.overlay_checkout().await?
+            } else {
+                None
+            },
             notices: Some(notices),
             no_provider: no_provider_text(),
             fresh,

@@ -147,6 +147,12 @@ async fn decide(
     edit_indices: Vec<u32>,
     reason: String,
 ) -> anyhow::Result<()> {
+    // Where an approval's files go is settled first: nothing is approved that could not be
+    // written here.
+    let checkout = match decision {
+        Decision::Approve => Some(conn.checkout().await?),
+        _ => None,
+    };
     let decided = conn
         .gateway
         .decide_edit(DecideEditRequest {
@@ -165,9 +171,10 @@ async fn decide(
         }
     }
     // Applied to a session's overlay (a shared deployment): written into this checkout.
-    if !decided.deliveries.is_empty() {
+    if let Some(checkout) = checkout
+        && !decided.deliveries.is_empty()
+    {
         let proposal = decided.proposal.unwrap_or_default();
-        let checkout = conn.checkout().await?;
         let delivered = ploke_client::delivery::deliver(&checkout, &proposal, decided.deliveries);
         println!("{}", said(&delivered.await?, &checkout));
     }

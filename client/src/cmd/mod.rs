@@ -15,9 +15,10 @@ pub mod sessions;
 pub mod up;
 pub mod workspaces;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ploke_client::checkout::Chosen;
 use ploke_client::embedded::Embedded;
 use ploke_runtime::ServiceKind;
 
@@ -51,9 +52,9 @@ pub struct Target {
     /// this very checkout).
     #[arg(long, global = true)]
     pub no_overlay: bool,
-    /// With a shared gateway: the served workspace this checkout stands for (its name or
-    /// root); default: the one cloned from this checkout's git remote, or of its directory's
-    /// name, or the only one you may use.
+    /// The served workspace to work in (its name or root, as `ploke workspaces` lists them);
+    /// default with --gateway: the one cloned from this checkout's git remote, or of its
+    /// directory's name, or the only one you may use; else this checkout.
     #[arg(
         long,
         value_name = "NAME",
@@ -76,9 +77,11 @@ pub struct Conn {
     /// The developer's checkout: sent as a session's overlay when the gateway serves another
     /// tree, and where approved edits are written then.
     pub local_root: PathBuf,
-    /// A gateway named with --gateway: whether sessions carry this checkout's changes, and
-    /// the served workspace asked for; `None` for services of this checkout.
+    /// A gateway named with --gateway: whether sessions carry this checkout's changes;
+    /// `None` for services of this checkout.
     remote: Option<Remote>,
+    /// The served workspace asked for with --server-workspace.
+    named: Option<String>,
     /// The served workspace this checkout stands for, once asked ([`Self::workspace_root`]).
     served: Option<String>,
 }
@@ -87,7 +90,6 @@ pub struct Conn {
 #[derive(Debug, Clone)]
 struct Remote {
     overlays: bool,
-    named: Option<String>,
 }
 
 /// `PLOKE_TOKEN`, when set and not empty.
@@ -149,10 +151,15 @@ impl Conn {
                 local_root: workspace,
                 remote: Some(Remote {
                     overlays: !target.no_overlay,
-                    named: target.server_workspace.clone(),
                 }),
+                named: target.server_workspace.clone(),
                 served: None,
             });
+        }
+        if target.server_workspace.is_some() {
+            eprintln!(
+                "(--server-workspace names a shared gateway's workspace: ignored without --gateway)"
+            );
         }
         if let Some((gateway, served)) = served {
             if served != workspace {
@@ -165,6 +172,7 @@ impl Conn {
                 indexed: false,
                 local_root: served,
                 remote: None,
+                named: target.server_workspace.clone(),
                 served: None,
             });
         }
@@ -185,10 +193,18 @@ impl Conn {
         // MCP is served by `ploke up` or `ploke mcp`, never by a command's own services.
         cfg.gateway.mcp_listen = None;
         let embedded = Embedded::start(cfg).await?;
-        let mut gateway = connect(&embedded.addrs.url(ServiceKind::Gateway), None).await?;
-        if let Some(until) = until {
-            up::index(&mut gateway, "", (false, until), false).await?;
-        }
+        let url = embedded.addrs.url(ServiceKind::Gateway);
+        let started = async {
+            let mut gateway = connect(&url, None).await?;
+            if let Some(until) = until {
+                up::index(&mut gateway, "", (false, until), false).await?;
+            }
+            anyhow::Ok(gateway)
+        };
+        let gateway = match started.await {
+            Ok(gateway) => gateway,
+            Err(e) => return Err(up::why_stopped(embedded, e).await),
+        };
         Ok(Self {
             gateway,
             embedded: Some(embedded),
@@ -196,28 +212,30 @@ impl Conn {
             indexed: until.is_some(),
             local_root: workspace,
             remote: None,
+            named: target.server_workspace.clone(),
             served: None,
         })
     }
 
-    /// The workspace this command works in, as requests name it: with a shared gateway, the
-    /// served workspace this checkout stands for (asked once; an error when it cannot be
-    /// told, naming the candidates); empty for services of this checkout (their default).
+    /// The workspace this command works in, as requests name it: the one named with
+    /// --server-workspace; with a shared gateway, the served workspace this checkout stands
+    /// for (asked once; an error when it cannot be told, naming the candidates); else empty,
+    /// the default of services serving this checkout.
     pub async fn workspace_root(&mut self) -> anyhow::Result<String> {
-        let Some(remote) = &self.remote else {
+        if self.remote.is_none() && self.named.is_none() {
             return Ok(String::new());
-        };
+        }
         if let Some(served) = &self.served {
             return Ok(served.clone());
         }
         let (root, chosen) = ploke_client::checkout::served_workspace(
             &mut self.gateway,
             &self.local_root,
-            remote.named.as_deref(),
+            self.named.as_deref(),
         )
         .await?;
-        if let ploke_client::checkout::Chosen::GitRemote(url) = &chosen {
-            eprintln!("(workspace {root}: cloned from {url}, this checkout's remote)");
+        if matches!(chosen, Chosen::GitRemote(_) | Chosen::DirName) {
+            eprintln!("(workspace {root}: {})", chosen.why());
         }
         self.served = Some(root.clone());
         Ok(root)
@@ -244,7 +262,9 @@ impl Conn {
         if !self.remote.as_ref().is_some_and(|r| r.overlays) {
             return Ok(None);
         }
-        self.checkout().await.map(Some)
+        let checkout = self.checkout().await?;
+        // A gateway serving this very checkout (its own `ploke up`) needs none of its changes.
+        Ok((Path::new(&checkout.workspace_root) != checkout.root).then_some(checkout))
     }
 
     /// Whether the services are a gateway named with --gateway (shared, serving other trees).

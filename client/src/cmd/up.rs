@@ -298,7 +298,7 @@ async fn serve(
 /// What to report when talking to the services failed with `e`: the failure of the service
 /// that stopped them all (a model that does not load, a database that refuses) rather than the
 /// refused connection it caused; the services are stopped either way.
-async fn why_stopped(embedded: Embedded, e: anyhow::Error) -> anyhow::Error {
+pub(super) async fn why_stopped(embedded: Embedded, e: anyhow::Error) -> anyhow::Error {
     match super::stop_visibly(embedded.stop()).await {
         Err(failed) => failed.into(),
         Ok(()) => e,

@@ -92,7 +92,8 @@ pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<
             print(&added);
             if added.state() == IndexState::Indexing {
                 eprintln!(
-                    "indexing in the background; `ploke index --workspace ROOT` waits for it"
+                    "indexing in the background; `ploke index --server-workspace {}` waits for it",
+                    added.name
                 );
             }
         }

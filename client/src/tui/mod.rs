@@ -210,7 +210,9 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     if let Some(s) = &session {
         follow.start(&gateway, &s.session_id, &tx);
     }
-    let background = tasks::Background::start(&gateway, &tx, notices);
+    // The index shown is the workspace's the TUI is in (it follows a resumed session).
+    let (shown_workspace, workspace_rx) = tokio::sync::watch::channel(app.workspace_root.clone());
+    let background = tasks::Background::start(&gateway, &tx, notices, workspace_rx);
     let mut screen = Screen::open();
     let keys = tx.clone();
     std::thread::spawn(move || {
@@ -225,6 +227,13 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     let result = async {
         let mut stale = true;
         loop {
+            shown_workspace.send_if_modified(|w| {
+                let moved = *w != app.workspace_root;
+                if moved {
+                    w.clone_from(&app.workspace_root);
+                }
+                moved
+            });
             if stale {
                 let mut max_scroll = 0;
                 screen.0.draw(|f| max_scroll = view::draw(f, &app))?;

@@ -50,9 +50,10 @@ impl Background {
         gateway: &Gateway,
         tx: &mpsc::Sender<Input>,
         notices: Option<mpsc::UnboundedReceiver<String>>,
+        workspace: tokio::sync::watch::Receiver<String>,
     ) -> Self {
         let mut tasks = vec![
-            tokio::spawn(poll_index(gateway.clone(), tx.clone())),
+            tokio::spawn(poll_index(gateway.clone(), tx.clone(), workspace)),
             tokio::spawn(poll_pending(gateway.clone(), tx.clone())),
         ];
         let ticks = tx.clone();
@@ -121,9 +122,16 @@ pub fn index_view(s: &ploke_proto::rag::v1::IndexStatusResponse) -> (String, Opt
     (text, progress)
 }
 
-async fn poll_index(mut gateway: Gateway, tx: mpsc::Sender<Input>) {
+async fn poll_index(
+    mut gateway: Gateway,
+    tx: mpsc::Sender<Input>,
+    workspace: tokio::sync::watch::Receiver<String>,
+) {
     loop {
-        let input = match gateway.index_status(IndexStatusRequest::default()).await {
+        let asked = IndexStatusRequest {
+            workspace_root: workspace.borrow().clone(),
+        };
+        let input = match gateway.index_status(asked).await {
             Ok(s) => {
                 let (text, progress) = index_view(&s.into_inner());
                 Input::Index(text, progress)

@@ -132,10 +132,9 @@ async fn a_checkout_works_in_the_workspace_cloned_from_its_remote_and_nowhere_el
     assert_eq!(
         text(&out.stderr),
         format!(
-            "error: this checkout is none of the 2 workspaces the gateway serves you (by git \
-             remote: none or directory name `scratch`): {default_name} ({default_root}), {} \
-             ({}, from {url}); name one with --server-workspace NAME (or \
-             PLOKE_SERVER_WORKSPACE)\n",
+            "error: this checkout (no git remote; directory name `scratch`) is none of the 2 \
+             workspaces the gateway serves you: {default_name} ({default_root}), {} ({}, from \
+             {url}); name one with --server-workspace NAME (or PLOKE_SERVER_WORKSPACE)\n",
             billing.name, billing.workspace_root
         )
     );

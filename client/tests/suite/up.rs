@@ -331,12 +331,19 @@ async fn up_says_which_service_failed_and_why_not_the_refused_connection_it_caus
         &[("PLOKE_EMBED_MODEL", &model_dir)],
     )
     .await;
+    let said =
+        format!("error: ploke-rag-search: embedding model: {model_dir}/config.json is missing\n");
     assert!(!out.status.success());
     let stderr = super::text(&out.stderr);
-    assert!(
-        stderr.ends_with(&format!(
-            "error: ploke-rag-search: embedding model: {model_dir}/config.json is missing\n"
-        )),
-        "{stderr}"
-    );
+    assert!(stderr.ends_with(&said), "{stderr}");
+    // The same from a command whose services run in its own process.
+    let out = super::run(
+        dir.path(),
+        vec!["search".into(), "add".into()],
+        &[("PLOKE_EMBED_MODEL", &model_dir)],
+    )
+    .await;
+    assert!(!out.status.success());
+    let stderr = super::text(&out.stderr);
+    assert!(stderr.ends_with(&said), "{stderr}");
 }

@@ -33,7 +33,7 @@ struct Args {
     /// Queries, one JSON object with a `query` field per line (../shared/eval/queries.jsonl).
     #[arg(long)]
     queries: PathBuf,
-    /// Embedding model directory (HYBRID is measured only with one).
+    /// Embedding model directory (DENSE and HYBRID need one).
     #[arg(long, env = "PLOKE_EMBED_MODEL")]
     embed_model: Option<PathBuf>,
     /// Where rag-search keeps its index (kept between runs; a fresh temporary dir when absent).
@@ -49,9 +49,10 @@ struct Args {
     /// run; a script running it under valgrind: `scripts/bench-instructions`).
     #[arg(long)]
     server: Option<PathBuf>,
-    /// Strategies measured after the health Check (dense and hybrid need a model).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "bm25,hybrid")]
-    strategies: Vec<Measured>,
+    /// Strategies measured after the health Check (dense and hybrid need a model) [default:
+    /// bm25, and hybrid with a model].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    strategies: Option<Vec<Measured>>,
     /// cargo bench passes --bench.
     #[arg(long, hide = true)]
     bench: bool,
@@ -186,8 +187,13 @@ fn row(name: &str, concurrency: usize, mut r: Run) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let strategies = match (&args.strategies, &args.embed_model) {
+        (Some(asked), _) => asked.clone(),
+        (None, Some(_)) => vec![Measured::Bm25, Measured::Hybrid],
+        (None, None) => vec![Measured::Bm25],
+    };
     anyhow::ensure!(
-        args.embed_model.is_some() || args.strategies.iter().all(|s| *s == Measured::Bm25),
+        args.embed_model.is_some() || strategies.iter().all(|s| *s == Measured::Bm25),
         "dense and hybrid need --embed-model (or PLOKE_EMBED_MODEL)"
     );
     let root = std::fs::canonicalize(&args.workspace)?;
@@ -245,7 +251,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let mut calls = vec![("health Check (floor)", Call::Health)];
-    for measured in &args.strategies {
+    for measured in &strategies {
         calls.push(match measured {
             Measured::Bm25 => ("BM25", Call::Search(Strategy::Bm25)),
             Measured::Dense => ("DENSE", Call::Search(Strategy::Dense)),
