@@ -6,8 +6,10 @@
 //! every service ([`ploke_runtime::path_policy`]) and follow the same rules.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ploke_runtime::path_policy;
+use ploke_runtime::path_policy::ignores::IgnoreRules;
 
 /// Largest file indexed.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -77,7 +79,12 @@ pub fn indexable_name(rel: &str) -> bool {
 /// the ignore files ([`path_policy::ignores::is_ignored`]), and of a known language. Used for
 /// single files (refreshes, the watcher) so that they follow the same rules as a full walk.
 pub fn is_indexable(root: &Path, rel: &str) -> bool {
-    indexable_name(rel) && !path_policy::ignores::is_ignored(root, rel, false)
+    indexable_by(&IgnoreRules::new(root), rel)
+}
+
+/// [`is_indexable`] with rules already read (a refresh judges many paths by one reading).
+pub fn indexable_by(rules: &IgnoreRules, rel: &str) -> bool {
+    indexable_name(rel) && !rules.is_ignored(rel, false)
 }
 
 /// Every indexable file under `root`, sorted by path; `skipped` counts files left out.
@@ -89,9 +96,14 @@ pub fn scan(root: &Path) -> (Vec<ScannedFile>, u64) {
 /// sorted by path; `skipped` counts files left out. The ignore files on the way from the root
 /// to `start` apply as in a walk of the whole root ([`path_policy::ignores`]).
 pub fn scan_under(root: &Path, start: &Path) -> (Vec<ScannedFile>, u64) {
+    scan_by(&Arc::new(IgnoreRules::new(root)), root, start)
+}
+
+/// [`scan_under`] with rules already read.
+pub fn scan_by(rules: &Arc<IgnoreRules>, root: &Path, start: &Path) -> (Vec<ScannedFile>, u64) {
     let mut files = Vec::new();
     let mut skipped = 0u64;
-    for entry in path_policy::ignores::walker(root, start).build().flatten() {
+    for entry in rules.walker(start).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }

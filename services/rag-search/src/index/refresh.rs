@@ -2,7 +2,10 @@
 //! policy, never through a symlink) and keeping the last committed index when an update fails.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
+
+use ploke_runtime::path_policy::ignores::IgnoreRules;
 
 use crate::embed::Embedder;
 use crate::parse;
@@ -46,11 +49,13 @@ impl WorkspaceIndex {
         // still embedding are left to it, not embedded under this write lock.
         let first_new = self.next_id;
         let mut relayout = false;
-        let expanded = self.expand(rels);
+        // One reading of the ignore files for the whole refresh.
+        let rules = Arc::new(IgnoreRules::new(&self.root));
+        let expanded = self.expand(rels, &rules);
         for rel in &expanded {
             let language = parse::language_of(Path::new(rel));
             let known = self.files.contains_key(rel);
-            let indexable = self.files.contains_key(rel) || scan::is_indexable(&self.root, rel);
+            let indexable = known || scan::indexable_by(&rules, rel);
             match (scan::own_file(&self.root, rel), language) {
                 (Some(abs), Some(language)) if indexable && !scan::excluded(rel) => {
                     let file = ScannedFile {
@@ -93,9 +98,20 @@ impl WorkspaceIndex {
     /// followed, in or out of the root, just as a full scan never follows one): a directory
     /// stands for the indexable files under it and
     /// the indexed files that were under it (a moved or deleted directory reports only itself).
-    fn expand(&self, rels: &[String]) -> Vec<String> {
+    fn expand(&self, rels: &[String], rules: &Arc<IgnoreRules>) -> Vec<String> {
         let mut out = std::collections::BTreeSet::new();
+        let asked: std::collections::HashSet<&str> = rels.iter().map(String::as_str).collect();
         for rel in rels {
+            // Under another path of the same batch: that one's expansion holds it.
+            let mut above = rel.as_str();
+            let mut covered = false;
+            while let Some((parent, _)) = above.rsplit_once('/') {
+                covered |= asked.contains(parent);
+                above = parent;
+            }
+            if covered {
+                continue;
+            }
             let dir = scan::own_dir(&self.root, rel);
             let prefix = format!("{rel}/");
             let under: Vec<&String> = self
@@ -105,15 +121,14 @@ impl WorkspaceIndex {
                 .collect();
             if dir.is_some() || !under.is_empty() {
                 out.extend(under.into_iter().cloned());
-                if let Some(dir) = dir {
-                    // The directory itself may be hidden or ignored: judged as a walk would.
-                    let (found, _) = scan::scan_under(&self.root, &dir);
-                    out.extend(
-                        found
-                            .into_iter()
-                            .map(|f| f.rel)
-                            .filter(|r| scan::is_indexable(&self.root, r)),
-                    );
+                // A directory a walk of the root would not enter (hidden, ignored, ploke's or
+                // git's own) is not walked; below one that it would, the walk judges alike.
+                let walked = rel.split('/').all(|p| !p.starts_with('.'))
+                    && !scan::excluded(rel)
+                    && !rules.is_ignored(rel, true);
+                if let Some(dir) = dir.filter(|_| walked) {
+                    let (found, _) = scan::scan_by(rules, &self.root, &dir);
+                    out.extend(found.into_iter().map(|f| f.rel));
                 }
             } else {
                 out.insert(rel.clone());

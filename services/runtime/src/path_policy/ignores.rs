@@ -1,31 +1,50 @@
-//! Which files of a workspace its ignore files leave out, read one way for every walk and
+//! Which files of a workspace its ignore files leave out, judged one way for every walk and
 //! every single path (rag-search's scan, refreshes and watcher; tool-executor's search_code):
 //!
 //! - `.gitignore` and `.ignore` files from the workspace root down, each anchored at its own
-//!   directory and judging the entries below it, a deeper file overriding a shallower one (any
-//!   `.ignore` over any `.gitignore`, as ripgrep reads them), a directory left out taking all
+//!   directory and judging the entries below it: any `.ignore` over any `.gitignore` (as
+//!   ripgrep reads them), a deeper file over a shallower one, a directory left out taking all
 //!   below;
 //! - when the workspace is a subdirectory of a git repository (a monorepo's service), those of
-//!   the directories from the repository's root down to the workspace's, as git applies them;
-//!   these, and those above where a walk starts, are final: a deeper `!pattern` does not undo
-//!   them;
-//! - the workspace's own `.git/info/exclude` when it is a repository's root.
+//!   the directories from the repository's root down to the workspace's, as shallower levels;
+//! - the `info/exclude` of the workspace's own repository when it is one's root (`.git` a
+//!   directory, or a worktree's `.git` file naming it), below every ignore file.
 //!
 //! Nothing above the enclosing repository counts (or above the workspace when it is in none):
 //! a clone kept under a directory whose `.gitignore` says `*` (ploke's own `.ploke/repos`) is
-//! indexed whole. Nor does the server user's global excludes file: replicas answer alike.
+//! indexed whole. Nor does the server user's global excludes file: replicas answer alike. Only
+//! regular files are read as ignore files (never a FIFO, nor a symlink), each once per
+//! [`IgnoreRules`]; the walker reads none itself, so a walk and a single path are judged by the
+//! same matchers.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-/// The regular file `name` of `dir`, as a matcher anchored at `dir` (a FIFO named
-/// `.gitignore` is never opened).
+/// The ignore files of one directory.
+#[derive(Default)]
+struct Level {
+    ignore: Option<Gitignore>,
+    git: Option<Gitignore>,
+}
+
+/// The regular file `name` of `dir` as a matcher anchored at `dir`.
 fn matcher(dir: &Path, name: &str) -> Option<Gitignore> {
     let file = dir.join(name);
     std::fs::symlink_metadata(&file)
         .is_ok_and(|m| m.is_file())
         .then(|| Gitignore::new(&file).0)
+}
+
+impl Level {
+    fn read(dir: &Path) -> Self {
+        Self {
+            ignore: matcher(dir, ".ignore"),
+            git: matcher(dir, ".gitignore"),
+        }
+    }
 }
 
 /// The directories from the root of the git repository enclosing `root` down to `root`'s
@@ -45,115 +64,130 @@ fn enclosing_dirs(root: &Path) -> Vec<PathBuf> {
     Vec::new()
 }
 
-/// Ignore files read as one level of precedence, outermost directory first: `.ignore` files
-/// over `.gitignore` files, a deeper one over a shallower one.
-#[derive(Default)]
-struct Rules {
-    ignore: Vec<Gitignore>,
-    git: Vec<Gitignore>,
+/// The `info/exclude` of the repository `root` is the root of: `.git/info/exclude`, or for a
+/// worktree (`.git` a file saying `gitdir: …`) its common directory's.
+fn exclude_of(root: &Path) -> Option<Gitignore> {
+    let dot_git = root.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    let git_dir = if meta.is_dir() {
+        dot_git
+    } else if meta.is_file() {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+        root.join(named)
+    } else {
+        return None;
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(rel) => git_dir.join(rel.trim()),
+        Err(_) => git_dir,
+    };
+    let file = common.join("info/exclude");
+    if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut builder = GitignoreBuilder::new(root);
+    let _ = builder.add(&file);
+    builder.build().ok()
 }
 
-impl Rules {
-    /// Adds the ignore files of `dir` (deeper than any added before).
-    fn read(&mut self, dir: &Path) {
-        self.ignore.extend(matcher(dir, ".ignore"));
-        self.git.extend(matcher(dir, ".gitignore"));
+/// The ignore rules of one workspace, read lazily and once (a walk, a refresh, a batch of
+/// watcher events); a new value reads the files again.
+pub struct IgnoreRules {
+    root: PathBuf,
+    /// The enclosing repository's levels, outermost first.
+    outer: Vec<Level>,
+    exclude: Option<Gitignore>,
+    levels: Mutex<HashMap<PathBuf, Arc<Level>>>,
+}
+
+impl IgnoreRules {
+    /// The rules of the workspace at `root` (canonical).
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+            outer: enclosing_dirs(root)
+                .iter()
+                .map(|d| Level::read(d))
+                .collect(),
+            exclude: exclude_of(root),
+            levels: Mutex::new(HashMap::new()),
+        }
     }
 
-    /// Their verdict on the absolute `path`: `Some(true)` left out, `Some(false)` kept by a
-    /// `!pattern`, `None` when no file speaks of it.
-    fn judge(&self, path: &Path, is_dir: bool) -> Option<bool> {
-        self.ignore
-            .iter()
-            .rev()
-            .chain(self.git.iter().rev())
+    fn level(&self, dir: &Path) -> Arc<Level> {
+        let mut levels = self
+            .levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        levels
+            .entry(dir.to_owned())
+            .or_insert_with(|| Arc::new(Level::read(dir)))
+            .clone()
+    }
+
+    /// Whether the files judge the absolute `path` (inside the root, not the root) left out by
+    /// itself; its directories are not looked at (a walk never reaches below one left out).
+    fn judges_out(&self, path: &Path, is_dir: bool) -> bool {
+        let Ok(rel) = path.strip_prefix(&self.root) else {
+            return false;
+        };
+        // The levels above `path`, outermost first.
+        let mut inside: Vec<Arc<Level>> = Vec::new();
+        let mut dir = self.root.clone();
+        inside.push(self.level(&dir));
+        let parts: Vec<_> = rel.components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            dir.push(part);
+            inside.push(self.level(&dir));
+        }
+        let levels = || self.outer.iter().chain(inside.iter().map(|l| &**l)).rev();
+        levels()
+            .filter_map(|l| l.ignore.as_ref())
+            .chain(levels().filter_map(|l| l.git.as_ref()))
+            .chain(self.exclude.iter())
             .map(|g| g.matched(path, is_dir))
             .find(|m| !m.is_none())
-            .map(|m| m.is_ignore())
+            .is_some_and(|m| m.is_ignore())
     }
 
-    fn is_empty(&self) -> bool {
-        self.ignore.is_empty() && self.git.is_empty()
+    /// Whether `rel` (relative to the root, `/`-separated), or a directory on its way, is left
+    /// out: what a walk of the root would not yield. Hidden names are not judged here.
+    pub fn is_ignored(&self, rel: &str, is_dir: bool) -> bool {
+        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        let mut path = self.root.clone();
+        parts.iter().enumerate().any(|(i, part)| {
+            path.push(part);
+            self.judges_out(&path, is_dir || i + 1 < parts.len())
+        })
+    }
+
+    /// A walk of `start` (the root or a path inside it) that leaves out, below `start`, what
+    /// the ignore files say, hidden entries, and `.git` / `.ploke` whatever their case; `start`
+    /// itself is walked when asked for. Symlinks are not followed.
+    pub fn walker(self: &Arc<Self>, start: &Path) -> ignore::WalkBuilder {
+        let mut builder = ignore::WalkBuilder::new(start);
+        builder.standard_filters(false).follow_links(false);
+        let rules = self.clone();
+        builder.filter_entry(move |e| {
+            let name = e.file_name();
+            e.depth() == 0
+                || !name.to_string_lossy().starts_with('.')
+                    && super::protected(name).is_none()
+                    && !rules.judges_out(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
+        });
+        builder
     }
 }
 
-/// The rules above `start` (`root` or a path inside it): the enclosing repository's, then the
-/// workspace's directories from `root` down to `start`'s parent.
-fn above(root: &Path, start: &Path) -> Rules {
-    let mut rules = Rules::default();
-    for dir in enclosing_dirs(root) {
-        rules.read(&dir);
-    }
-    if let Ok(rel) = start.strip_prefix(root) {
-        let mut dirs: Vec<&Path> = rel.ancestors().skip(1).collect();
-        dirs.reverse();
-        for dir in dirs {
-            rules.read(&root.join(dir));
-        }
-    }
-    rules
-}
-
-/// A walk of `start` (`root` or a path inside it) that leaves out what the ignore files say
-/// (module doc), hidden entries below `start` and `.git` / `.ploke` whatever their case;
-/// symlinks are not followed.
+/// [`IgnoreRules::walker`] over rules read now.
 pub fn walker(root: &Path, start: &Path) -> ignore::WalkBuilder {
-    let mut builder = ignore::WalkBuilder::new(start);
-    builder
-        .hidden(true)
-        .parents(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(true)
-        .require_git(false)
-        .follow_links(false);
-    let rules = above(root, start);
-    // `.git` and `.ploke` (any case) are never entered, hidden or not.
-    builder.filter_entry(move |e| {
-        e.depth() == 0
-            || super::protected(e.file_name()).is_none()
-                && (rules.is_empty()
-                    || rules.judge(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
-                        != Some(true))
-    });
-    builder
+    Arc::new(IgnoreRules::new(root)).walker(start)
 }
 
-/// Whether the ignore files leave `rel` (relative to `root`, `/`-separated) out, or one of the
-/// directories on its way: what `walker(root, root)` would not yield. Hidden names are not
-/// judged here.
+/// [`IgnoreRules::is_ignored`] over rules read now.
 pub fn is_ignored(root: &Path, rel: &str, is_dir: bool) -> bool {
-    let outer = above(root, root);
-    let exclude = std::fs::symlink_metadata(root.join(".git/info/exclude"))
-        .is_ok_and(|m| m.is_file())
-        .then(|| {
-            let mut b = GitignoreBuilder::new(root);
-            let _ = b.add(root.join(".git/info/exclude"));
-            b.build().unwrap_or_else(|_| Gitignore::empty())
-        });
-    let mut inner = Rules::default();
-    let mut path = root.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-    for (i, part) in parts.iter().enumerate() {
-        inner.read(&path);
-        path.push(part);
-        let dir = is_dir || i + 1 < parts.len();
-        if outer.judge(&path, dir) == Some(true) {
-            return true;
-        }
-        let verdict = inner.judge(&path, dir).or_else(|| {
-            exclude
-                .as_ref()
-                .map(|g| g.matched(&path, dir))
-                .filter(|m| !m.is_none())
-                .map(|m| m.is_ignore())
-        });
-        if verdict == Some(true) {
-            return true;
-        }
-    }
-    false
+    IgnoreRules::new(root).is_ignored(rel, is_dir)
 }
 
 #[cfg(test)]
@@ -219,8 +253,12 @@ mod tests {
         write(&root, ".gitignore", "/target\n");
         assert_eq!(walked(&root, &root), vec!["src/lib.rs"]);
         assert_eq!(judged(&root), vec!["src/lib.rs"]);
-        // In no repository at all: the directories above are not read either.
+        // In no repository at all: the directories above are not read either (unless this
+        // machine keeps its temporary files inside a repository).
         let tmp = tempfile::tempdir().unwrap();
+        if !enclosing_dirs(tmp.path()).is_empty() {
+            return;
+        }
         write(tmp.path(), ".gitignore", "*\n");
         let root = tmp.path().join("plain");
         write(&root, "main.py", "x = 1\n");
@@ -275,7 +313,58 @@ mod tests {
         let expected = vec!["local.rs", "sub/keep.log.rs", "sub/other.rs"];
         assert_eq!(walked(root, root), expected);
         assert_eq!(judged(root), expected);
+        // A walk from below the root judges alike (the files above it, the exclude file).
+        assert_eq!(
+            walked(root, &root.join("sub")),
+            vec!["sub/keep.log.rs", "sub/other.rs"]
+        );
+        write(root, "sub/notes.md", "\n");
+        write(root, ".git/info/exclude", "/notes.md\nnotes.md\n");
+        assert_eq!(
+            walked(root, &root.join("sub")),
+            vec!["sub/keep.log.rs", "sub/other.rs"]
+        );
+        // A directory asked for is walked even when it is left out or hidden; below it the
+        // rules apply.
+        write(root, ".github/ci.rs", "\n");
+        assert_eq!(walked(root, &root.join("vendor")), vec!["vendor/v.rs"]);
+        assert_eq!(walked(root, &root.join(".github")), vec![".github/ci.rs"]);
+        assert_eq!(
+            walked(root, &root.join("sub/local.rs")),
+            vec!["sub/local.rs"]
+        );
         assert!(is_ignored(root, "vendor", true));
         assert!(is_ignored(root, "vendor/new/file.rs", false));
+    }
+
+    #[test]
+    fn a_worktree_reads_the_exclude_file_of_its_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let main = tmp.path().join("main");
+        write(&main, ".git/info/exclude", "secret.rs\n");
+        write(&main, ".git/worktrees/wt/commondir", "../..\n");
+        let root = tmp.path().join("wt");
+        write(
+            &root,
+            ".git",
+            &format!("gitdir: {}\n", main.join(".git/worktrees/wt").display()),
+        );
+        write(&root, "src/secret.rs", "\n");
+        write(&root, "src/lib.rs", "\n");
+        assert_eq!(walked(&root, &root), vec!["src/lib.rs"]);
+        assert_eq!(judged(&root), vec!["src/lib.rs"]);
+    }
+
+    #[test]
+    fn ignore_files_that_are_not_regular_files_are_not_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        write(root, ".git/HEAD", "\n");
+        write(root, "elsewhere/rules", "*.rs\n");
+        std::os::unix::fs::symlink(root.join("elsewhere/rules"), root.join(".gitignore")).unwrap();
+        write(root, "src/.gitignore/keep", "\n");
+        write(root, "src/lib.rs", "\n");
+        assert!(walked(root, root).contains(&"src/lib.rs".to_owned()));
+        assert!(!is_ignored(root, "src/lib.rs", false));
     }
 }
