@@ -98,8 +98,12 @@ pub struct IgnoreRules {
     /// The enclosing repository's levels, outermost first.
     outer: Vec<Level>,
     exclude: Option<Gitignore>,
-    levels: Mutex<HashMap<PathBuf, Arc<Level>>>,
+    /// Each directory met so far: the levels from the root down to it.
+    chains: Mutex<HashMap<PathBuf, Chain>>,
 }
+
+/// The levels from the root down to a directory, outermost first.
+type Chain = Arc<Vec<Arc<Level>>>;
 
 impl IgnoreRules {
     /// The rules of the workspace at `root` (canonical).
@@ -111,36 +115,43 @@ impl IgnoreRules {
                 .map(|d| Level::read(d))
                 .collect(),
             exclude: exclude_of(root),
-            levels: Mutex::new(HashMap::new()),
+            chains: Mutex::new(HashMap::new()),
         }
     }
 
-    fn level(&self, dir: &Path) -> Arc<Level> {
-        let mut levels = self
-            .levels
+    /// The levels from the root down to `dir` (the root or a directory inside it).
+    fn chain(&self, dir: &Path) -> Chain {
+        let known = self
+            .chains
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        levels
-            .entry(dir.to_owned())
-            .or_insert_with(|| Arc::new(Level::read(dir)))
-            .clone()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(dir)
+            .cloned();
+        if let Some(chain) = known {
+            return chain;
+        }
+        let mut levels = match dir.parent() {
+            Some(parent) if dir != self.root && parent.starts_with(&self.root) => {
+                self.chain(parent).as_ref().clone()
+            }
+            _ => Vec::new(),
+        };
+        levels.push(Arc::new(Level::read(dir)));
+        let chain = Arc::new(levels);
+        self.chains
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(dir.to_owned(), chain.clone());
+        chain
     }
 
     /// Whether the files judge the absolute `path` (inside the root, not the root) left out by
     /// itself; its directories are not looked at (a walk never reaches below one left out).
     fn judges_out(&self, path: &Path, is_dir: bool) -> bool {
-        let Ok(rel) = path.strip_prefix(&self.root) else {
+        let Some(parent) = path.parent().filter(|p| p.starts_with(&self.root)) else {
             return false;
         };
-        // The levels above `path`, outermost first.
-        let mut inside: Vec<Arc<Level>> = Vec::new();
-        let mut dir = self.root.clone();
-        inside.push(self.level(&dir));
-        let parts: Vec<_> = rel.components().collect();
-        for part in parts.iter().take(parts.len().saturating_sub(1)) {
-            dir.push(part);
-            inside.push(self.level(&dir));
-        }
+        let inside = self.chain(parent);
         let levels = || self.outer.iter().chain(inside.iter().map(|l| &**l)).rev();
         levels()
             .filter_map(|l| l.ignore.as_ref())
