@@ -67,23 +67,7 @@ impl Chosen {
 /// A URL as it may be shown: without the user and password a remote may carry
 /// (`https://user:token@host/…` → `https://host/…`).
 pub fn shown(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, url),
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let host = match (scheme, authority.rsplit_once('@')) {
-        // `user@host:path` keeps its user (`git@`): no secret in it.
-        (None, _) | (_, None) => authority,
-        (Some(_), Some((_, host))) => host,
-    };
-    match scheme {
-        Some(scheme) => format!("{scheme}://{host}{path}"),
-        None => format!("{host}{path}"),
-    }
+    ploke_runtime::text::url_without_credentials(url).into_owned()
 }
 
 /// What the checkout tells about itself: its git remotes' URLs, its branch, its directory name.
@@ -374,24 +358,6 @@ mod tests {
             git_url_key("git@github.com:org/repo"),
             git_url_key("git@github.com:org/repo-two")
         );
-    }
-
-    #[test]
-    fn urls_are_shown_without_credentials() {
-        assert_eq!(
-            shown("https://ci:ghp_secret@github.com/org/repo.git"),
-            "https://github.com/org/repo.git"
-        );
-        assert_eq!(
-            shown("ssh://git@host:22/org/repo"),
-            "ssh://host:22/org/repo"
-        );
-        assert_eq!(
-            shown("git@github.com:org/repo.git"),
-            "git@github.com:org/repo.git"
-        );
-        assert_eq!(shown("file:///srv/git/repo"), "file:///srv/git/repo");
-        assert_eq!(shown("/srv/git/repo"), "/srv/git/repo");
     }
 
     #[test]

@@ -351,7 +351,10 @@ impl Gateway for GatewayGrpc {
         let r = request.into_inner();
         let named = match &r.source {
             Some(rag::add_workspace_request::Source::Path(p)) => p.clone(),
-            Some(rag::add_workspace_request::Source::Git(g)) => g.url.clone(),
+            // Never a password into the audit log (rag-search refuses such a URL anyway).
+            Some(rag::add_workspace_request::Source::Git(g)) => {
+                ploke_runtime::text::url_without_credentials(&g.url).into_owned()
+            }
             None => String::new(),
         };
         audited(

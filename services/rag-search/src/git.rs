@@ -69,6 +69,18 @@ pub fn check_url(url: &str) -> Result<(), GitError> {
         && url
             .split_once(':')
             .is_some_and(|(host, path)| host.contains('@') && !path.is_empty());
+    // A user or password in the URL would be kept in the clone's .git/config (which tools may
+    // read) and listed to everyone; ssh names its user there, without a password.
+    let ssh = url.starts_with("ssh://");
+    if let Some(userinfo) = ploke_runtime::text::url_userinfo(url)
+        && (!ssh || userinfo.contains(':'))
+    {
+        return Err(bad(
+            "must not carry a user or password (the clone would keep it, where tools can read \
+             it, and everyone listing workspaces would see it); give rag-search's git a \
+             credential helper or an ssh key instead (docs/DEPLOY.md, Private repositories)",
+        ));
+    }
     if scheme_ok || scp_like {
         Ok(())
     } else {
@@ -221,6 +233,18 @@ mod tests {
             ),
             ("/srv/repo.git", "must be an https://"),
             ("ftp://example.com/repo", "must be an https://"),
+            (
+                "https://ci:ghp_secret@github.com/org/repo.git",
+                "must not carry a user or password",
+            ),
+            (
+                "https://ghp_secret@github.com/org/repo.git",
+                "must not carry a user",
+            ),
+            (
+                "ssh://git:secret@example.com/org/repo",
+                "must not carry a user",
+            ),
         ] {
             let e = check_url(bad).unwrap_err().to_string();
             assert!(e.starts_with("git.url: ") && e.contains(why), "{bad}: {e}");

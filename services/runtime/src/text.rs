@@ -2,6 +2,7 @@
 //! input echoed into a status message makes the error itself too large for gRPC's metadata
 //! limits, and the client sees RESOURCE_EXHAUSTED or INTERNAL instead of the real error. And
 //! the one rule every search text meets ([`has_word`]), so that each service says it alike.
+//! And URLs shown without the user and password they may carry ([`url_without_credentials`]).
 
 use std::borrow::Cow;
 
@@ -26,6 +27,26 @@ pub fn shown(input: &str) -> Cow<'_, str> {
     clip(input, SHOWN_CHARS)
 }
 
+/// The user and password part of a URL with a scheme (`https://user:token@host/…`), if any.
+pub fn url_userinfo(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    authority.rsplit_once('@').map(|(userinfo, _)| userinfo)
+}
+
+/// `url` as it may be shown, logged or listed: without the user and password of a URL with a
+/// scheme (`https://ci:ghp_…@host/org/repo` → `https://host/org/repo`). An scp-like
+/// `git@host:path` names an ssh user, not a secret, and stays as it is.
+pub fn url_without_credentials(url: &str) -> Cow<'_, str> {
+    match (url.split_once("://"), url_userinfo(url)) {
+        (Some((scheme, rest)), Some(userinfo)) => {
+            let after = &rest[userinfo.len() + 1..];
+            Cow::Owned(format!("{scheme}://{after}"))
+        }
+        _ => Cow::Borrowed(url),
+    }
+}
+
 /// Why a search text without a word is refused ([`has_word`]).
 pub const NO_WORD: &str = "holds no word to search for (no letter or digit)";
 
@@ -38,6 +59,29 @@ pub fn has_word(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_user_and_password_when_shown() {
+        for (url, shown) in [
+            (
+                "https://ci:ghp_secret@github.com/org/repo.git",
+                "https://github.com/org/repo.git",
+            ),
+            (
+                "https://ghp_token@github.com/org/repo",
+                "https://github.com/org/repo",
+            ),
+            ("ssh://git@host:22/org/repo", "ssh://host:22/org/repo"),
+            ("https://host/path/with@sign", "https://host/path/with@sign"),
+            ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
+            ("file:///srv/git/repo", "file:///srv/git/repo"),
+            ("/srv/git/repo", "/srv/git/repo"),
+        ] {
+            assert_eq!(url_without_credentials(url), shown, "{url}");
+        }
+        assert_eq!(url_userinfo("https://a:b@h/x"), Some("a:b"));
+        assert_eq!(url_userinfo("https://h/x@y"), None);
+    }
 
     #[test]
     fn a_word_is_a_letter_or_a_digit_in_any_script() {

@@ -199,6 +199,11 @@ async fn git_and_local_workspaces_are_added_used_updated_kept_and_removed() {
             Code::FailedPrecondition,
             "git clone failed",
         ),
+        (
+            add_git("https://ci:ghp_secret@git.example.com/team/service.git"),
+            Code::InvalidArgument,
+            "git.url: must not carry a user or password (the clone would keep it",
+        ),
     ] {
         let e = admin().add_workspace(request).await.unwrap_err();
         assert_eq!(e.code(), code, "{e:?}");

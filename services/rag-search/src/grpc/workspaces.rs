@@ -33,8 +33,9 @@ pub(super) fn workspace_to_pb(w: WorkspaceInfo) -> pb::Workspace {
         } else {
             pb::WorkspaceOrigin::Added
         } as i32,
+        // A URL added before credentials in URLs were refused is listed without them.
         git: w.git.map(|g| pb::GitSource {
-            url: g.url,
+            url: ploke_runtime::text::url_without_credentials(&g.url).into_owned(),
             branch: g.branch,
         }),
         head_commit: w.head,
