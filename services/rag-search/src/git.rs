@@ -123,9 +123,10 @@ async fn git(
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     } else {
         let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = ploke_runtime::text::text_without_credentials(stderr.trim());
         Err(GitError::Failed {
             what,
-            stderr: clip(stderr.trim(), 500).into_owned(),
+            stderr: clip(&stderr, 500).into_owned(),
         })
     }
 }

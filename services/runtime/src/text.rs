@@ -30,21 +30,51 @@ pub fn shown(input: &str) -> Cow<'_, str> {
 /// The user and password part of a URL with a scheme (`https://user:token@host/…`), if any.
 pub fn url_userinfo(url: &str) -> Option<&str> {
     let (_, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
     authority.rsplit_once('@').map(|(userinfo, _)| userinfo)
 }
 
 /// `url` as it may be shown, logged or listed: without the user and password of a URL with a
-/// scheme (`https://ci:ghp_…@host/org/repo` → `https://host/org/repo`). An scp-like
-/// `git@host:path` names an ssh user, not a secret, and stays as it is.
+/// scheme (`https://ci:ghp_…@host/org/repo` → `https://host/org/repo`), nor a password written
+/// before the host of anything else (`user:token@host:org/repo` → `host:org/repo`). An
+/// scp-like `git@host:path` names an ssh user, not a secret, and stays as it is.
 pub fn url_without_credentials(url: &str) -> Cow<'_, str> {
-    match (url.split_once("://"), url_userinfo(url)) {
-        (Some((scheme, rest)), Some(userinfo)) => {
-            let after = &rest[userinfo.len() + 1..];
-            Cow::Owned(format!("{scheme}://{after}"))
+    if let (Some((scheme, rest)), Some(userinfo)) = (url.split_once("://"), url_userinfo(url)) {
+        let after = &rest[userinfo.len() + 1..];
+        return Cow::Owned(format!("{scheme}://{after}"));
+    }
+    let head = url.split('/').next().unwrap_or(url);
+    match head.rsplit_once('@') {
+        Some((userinfo, _)) if !url.contains("://") && userinfo.contains(':') => {
+            Cow::Owned(url[userinfo.len() + 1..].to_owned())
         }
         _ => Cow::Borrowed(url),
     }
+}
+
+/// `text` (a program's message) with every `scheme://user:password@` in it reduced to
+/// `scheme://`: what git says about a URL is never shown with the credentials it carried.
+pub fn text_without_credentials(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let end = after
+            .find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '\'' | '"'))
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        match authority.rsplit_once('@') {
+            Some((_, host)) => out.push_str(host),
+            None => out.push_str(authority),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Why a search text without a word is refused ([`has_word`]).
@@ -81,6 +111,20 @@ mod tests {
         }
         assert_eq!(url_userinfo("https://a:b@h/x"), Some("a:b"));
         assert_eq!(url_userinfo("https://h/x@y"), None);
+        assert_eq!(url_userinfo("https://h?x=a@b"), None);
+        // Not URLs rag-search takes, but never logged with their password either.
+        assert_eq!(
+            url_without_credentials("user:tok@host:org/repo"),
+            "host:org/repo"
+        );
+        assert_eq!(url_without_credentials("https:user:tok@host/x"), "host/x");
+        assert_eq!(
+            text_without_credentials(
+                "fatal: unable to access 'https://ci:ghp_x@git.example.com/team/s.git/': 403"
+            ),
+            "fatal: unable to access 'https://git.example.com/team/s.git/': 403"
+        );
+        assert_eq!(text_without_credentials("no url here"), "no url here");
     }
 
     #[test]

@@ -121,6 +121,11 @@ impl WorkspaceIndex {
                 .collect();
             if dir.is_some() || !under.is_empty() {
                 out.extend(under.into_iter().cloned());
+                // A file that became a directory (or the reverse) in one batch: the path itself
+                // is refreshed too (dropped, or read).
+                if self.files.contains_key(rel) || scan::own_file(&self.root, rel).is_some() {
+                    out.insert(rel.clone());
+                }
                 // A directory a walk of the root would not enter (hidden, ignored, ploke's or
                 // git's own) is not walked; below one that it would, the walk judges alike.
                 let walked = rel.split('/').all(|p| !p.starts_with('.'))

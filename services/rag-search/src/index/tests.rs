@@ -578,3 +578,20 @@ fn dense_alone_ranks_the_nearest_first_and_hybrid_s_dense_list_keeps_the_full_le
     let names: Vec<&str> = fused.iter().map(|r| r.record.item.name.as_str()).collect();
     assert_eq!(names, vec!["far", "near"]);
 }
+
+#[test]
+fn a_file_that_became_a_directory_is_dropped_and_its_files_read() {
+    let f = Fixture::new();
+    let mut index = f.open();
+    index.index_all(false, None, &mut |_| {}).unwrap();
+    assert!(index.items_of_file("src/config.rs") > 0);
+    std::fs::remove_file(f.ws.path().join("src/config.rs")).unwrap();
+    f.write(
+        "src/config.rs/inner.rs",
+        "pub fn nested_settings_reader() {}\n",
+    );
+    let s = index.refresh(&["src/config.rs".into()], None).unwrap();
+    assert_eq!((s.files_removed, s.files_indexed), (1, 1));
+    assert_eq!(index.items_of_file("src/config.rs"), 0);
+    assert!(index.items_of_file("src/config.rs/inner.rs") > 0);
+}

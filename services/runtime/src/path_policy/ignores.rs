@@ -130,14 +130,22 @@ impl IgnoreRules {
         if let Some(chain) = known {
             return chain;
         }
-        let mut levels = match dir.parent() {
+        let above = match dir.parent() {
             Some(parent) if dir != self.root && parent.starts_with(&self.root) => {
-                self.chain(parent).as_ref().clone()
+                Some(self.chain(parent))
             }
-            _ => Vec::new(),
+            _ => None,
         };
-        levels.push(Arc::new(Level::read(dir)));
-        let chain = Arc::new(levels);
+        let level = Level::read(dir);
+        // Most directories hold no ignore file: they share the chain above them.
+        let chain = match above {
+            Some(above) if level.ignore.is_none() && level.git.is_none() => above,
+            above => {
+                let mut levels = above.map(|a| a.as_ref().clone()).unwrap_or_default();
+                levels.push(Arc::new(level));
+                Arc::new(levels)
+            }
+        };
         self.chains
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -166,6 +174,10 @@ impl IgnoreRules {
     /// out: what a walk of the root would not yield. Hidden names are not judged here.
     pub fn is_ignored(&self, rel: &str, is_dir: bool) -> bool {
         let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        // Not a path a walk yields: never judged by files outside the root.
+        if parts.iter().any(|p| *p == "." || *p == "..") {
+            return true;
+        }
         let mut path = self.root.clone();
         parts.iter().enumerate().any(|(i, part)| {
             path.push(part);
