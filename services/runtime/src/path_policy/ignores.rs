@@ -7,8 +7,11 @@
 //!   below;
 //! - when the workspace is a subdirectory of a git repository (a monorepo's service), those of
 //!   the directories from the repository's root down to the workspace's, as shallower levels;
-//! - the `info/exclude` of the workspace's own repository when it is one's root (`.git` a
-//!   directory, or a worktree's `.git` file naming it), below every ignore file.
+//! - the `info/exclude` of each of those repositories (`.git` a directory, or a worktree's
+//!   `.git` file naming it), below every ignore file;
+//! - inside a repository nested in the workspace (a submodule, a vendored clone), only its own
+//!   files: nothing of the repositories around it, as git reads them (whether the nested
+//!   directory is entered at all is the outer files' call).
 //!
 //! Nothing above the enclosing repository counts (or above the workspace when it is in none):
 //! a clone kept under a directory whose `.gitignore` says `*` (ploke's own `.ploke/repos`) is
@@ -23,11 +26,14 @@ use std::sync::{Arc, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-/// The ignore files of one directory.
+/// The ignore files of one directory, and its repository's exclude file when it is one's root.
 #[derive(Default)]
 struct Level {
     ignore: Option<Gitignore>,
     git: Option<Gitignore>,
+    exclude: Option<Gitignore>,
+    /// The directory is a repository's root (`.git` in it).
+    repository: bool,
 }
 
 /// The regular file `name` of `dir` as a matcher anchored at `dir`.
@@ -43,7 +49,13 @@ impl Level {
         Self {
             ignore: matcher(dir, ".ignore"),
             git: matcher(dir, ".gitignore"),
+            exclude: exclude_of(dir),
+            repository: std::fs::symlink_metadata(dir.join(".git")).is_ok(),
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ignore.is_none() && self.git.is_none() && self.exclude.is_none() && !self.repository
     }
 }
 
@@ -97,13 +109,22 @@ pub struct IgnoreRules {
     root: PathBuf,
     /// The enclosing repository's levels, outermost first.
     outer: Vec<Level>,
-    exclude: Option<Gitignore>,
     /// Each directory met so far: the levels from the root down to it.
     chains: Mutex<HashMap<PathBuf, Chain>>,
 }
 
-/// The levels from the root down to a directory, outermost first.
-type Chain = Arc<Vec<Arc<Level>>>;
+/// The levels that judge the entries of a directory, outermost first: from the root down to
+/// it, or from the nearest repository nested in the workspace (a submodule, a vendored clone:
+/// nothing of the repositories around it applies inside it, as for git).
+#[derive(Default)]
+struct Levels {
+    levels: Vec<Arc<Level>>,
+    /// Inside a repository nested in the workspace: the enclosing repository's levels do not
+    /// apply either.
+    nested: bool,
+}
+
+type Chain = Arc<Levels>;
 
 impl IgnoreRules {
     /// The rules of the workspace at `root` (canonical).
@@ -114,7 +135,6 @@ impl IgnoreRules {
                 .iter()
                 .map(|d| Level::read(d))
                 .collect(),
-            exclude: exclude_of(root),
             chains: Mutex::new(HashMap::new()),
         }
     }
@@ -137,14 +157,26 @@ impl IgnoreRules {
             _ => None,
         };
         let level = Level::read(dir);
-        // Most directories hold no ignore file: they share the chain above them.
         let chain = match above {
-            Some(above) if level.ignore.is_none() && level.git.is_none() => above,
-            above => {
-                let mut levels = above.map(|a| a.as_ref().clone()).unwrap_or_default();
+            // Most directories hold no ignore file: they share the chain above them.
+            Some(above) if level.is_empty() => above,
+            // A repository nested in the workspace starts over.
+            Some(_) if level.repository => Arc::new(Levels {
+                levels: vec![Arc::new(level)],
+                nested: true,
+            }),
+            Some(above) => {
+                let mut levels = above.levels.clone();
                 levels.push(Arc::new(level));
-                Arc::new(levels)
+                Arc::new(Levels {
+                    levels,
+                    nested: above.nested,
+                })
             }
+            None => Arc::new(Levels {
+                levels: vec![Arc::new(level)],
+                nested: false,
+            }),
         };
         self.chains
             .lock()
@@ -160,11 +192,12 @@ impl IgnoreRules {
             return false;
         };
         let inside = self.chain(parent);
-        let levels = || self.outer.iter().chain(inside.iter().map(|l| &**l)).rev();
+        let outer: &[Level] = if inside.nested { &[] } else { &self.outer };
+        let levels = || outer.iter().chain(inside.levels.iter().map(|l| &**l)).rev();
         levels()
             .filter_map(|l| l.ignore.as_ref())
             .chain(levels().filter_map(|l| l.git.as_ref()))
-            .chain(self.exclude.iter())
+            .chain(levels().filter_map(|l| l.exclude.as_ref()))
             .map(|g| g.matched(path, is_dir))
             .find(|m| !m.is_none())
             .is_some_and(|m| m.is_ignore())
@@ -389,5 +422,42 @@ mod tests {
         write(root, "src/lib.rs", "\n");
         assert!(walked(root, root).contains(&"src/lib.rs".to_owned()));
         assert!(!is_ignored(root, "src/lib.rs", false));
+    }
+
+    #[test]
+    fn a_repository_nested_in_the_workspace_reads_only_its_own_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        write(root, ".git/HEAD", "\n");
+        write(root, ".gitignore", "*.gen.rs\nskipped/\n");
+        write(root, "top.gen.rs", "\n");
+        write(root, "src/lib.rs", "\n");
+        write(root, "skipped/lib/.git/HEAD", "\n");
+        write(root, "skipped/lib/a.rs", "\n");
+        let nested = "vendor/lib";
+        write(root, &format!("{nested}/.git/HEAD"), "\n");
+        write(root, &format!("{nested}/.git/info/exclude"), "local.rs\n");
+        write(root, &format!("{nested}/.gitignore"), "out/\n");
+        write(root, &format!("{nested}/x.gen.rs"), "\n");
+        write(root, &format!("{nested}/local.rs"), "\n");
+        write(root, &format!("{nested}/out/o.rs"), "\n");
+        let expected = vec!["src/lib.rs", "vendor/lib/x.gen.rs"];
+        assert_eq!(walked(root, root), expected);
+        assert_eq!(judged(root), expected);
+        assert_eq!(
+            walked(root, &root.join(nested)),
+            vec!["vendor/lib/x.gen.rs"]
+        );
+    }
+
+    #[test]
+    fn a_workspace_inside_a_repository_takes_its_exclude_file_too() {
+        let repo = tempfile::tempdir().unwrap();
+        write(repo.path(), ".git/info/exclude", "scratch.rs\n");
+        let root = repo.path().join("services/api");
+        write(&root, "src/lib.rs", "\n");
+        write(&root, "src/scratch.rs", "\n");
+        assert_eq!(walked(&root, &root), vec!["src/lib.rs"]);
+        assert_eq!(judged(&root), vec!["src/lib.rs"]);
     }
 }
