@@ -46,11 +46,13 @@ fn matcher(dir: &Path, name: &str) -> Option<Gitignore> {
 
 impl Level {
     fn read(dir: &Path) -> Self {
+        // One look at `.git` per directory: whether it is a repository, and its exclude file.
+        let dot_git = std::fs::symlink_metadata(dir.join(".git")).ok();
         Self {
             ignore: matcher(dir, ".ignore"),
             git: matcher(dir, ".gitignore"),
-            exclude: exclude_of(dir),
-            repository: std::fs::symlink_metadata(dir.join(".git")).is_ok(),
+            exclude: dot_git.as_ref().and_then(|m| exclude_of(dir, m)),
+            repository: dot_git.is_some(),
         }
     }
 
@@ -62,13 +64,14 @@ impl Level {
 /// The directories from the root of the git repository enclosing `root` down to `root`'s
 /// parent, outermost first; none when `root` is a repository's root or in no repository.
 fn enclosing_dirs(root: &Path) -> Vec<PathBuf> {
-    if root.join(".git").exists() {
+    let has_git = |dir: &Path| std::fs::symlink_metadata(dir.join(".git")).is_ok();
+    if has_git(root) {
         return Vec::new();
     }
     let mut dirs = Vec::new();
     for dir in root.ancestors().skip(1) {
         dirs.push(dir.to_owned());
-        if dir.join(".git").exists() {
+        if has_git(dir) {
             dirs.reverse();
             return dirs;
         }
@@ -76,11 +79,11 @@ fn enclosing_dirs(root: &Path) -> Vec<PathBuf> {
     Vec::new()
 }
 
-/// The `info/exclude` of the repository `root` is the root of: `.git/info/exclude`, or for a
-/// worktree (`.git` a file saying `gitdir: …`) its common directory's.
-fn exclude_of(root: &Path) -> Option<Gitignore> {
+/// The `info/exclude` of the repository `root` is the root of (`meta`: its `.git`'s):
+/// `.git/info/exclude`, or for a worktree (`.git` a file saying `gitdir: …`) its common
+/// directory's.
+fn exclude_of(root: &Path, meta: &std::fs::Metadata) -> Option<Gitignore> {
     let dot_git = root.join(".git");
-    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
     let git_dir = if meta.is_dir() {
         dot_git
     } else if meta.is_file() {
@@ -225,11 +228,10 @@ impl IgnoreRules {
         let mut builder = ignore::WalkBuilder::new(start);
         builder.standard_filters(false).follow_links(false);
         let rules = self.clone();
+        // Hidden names include `.git` and `.ploke` in any case (the protected directories).
         builder.filter_entry(move |e| {
-            let name = e.file_name();
             e.depth() == 0
-                || !name.to_string_lossy().starts_with('.')
-                    && super::protected(name).is_none()
+                || !e.file_name().to_string_lossy().starts_with('.')
                     && !rules.judges_out(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
         });
         builder
