@@ -11,60 +11,41 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder, embedding, layer_norm};
 use candle_transformers::models::bert::HiddenAct;
 use serde::Deserialize;
 
-use super::small_matmul;
+use super::packed_matmul::PackedLinear;
 use gelu::GeluErf;
 
-/// A dense layer: candle's matmul for batches, [`small_matmul`] for a few rows (a query).
-struct Linear {
-    inner: candle_nn::Linear,
-    /// The weight `[out, in]`, contiguous.
-    weight: Tensor,
-    bias: Vec<f32>,
-}
+/// A dense layer, its weight packed for [`packed_matmul`] (candle's copy is not kept).
+struct Linear(PackedLinear);
 
 fn linear(input: usize, output: usize, vb: VarBuilder) -> Result<Linear> {
-    Linear::new(candle_nn::linear(input, output, vb)?)
+    let weight = vb.get((output, input), "weight")?;
+    let bias = vb.get(output, "bias")?.to_vec1::<f32>()?;
+    let packed = PackedLinear::new(&weight.flatten_all()?.to_vec1::<f32>()?, &bias, input)
+        .ok_or_else(|| {
+            candle_core::Error::Msg(format!(
+                "dense layer: weight of {output} × {input} with a bias of {}",
+                bias.len()
+            ))
+        })?;
+    Ok(Linear(packed))
 }
 
 impl Linear {
-    fn new(inner: candle_nn::Linear) -> Result<Self> {
-        let weight = inner.weight().contiguous()?;
-        let bias = match inner.bias() {
-            Some(b) => b.to_vec1::<f32>()?,
-            None => vec![0.0; weight.dim(0)?],
-        };
-        Ok(Self {
-            inner,
-            weight,
-            bias,
-        })
-    }
-
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let (batch, tokens, input) = x.dims3()?;
-        if batch * tokens > small_matmul::MAX_ROWS {
-            return self.inner.forward(x);
+        let wrong = || {
+            candle_core::Error::Msg(format!(
+                "dense layer: {input} inputs for a weight of {} inputs and {} outputs",
+                self.0.inputs(),
+                self.0.outs()
+            ))
+        };
+        if input != self.0.inputs() {
+            return Err(wrong());
         }
         let rows = x.flatten_all()?.to_vec1::<f32>()?;
-        let (storage, layout) = self.weight.storage_and_layout();
-        let candle_core::Storage::Cpu(cpu) = &*storage else {
-            candle_core::bail!("the small-batch dense layer runs on the CPU only");
-        };
-        let weight = cpu
-            .as_slice::<f32>()?
-            .get(layout.start_offset()..layout.start_offset() + layout.shape().elem_count())
-            .ok_or_else(|| {
-                candle_core::Error::Msg("weight storage shorter than its shape".into())
-            })?;
-        let y = small_matmul::linear(&rows, weight, &self.bias, input).ok_or_else(|| {
-            candle_core::Error::Msg(format!(
-                "dense layer: weight of {} values for {input} inputs and {} outputs",
-                weight.len(),
-                self.bias.len()
-            ))
-        })?;
-        drop(storage);
-        Tensor::from_vec(y, (batch, tokens, self.bias.len()), x.device())
+        let y = self.0.forward(&rows).ok_or_else(wrong)?;
+        Tensor::from_vec(y, (batch, tokens, self.0.outs()), x.device())
     }
 }
 

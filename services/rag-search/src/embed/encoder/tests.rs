@@ -19,16 +19,21 @@ fn pooled_reference(m: &BertModel, ids: &Tensor, mask: &Tensor) -> Vec<Vec<f32>>
 }
 
 #[test]
-fn a_few_rows_give_what_candles_linear_gives() {
+fn a_dense_layer_gives_what_candles_linear_gives() {
     let dev = Device::Cpu;
     let w = Tensor::randn(0f32, 1.0, (96, 40), &dev).unwrap();
     let b = Tensor::randn(0f32, 1.0, 96, &dev).unwrap();
-    let l = Linear::new(candle_nn::Linear::new(w, Some(b))).unwrap();
+    let tensors = std::collections::HashMap::from([
+        ("weight".to_owned(), w.clone()),
+        ("bias".to_owned(), b.clone()),
+    ]);
+    let l = linear(40, 96, VarBuilder::from_tensors(tensors, DType::F32, &dev)).unwrap();
+    let reference = candle_nn::Linear::new(w, Some(b));
     let values = |t: Tensor| -> Vec<f32> { t.flatten_all().unwrap().to_vec1().unwrap() };
     // Largest difference between our layer and candle's on `x`, and the output length.
     let compare = |x: &Tensor| -> (f32, usize) {
         let ours = values(l.forward(x).unwrap());
-        let theirs = values(l.inner.forward(x).unwrap());
+        let theirs = values(reference.forward(x).unwrap());
         let worst = ours
             .iter()
             .zip(&theirs)
@@ -36,8 +41,8 @@ fn a_few_rows_give_what_candles_linear_gives() {
             .fold(0f32, f32::max);
         (worst, ours.len())
     };
-    // 7, 10 and 64 rows take small_matmul; 80 take candle's path on both sides.
-    for (batch, tokens) in [(1, 7), (2, 5), (1, 64), (2, 40)] {
+    // A query's few rows, one block of rows, and rows over two blocks (96 a pass).
+    for (batch, tokens) in [(1, 7), (2, 5), (1, 64), (2, 40), (3, 70)] {
         let x = Tensor::randn(0f32, 1.0, (batch, tokens, 40), &dev).unwrap();
         let (worst, len) = compare(&x);
         assert_eq!(len, batch * tokens * 96);
