@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ploke_proto::tools::v1::{EditProposal, FileDelivery, GetEditDeliveryRequest};
-use ploke_runtime::path_policy::{self, Access};
+use ploke_runtime::path_policy;
 use ploke_tool_executor::edits::{ApplyError, WholeFile};
 
 use crate::checkout::Checkout;
@@ -90,7 +90,7 @@ fn checked(root: &Path, rel: &str) -> anyhow::Result<PathBuf> {
     if Path::new(rel).is_absolute() {
         anyhow::bail!("the server sent an absolute path ({rel}); nothing was written");
     }
-    let resolved = path_policy::resolve(root, rel, Access::Write).map_err(|e| {
+    let resolved = path_policy::resolve(root, rel).map_err(|e| {
         anyhow::anyhow!("the server sent a path that {e} ({rel}); nothing was written")
     })?;
     let asked: Vec<&str> = rel

@@ -6,9 +6,11 @@
 //!   [`MAX_PATH_BYTES`] long, without NUL bytes; `..` that climbs out is refused.
 //! - Symlinks are followed only inside the root: a path whose resolution leaves the root, a
 //!   dangling symlink and a symlink loop are refused.
-//! - `.git` and `.ploke` (ploke's own state) may be read but never written, compared without
-//!   regard to case on any path component (`.GIT/config` is `.git/config` on macOS and
-//!   Windows).
+//! - `.git` and `.ploke` (git's and ploke's own state) are neither read nor written, compared
+//!   without regard to case on any path component (`.GIT/config` is `.git/config` on macOS and
+//!   Windows): git's config may hold a credential (a token in a remote's URL, a CI checkout's
+//!   `http.extraheader`), and `.ploke` may hold every developer's sessions, the audit log and
+//!   the clones of other workspaces.
 //! - Files are opened as regular files only: the open neither blocks on a FIFO nor follows a
 //!   final symlink swapped in after resolution, devices, sockets and directories are refused by
 //!   `fstat` on the open handle, and reads are capped.
@@ -22,17 +24,8 @@ use std::path::{Component, Path, PathBuf};
 /// Longest path accepted, in bytes (Linux's PATH_MAX).
 pub const MAX_PATH_BYTES: usize = 4096;
 
-/// Directory names that may be read but never written, on any component, in any case.
+/// Directory names never read or written, on any component, in any case.
 pub const PROTECTED_DIRS: [&str; 2] = [".git", ".ploke"];
-
-/// What the caller will do with the path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Read or list.
-    Read,
-    /// Create or change.
-    Write,
-}
 
 /// A path inside the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +63,8 @@ pub enum PathError {
     /// Resolving the path runs in circles.
     #[error("runs into a symlink loop")]
     Loop,
-    /// Writing under a protected directory.
-    #[error("is under {0}/, which may be read but never written")]
+    /// Under a protected directory.
+    #[error("is under {0}/, which is never read or written (git's and ploke's own state)")]
     Protected(&'static str),
     /// Resolving failed for another reason.
     #[error("cannot be resolved: {0}")]
@@ -100,9 +93,9 @@ pub fn protected(name: &std::ffi::OsStr) -> Option<&'static str> {
         .find(|p| p.eq_ignore_ascii_case(name))
 }
 
-/// Resolves `input` (relative to `root`, or absolute inside it) for `access`. `root` must be
-/// canonical. An empty input means the root.
-pub fn resolve(root: &Path, input: &str, access: Access) -> Result<Resolved, PathError> {
+/// Resolves `input` (relative to `root`, or absolute inside it), to read or to write. `root`
+/// must be canonical. An empty input means the root.
+pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
     if input.contains('\0') {
         return Err(PathError::Nul);
     }
@@ -134,12 +127,11 @@ pub fn resolve(root: &Path, input: &str, access: Access) -> Result<Resolved, Pat
     let inside = abs
         .strip_prefix(root)
         .map_err(|_| PathError::SymlinkEscape)?;
-    if access == Access::Write
-        && let Some(dir) = inside
-            .components()
-            .map(|c| c.as_os_str())
-            .chain(parts.iter().copied())
-            .find_map(protected)
+    if let Some(dir) = inside
+        .components()
+        .map(|c| c.as_os_str())
+        .chain(parts.iter().copied())
+        .find_map(protected)
     {
         return Err(PathError::Protected(dir));
     }
@@ -157,7 +149,7 @@ pub fn resolve(root: &Path, input: &str, access: Access) -> Result<Resolved, Pat
 /// inside the root (an index never stores a file under a symlink's name), an error when it is
 /// refused. A missing path resolves to where it would be.
 pub fn resolve_own(root: &Path, rel: &str) -> Result<Option<PathBuf>, PathError> {
-    let resolved = resolve(root, rel, Access::Read)?;
+    let resolved = resolve(root, rel)?;
     let asked: Vec<&str> = rel
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")

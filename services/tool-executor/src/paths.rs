@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use ploke_proto::tools::v1::ToolErrorCode;
+pub use ploke_runtime::path_policy::Resolved;
 use ploke_runtime::path_policy::{self as policy, FileError, PathError};
-pub use ploke_runtime::path_policy::{Access, Resolved};
 use ploke_runtime::text::shown;
 
 use crate::failure::ToolFailure;
@@ -30,15 +30,10 @@ pub fn refused(field: &str, input: &str, e: &PathError) -> ToolFailure {
     }
 }
 
-/// Resolves `input` (relative to `root`, or absolute inside it) for `access`. `root` must be
-/// canonical. An empty input means the root.
-pub fn resolve(
-    root: &Path,
-    field: &str,
-    input: &str,
-    access: Access,
-) -> Result<Resolved, ToolFailure> {
-    policy::resolve(root, input, access).map_err(|e| refused(field, input, &e))
+/// Resolves `input` (relative to `root`, or absolute inside it), to read or to write. `root`
+/// must be canonical. An empty input means the root.
+pub fn resolve(root: &Path, field: &str, input: &str) -> Result<Resolved, ToolFailure> {
+    policy::resolve(root, input).map_err(|e| refused(field, input, &e))
 }
 
 /// The tool error for a file that could not be opened or read; `shown` is its relative path.
@@ -81,8 +76,8 @@ mod tests {
     fn refusals_are_typed_tool_errors_naming_the_field() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        let code = |input: &str, access| resolve(&root, "file", input, access).unwrap_err();
-        let e = code("../x", Access::Read);
+        let code = |input: &str| resolve(&root, "file", input).unwrap_err();
+        let e = code("../x");
         assert_eq!(
             (e.code, e.field.as_str(), e.message.as_str()),
             (
@@ -91,12 +86,9 @@ mod tests {
                 "`../x` climbs out of the workspace root"
             )
         );
-        assert_eq!(
-            code(".GIT/config", Access::Write).code,
-            ToolErrorCode::PermissionDenied
-        );
+        assert_eq!(code(".GIT/config").code, ToolErrorCode::PermissionDenied);
         let long = "x/".repeat(3000);
-        let e = code(&long, Access::Read);
+        let e = code(&long);
         assert_eq!(
             (e.code, e.field.as_str()),
             (ToolErrorCode::InvalidArgument, "file")

@@ -15,24 +15,18 @@ fn relative_and_absolute_paths_inside_resolve() {
         abs: root.join("src/lib.rs"),
         rel: "src/lib.rs".into(),
     };
-    assert_eq!(resolve(&root, "src/lib.rs", Access::Read).unwrap(), want);
-    assert_eq!(
-        resolve(&root, "./src/../src/lib.rs", Access::Read).unwrap(),
-        want
-    );
+    assert_eq!(resolve(&root, "src/lib.rs").unwrap(), want);
+    assert_eq!(resolve(&root, "./src/../src/lib.rs").unwrap(), want);
     let abs = root.join("src/lib.rs");
+    assert_eq!(resolve(&root, abs.to_str().unwrap()).unwrap(), want);
     assert_eq!(
-        resolve(&root, abs.to_str().unwrap(), Access::Write).unwrap(),
-        want
-    );
-    assert_eq!(
-        resolve(&root, "new/dir/file.rs", Access::Write).unwrap(),
+        resolve(&root, "new/dir/file.rs").unwrap(),
         Resolved {
             abs: root.join("new/dir/file.rs"),
             rel: "new/dir/file.rs".into()
         }
     );
-    assert_eq!(resolve(&root, "", Access::Read).unwrap().rel, "");
+    assert_eq!(resolve(&root, "").unwrap().rel, "");
 }
 
 #[test]
@@ -46,11 +40,11 @@ fn traversal_absolute_elsewhere_nul_and_long_paths_are_refused() {
         ("src/\0x", PathError::Nul),
         (long.as_str(), PathError::TooLong(long.len())),
     ] {
-        assert_eq!(resolve(&root, bad, Access::Read).unwrap_err(), want);
+        assert_eq!(resolve(&root, bad).unwrap_err(), want);
     }
     let component = "n".repeat(300);
     assert_eq!(
-        resolve(&root, &format!("src/{component}/x"), Access::Read).unwrap_err(),
+        resolve(&root, &format!("src/{component}/x")).unwrap_err(),
         PathError::NameTooLong
     );
 }
@@ -67,24 +61,21 @@ fn symlinks_are_followed_only_inside_the_root() {
     std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
     std::os::unix::fs::symlink(root.join("loop_b"), root.join("loop_a")).unwrap();
     std::os::unix::fs::symlink(root.join("loop_a"), root.join("loop_b")).unwrap();
-    for (bad, access, want) in [
-        ("link/secret", Access::Read, PathError::SymlinkEscape),
-        ("link", Access::Read, PathError::SymlinkEscape),
-        ("notes.md", Access::Read, PathError::SymlinkEscape),
-        ("link/new.rs", Access::Write, PathError::SymlinkEscape),
-        ("dangling", Access::Write, PathError::Dangling),
-        ("loop_a/x", Access::Read, PathError::Loop),
+    for (bad, want) in [
+        ("link/secret", PathError::SymlinkEscape),
+        ("link", PathError::SymlinkEscape),
+        ("notes.md", PathError::SymlinkEscape),
+        ("link/new.rs", PathError::SymlinkEscape),
+        ("dangling", PathError::Dangling),
+        ("loop_a/x", PathError::Loop),
     ] {
-        assert_eq!(resolve(&root, bad, access).unwrap_err(), want, "{bad}");
+        assert_eq!(resolve(&root, bad).unwrap_err(), want, "{bad}");
         assert!(
             resolve_own(&root, bad).is_err(),
             "{bad} must be refused for the index too"
         );
     }
-    assert_eq!(
-        resolve(&root, "inner/lib.rs", Access::Read).unwrap().rel,
-        "src/lib.rs"
-    );
+    assert_eq!(resolve(&root, "inner/lib.rs").unwrap().rel, "src/lib.rs");
     // The index stores files under their own names only.
     assert_eq!(resolve_own(&root, "inner/lib.rs").unwrap(), None);
     assert_eq!(
@@ -98,27 +89,42 @@ fn symlinks_are_followed_only_inside_the_root() {
 }
 
 #[test]
-fn protected_dirs_are_readable_but_never_writable_in_any_case() {
+fn protected_dirs_are_never_read_or_written_in_any_case() {
     let (_d, root) = root();
     std::fs::create_dir_all(root.join(".git")).unwrap();
     std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
-    assert!(resolve(&root, ".git/config", Access::Read).is_ok());
+    std::fs::create_dir_all(root.join(".ploke/repos/b")).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(root.join(".git/config"), root.join("cfg")).unwrap();
+        std::os::unix::fs::symlink(root.join(".ploke/repos/b"), root.join("b")).unwrap();
+    }
     for (bad, dir) in [
+        (".git", ".git"),
         (".git/config", ".git"),
         (".GIT/config", ".git"),
         (".Git/hooks/pre-commit", ".git"),
         ("sub/.git/x", ".git"),
+        ("src/../.git/config", ".git"),
         (".ploke/ploke.db", ".ploke"),
+        (".ploke/repos/b/src/lib.rs", ".ploke"),
         ("a/.PLOKE/b", ".ploke"),
+        #[cfg(unix)]
+        ("cfg", ".git"),
+        #[cfg(unix)]
+        ("b/src/lib.rs", ".ploke"),
     ] {
         assert_eq!(
-            resolve(&root, bad, Access::Write).unwrap_err(),
+            resolve(&root, bad).unwrap_err(),
             PathError::Protected(dir),
             "{bad}"
         );
+        assert!(resolve_own(&root, bad).is_err(), "{bad}: the index too");
     }
-    assert!(resolve(&root, "src/git.rs", Access::Write).is_ok());
-    assert!(resolve(&root, ".github/workflows/ci.yml", Access::Write).is_ok());
+    assert!(resolve(&root, "src/git.rs").is_ok());
+    assert!(resolve(&root, ".github/workflows/ci.yml").is_ok());
+    assert!(resolve(&root, ".gitignore").is_ok());
+    assert!(resolve(&root, "src/.plokeignore").is_ok());
 }
 
 #[cfg(unix)]

@@ -12,7 +12,7 @@ use ploke_runtime::path_policy::{FileError, read_regular};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
-use crate::paths::{Access, resolve};
+use crate::paths::resolve;
 
 /// One file to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,11 +310,10 @@ pub fn write_whole(root: &Path, files: &[WholeFile], record: &Path) -> Result<()
     for f in files {
         // A path the policy refuses is not a stale file: it fails, and no caller may take it
         // for a place to save the content.
-        let resolved =
-            resolve(root, "file_path", &f.rel, Access::Write).map_err(|e| ApplyError::Failed {
-                file: ploke_runtime::text::shown(&f.rel).into_owned(),
-                reason: format!("the path {e}"),
-            })?;
+        let resolved = resolve(root, "file_path", &f.rel).map_err(|e| ApplyError::Failed {
+            file: ploke_runtime::text::shown(&f.rel).into_owned(),
+            reason: format!("the path {e}"),
+        })?;
         writes.push(FileWrite {
             abs: resolved.abs,
             rel: f.rel.clone(),
@@ -343,7 +342,7 @@ pub(super) fn write_chosen(
             file: f.clone(),
             why,
         };
-        let resolved = resolve(root, "file_path", f, Access::Write)
+        let resolved = resolve(root, "file_path", f)
             .map_err(|_| stale("no longer resolves inside the workspace"))?;
         let base_hash = plan.file(f).and_then(|p| p.base_hash.clone());
         writes.push(FileWrite {

@@ -16,7 +16,7 @@ use super::apply::{self, ApplyError};
 use super::outcome::applied_reason;
 use super::plan::Plan;
 use crate::error::ExecutorError;
-use crate::paths::{Access, resolve};
+use crate::paths::resolve;
 
 impl Edits {
     pub(super) async fn apply(
@@ -272,7 +272,7 @@ fn current(
         file: rel.to_owned(),
         why,
     };
-    let path = resolve(root, "file_path", rel, Access::Write)
+    let path = resolve(root, "file_path", rel)
         .map_err(|_| stale("no longer resolves inside the workspace"))?;
     if !crate::overlay::exists(view, &path).map_err(|_| stale("is being uploaded again"))? {
         return Ok(None);

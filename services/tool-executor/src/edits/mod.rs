@@ -330,12 +330,7 @@ impl Edits {
             ),
             tool_call::Args::CreateFile(a) => {
                 if let Some(v) = view {
-                    let path = crate::paths::resolve(
-                        &call.root,
-                        "file_path",
-                        &a.file_path,
-                        crate::paths::Access::Write,
-                    )?;
+                    let path = crate::paths::resolve(&call.root, "file_path", &a.file_path)?;
                     v.fetch(vec![path.rel]).await?;
                 }
                 let (root, limits, a) = (call.root.clone(), self.limits, a.clone());

@@ -15,7 +15,7 @@ use ploke_proto::tools::v1::{
 use super::plan::{Plan, PlannedEdit, PlannedFile, unified_diff};
 use crate::failure::ToolFailure;
 use crate::overlay::{self, View};
-use crate::paths::{Access, resolve};
+use crate::paths::resolve;
 use crate::rag::{Lookup, Rag};
 use crate::tools::Limits;
 
@@ -120,7 +120,7 @@ pub fn plan_create_file(
             "must be set",
         ));
     }
-    let path = resolve(root, "file_path", &args.file_path, Access::Write)?;
+    let path = resolve(root, "file_path", &args.file_path)?;
     if path.rel.is_empty() {
         return Err(ToolFailure::invalid(
             "file_path",
@@ -200,7 +200,7 @@ fn load<'a>(
     originals: &'a mut BTreeMap<String, Original>,
     order: &mut Vec<String>,
 ) -> Result<(String, &'a Original), ToolFailure> {
-    let path = resolve(files.root, field, input, Access::Write)?;
+    let path = resolve(files.root, field, input)?;
     if !originals.contains_key(&path.rel) {
         let (text, hash) =
             overlay::read_text(files.view, &path, field, files.limits.max_file_bytes)?;
@@ -314,7 +314,7 @@ async fn replace_item(
         .hint("to delete an item, use search_replace with an empty replace"));
     }
     let wanted_file = match edit.file_path.as_deref().filter(|f| !f.is_empty()) {
-        Some(f) => Some(resolve(files.root, &field("file_path"), f, Access::Write)?.rel),
+        Some(f) => Some(resolve(files.root, &field("file_path"), f)?.rel),
         None => None,
     };
     let mut refreshed = false;

@@ -15,7 +15,7 @@ use ploke_proto::rag::v1::OverlayEntryState;
 use super::Limits;
 use crate::failure::ToolFailure;
 use crate::overlay::{self, Shadow, View};
-use crate::paths::{Access, resolve};
+use crate::paths::resolve;
 
 /// Default and largest `max_entries` of `list_dir`.
 const LIST_DEFAULT: u32 = 500;
@@ -49,7 +49,7 @@ pub fn read_file(
     args: &ReadFileArgs,
     view: Option<&View>,
 ) -> Result<ReadFileResult, ToolFailure> {
-    let path = resolve(root, "file", &args.file, Access::Read)?;
+    let path = resolve(root, "file", &args.file)?;
     let (text, file_hash) = overlay::read_text(view, &path, "file", limits.max_file_bytes)?;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let total = u32::try_from(lines.len()).unwrap_or(u32::MAX);
@@ -123,7 +123,7 @@ pub fn list_dir(
         ));
     }
     let asked = args.path.as_deref().unwrap_or("");
-    let path = resolve(root, "path", asked, Access::Read)?;
+    let path = resolve(root, "path", asked)?;
     let shown = if path.rel.is_empty() { "." } else { &path.rel };
     let overlaid = view.map(|v| v.children(&path.rel)).unwrap_or_default();
     if let Some(v) = view
@@ -155,6 +155,9 @@ pub fn list_dir(
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') && !args.include_hidden.unwrap_or(false) {
             continue;
+        }
+        if ploke_runtime::path_policy::protected(&entry.file_name()).is_some() {
+            continue; // git's and ploke's own state: never read, so never listed
         }
         if overlaid.contains_key(&name) {
             continue; // the overlay's version (or its deletion) replaces it
@@ -223,7 +226,7 @@ pub fn file_metadata(
             "must be set",
         ));
     }
-    let path = resolve(root, "file_path", &args.file_path, Access::Read)?;
+    let path = resolve(root, "file_path", &args.file_path)?;
     let mut result = GetFileMetadataResult {
         file_path: path.rel.clone(),
         language: ploke_runtime::language::language_of(&path.abs)

@@ -104,7 +104,7 @@ async fn prefetch(ctx: &ReadContext, field: &str, input: &str) -> Result<(), Too
     let Some(view) = &ctx.view else {
         return Ok(());
     };
-    let path = crate::paths::resolve(&ctx.root, field, input, crate::paths::Access::Read)?;
+    let path = crate::paths::resolve(&ctx.root, field, input)?;
     view.fetch(vec![path.rel]).await
 }
 

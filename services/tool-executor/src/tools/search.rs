@@ -16,7 +16,7 @@ use ploke_proto::rag::v1::OverlayEntryState;
 use super::Progress;
 use crate::failure::ToolFailure;
 use crate::overlay::{Shadow, View};
-use crate::paths::{Access, resolve};
+use crate::paths::resolve;
 
 const MATCHES_DEFAULT: u32 = 100;
 const MATCHES_MAX: u32 = 1000;
@@ -72,12 +72,7 @@ pub fn search_code(
             ToolFailure::invalid("pattern", format!("not a valid regular expression: {e}"))
                 .hint("fix the regex, or set literal to true to search for the text as is")
         })?;
-    let start = resolve(
-        root,
-        "path",
-        args.path.as_deref().unwrap_or(""),
-        Access::Read,
-    )?;
+    let start = resolve(root, "path", args.path.as_deref().unwrap_or(""))?;
     let in_overlay = view.is_some_and(|v| {
         v.entries().any(|(p, e)| {
             e.state == OverlayEntryState::Changed

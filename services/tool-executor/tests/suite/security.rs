@@ -1,5 +1,5 @@
 //! Paths stay inside the workspace: traversal, absolute paths elsewhere and symlink escapes
-//! are refused for reads and writes; `.git/` is read-only.
+//! are refused for reads and writes; `.git/` and `.ploke/` are neither read nor written.
 
 use ploke_proto::tools::v1::*;
 
@@ -84,24 +84,73 @@ async fn symlinks_that_leave_the_workspace_are_refused() {
     h.stop().await;
 }
 
+#[cfg(unix)]
 #[tokio::test]
-async fn git_is_readable_but_never_written() {
+async fn git_and_ploke_state_are_neither_read_nor_written() {
     let h = Harness::start().await;
+    // A CI checkout's credential in git's config; another workspace's clone and every
+    // developer's sessions under ploke's state, as `ploke up` keeps them in the repository.
     std::fs::create_dir_all(h.path(".git")).unwrap();
-    std::fs::write(h.path(".git/config"), "[core]\n").unwrap();
-    let tool_result::Result::ReadFile(r) = h.ok(read(".git/config")).await else {
-        panic!()
+    let config = "[http]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n";
+    std::fs::write(h.path(".git/config"), config).unwrap();
+    std::fs::create_dir_all(h.path(".ploke/repos/billing-1a2b/src")).unwrap();
+    std::fs::write(
+        h.path(".ploke/repos/billing-1a2b/src/lib.rs"),
+        "fn bill() {}\n",
+    )
+    .unwrap();
+    std::fs::write(h.path(".ploke/sessions.sqlite"), "alice: my password is\n").unwrap();
+    std::os::unix::fs::symlink(h.path(".git/config"), h.path("git-config.txt")).unwrap();
+    let listing = |path: &str| {
+        tool_call::Args::ListDir(ListDirArgs {
+            path: Some(path.into()),
+            include_hidden: Some(true),
+            ..Default::default()
+        })
     };
-    assert_eq!(r.content, "[core]\n");
     for call in [
+        read(".git/config"),
+        read(".GIT/config"),
+        read("git-config.txt"),
+        read(".ploke/repos/billing-1a2b/src/lib.rs"),
+        read(".ploke/sessions.sqlite"),
+        listing(".ploke/repos"),
+        listing(".git"),
+        tool_call::Args::GetFileMetadata(GetFileMetadataArgs {
+            file_path: ".git/config".into(),
+        }),
+        tool_call::Args::SearchCode(SearchCodeArgs {
+            pattern: "bill".into(),
+            path: Some(".ploke/repos".into()),
+            ..Default::default()
+        }),
         create(".git/config"),
         create(".git/hooks/post-checkout"),
-        edit_call(vec![search_replace(".git/config", "core", "evil")]),
+        create(".ploke/repos/billing-1a2b/src/evil.rs"),
+        edit_call(vec![search_replace(".git/config", "basic", "evil")]),
     ] {
         let e = h.err(call.clone()).await;
         assert_eq!(code(&e), ToolErrorCode::PermissionDenied, "{call:?}: {e:?}");
     }
-    assert_eq!(h.read(".git/config"), "[core]\n");
+    let e = h.err(read(".git/config")).await;
+    assert!(
+        e.message
+            .contains("`.git/config` is under .git/, which is never read or written"),
+        "{e:?}"
+    );
+    // Listing the root with hidden entries leaves them out; other hidden entries stay.
+    std::fs::write(h.path(".env.example"), "X=1\n").unwrap();
+    let tool_result::Result::ListDir(listed) = h.ok(listing("")).await else {
+        panic!()
+    };
+    let names: Vec<&str> = listed.entries.iter().map(|e| e.name.as_str()).collect();
+    assert!(names.contains(&".env.example"), "{names:?}");
+    assert!(
+        !names.contains(&".git") && !names.contains(&".ploke"),
+        "{names:?}"
+    );
+    assert_eq!(h.read(".git/config"), config);
+    assert!(!h.path(".ploke/repos/billing-1a2b/src/evil.rs").exists());
     h.stop().await;
 }
 
