@@ -4,7 +4,6 @@
 
 mod encoder;
 pub mod local;
-mod packed_matmul;
 pub mod remote;
 
 use std::path::Path;

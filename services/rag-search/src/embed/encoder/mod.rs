@@ -11,10 +11,10 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder, embedding, layer_norm};
 use candle_transformers::models::bert::HiddenAct;
 use serde::Deserialize;
 
-use super::packed_matmul::PackedLinear;
 use gelu::GeluErf;
+use ploke_matmul::PackedLinear;
 
-/// A dense layer, its weight packed for [`packed_matmul`] (candle's copy is not kept).
+/// A dense layer, its weight packed for [`ploke_matmul`] (candle's copy is not kept).
 struct Linear(PackedLinear);
 
 fn linear(input: usize, output: usize, vb: VarBuilder) -> Result<Linear> {
