@@ -49,6 +49,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/edits", "the proposals waiting for your decision"),
     (
+        "/workspace [NAME]",
+        "the workspaces the gateway serves you, or move to one (a new session there)",
+    ),
+    (
         "/search QUERY",
         "what the index finds for QUERY, as the model's tools would (no model needed)",
     ),
@@ -207,6 +211,8 @@ impl App {
             "sessions" | "resume" if arg.is_empty() => Action::ListSessions,
             "sessions" | "resume" => Action::Resume(arg.to_owned()),
             "edits" => Action::ListEdits,
+            "workspace" | "workspaces" if arg.is_empty() => Action::ListWorkspaces,
+            "workspace" | "workspaces" => Action::SwitchWorkspace(arg.to_owned()),
             "search" | "find" if arg.is_empty() => {
                 self.system("/search QUERY: words, names or `Type::method`; \"quoted text\" is found as written");
                 Action::None

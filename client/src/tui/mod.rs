@@ -330,6 +330,41 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                             Err(e) => app.system(&format!("{e:#}")),
                         }
                     }
+                    Action::ListWorkspaces => match tasks::workspaces(&mut gateway).await {
+                        Ok(listed) => app.system(&tasks::workspaces_text(&listed, &app.workspace_root)),
+                        Err(e) => app.system(&format!("{e:#}")),
+                    },
+                    Action::SwitchWorkspace(name) => {
+                        let chosen = tasks::workspaces(&mut gateway)
+                            .await
+                            .and_then(|listed| tasks::workspace_named(&listed, &name));
+                        match chosen {
+                            Ok(root) if root == app.workspace_root => {
+                                app.system(&format!("already in workspace {root}"));
+                            }
+                            // Without a session (no provider) there is none to start there.
+                            Ok(root) if session.is_none() => {
+                                app.system(&format!(
+                                    "now in workspace {root}: /search, /edits and the index line follow it"
+                                ));
+                                app.workspace_root = root;
+                            }
+                            Ok(root) => {
+                                let same = session
+                                    .as_ref()
+                                    .map(|s| (s.provider.clone(), s.model.clone()));
+                                let before = std::mem::replace(&mut app.workspace_root, root);
+                                match create(&mut gateway, &mut app, same).await {
+                                    Some(s) => {
+                                        created.push(s.session_id.clone());
+                                        session = Some(follow.show((&gateway, &tx), &mut app, s, checkout.as_ref()));
+                                    }
+                                    None => app.workspace_root = before,
+                                }
+                            }
+                            Err(e) => app.system(&format!("{e:#}")),
+                        }
+                    }
                     Action::ListSessions => {
                         let current = session.as_ref().map(|s| s.session_id.clone());
                         match tasks::sessions(&mut gateway, &app.workspace_root, current).await {

@@ -147,6 +147,10 @@ pub enum Action {
     ListEdits,
     /// Show what the index finds for this query (no model needed).
     Search(String),
+    /// List the workspaces the gateway serves the caller.
+    ListWorkspaces,
+    /// Move to this workspace (a name or a root): a new session there.
+    SwitchWorkspace(String),
 }
 
 /// The whole TUI state.

@@ -13,7 +13,9 @@ use tokio::task::JoinHandle;
 
 use super::Input;
 use super::state::{Indexing, Picker, PickerKind, PickerRow};
+use ploke_client::checkout;
 use ploke_client::gateway::{Followed, Gateway, SessionEvents};
+use ploke_proto::rag::v1::{ListWorkspacesRequest, Workspace};
 
 /// How often the index and the waiting proposals are asked for.
 const POLL: Duration = Duration::from_secs(1);
@@ -164,6 +166,56 @@ async fn poll_pending(mut gateway: Gateway, tx: mpsc::Sender<Input>) {
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// The workspaces the gateway serves the caller (`/workspace`).
+pub async fn workspaces(gateway: &mut Gateway) -> anyhow::Result<Vec<Workspace>> {
+    Ok(gateway
+        .list_workspaces(ListWorkspacesRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("workspaces: {}", s.message()))?
+        .into_inner()
+        .workspaces)
+}
+
+/// `/workspace` without a name: one line per workspace, the TUI's marked.
+pub fn workspaces_text(workspaces: &[Workspace], current: &str) -> String {
+    if workspaces.is_empty() {
+        return format!("the gateway lists no workspace; this one is {current}");
+    }
+    let lines: Vec<String> = workspaces
+        .iter()
+        .map(|w| {
+            let mark = if w.workspace_root == current {
+                "*"
+            } else {
+                " "
+            };
+            let from = w
+                .git
+                .as_ref()
+                .map(|g| format!(", from {}", checkout::shown(&g.url)))
+                .unwrap_or_default();
+            format!("{mark} {} ({}{from})", w.name, w.workspace_root)
+        })
+        .collect();
+    format!(
+        "workspaces (* this one; /workspace NAME moves to another):\n{}",
+        lines.join("\n")
+    )
+}
+
+/// The root of the workspace `/workspace NAME` names (a name or a root) among `workspaces`.
+pub fn workspace_named(workspaces: &[Workspace], name: &str) -> anyhow::Result<String> {
+    checkout::choose(workspaces, "", Some(name), &checkout::Clues::default())
+        .map(|(root, _)| root)
+        .map_err(|e| {
+            let message = e.to_string();
+            let message = message
+                .strip_prefix("--server-workspace ")
+                .unwrap_or(&message);
+            anyhow::anyhow!("/workspace {message}")
+        })
 }
 
 /// The `/sessions` picker: this workspace's sessions, newest first, the current one left out.

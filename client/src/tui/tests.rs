@@ -257,6 +257,11 @@ fn slash_commands_never_reach_the_model() {
         Action::Resume("0190f3a2-7c41".into())
     );
     assert_eq!(command("/edits"), Action::ListEdits);
+    assert_eq!(command("/workspace"), Action::ListWorkspaces);
+    assert_eq!(
+        command("/workspace  billing "),
+        Action::SwitchWorkspace("billing".into())
+    );
     assert_eq!(
         command("/search  `Config::load` settings "),
         Action::Search("`Config::load` settings".into())
@@ -276,7 +281,7 @@ fn slash_commands_never_reach_the_model() {
     );
     assert_eq!(said[1], super::keys::help_text());
     assert!(said[1].contains("/sessions") && said[1].contains("Alt-Enter"));
-    assert!(said[1].contains("/search QUERY"));
+    assert!(said[1].contains("/search QUERY") && said[1].contains("/workspace [NAME]"));
     assert_eq!(
         said[2],
         "/search QUERY: words, names or `Type::method`; \"quoted text\" is found as written"
@@ -608,4 +613,47 @@ fn a_session_of_another_workspace_becomes_the_tuis_and_says_the_checkout_stays_o
     // Services of this checkout itself (no shared gateway): nothing to say.
     super::show(&mut app, &session("/repos/web"), None);
     assert_eq!(app.entries.len(), 0);
+}
+
+#[test]
+fn workspace_lists_the_served_workspaces_and_names_one() {
+    use ploke_proto::rag::v1::{GitSource, Workspace};
+    let served = [
+        Workspace {
+            workspace_root: "/srv/api".into(),
+            name: "api".into(),
+            ..Default::default()
+        },
+        Workspace {
+            workspace_root: "/srv/.ploke/repos/billing-1a2b".into(),
+            name: "billing".into(),
+            git: Some(GitSource {
+                url: "https://git.example.com/team/billing.git".into(),
+                branch: "main".into(),
+            }),
+            ..Default::default()
+        },
+    ];
+    assert_eq!(
+        super::tasks::workspaces_text(&served, "/srv/api"),
+        "workspaces (* this one; /workspace NAME moves to another):\n\
+         * api (/srv/api)\n  \
+         billing (/srv/.ploke/repos/billing-1a2b, from https://git.example.com/team/billing.git)"
+    );
+    assert_eq!(
+        super::tasks::workspaces_text(&[], "/srv/api"),
+        "the gateway lists no workspace; this one is /srv/api"
+    );
+    let named = |n: &str| super::tasks::workspace_named(&served, n).map_err(|e| e.to_string());
+    assert_eq!(
+        named("billing"),
+        Ok("/srv/.ploke/repos/billing-1a2b".into())
+    );
+    assert_eq!(named("/srv/api/"), Ok("/srv/api".into()));
+    assert_eq!(
+        named("docs"),
+        Err("/workspace docs: the gateway serves you no such workspace (yours: api (/srv/api), \
+             billing (/srv/.ploke/repos/billing-1a2b, from https://git.example.com/team/billing.git))"
+            .into())
+    );
 }
