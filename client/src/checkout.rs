@@ -143,6 +143,22 @@ pub fn git_url_key(url: &str) -> String {
         .to_owned()
 }
 
+/// The name of the repository a git URL points to: its last path component without `.git`
+/// (`https://host/team/api.git` → `api`, `git@host:team/web` → `web`).
+pub fn git_repo_name(url: &str) -> &str {
+    let last = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or_default();
+    match last.len().checked_sub(4) {
+        Some(cut) if last.is_char_boundary(cut) && last[cut..].eq_ignore_ascii_case(".git") => {
+            &last[..cut]
+        }
+        _ => last,
+    }
+}
+
 /// Chooses among `workspaces` (those the caller may use) the one `named`, else the one the
 /// checkout's `clues` point to; `default_root` is the gateway's default (used when the list
 /// is empty). The error names every candidate and how to choose.
@@ -167,10 +183,18 @@ pub fn choose(
             "" => n,
             trimmed => trimmed,
         };
-        let found: Vec<&Workspace> = workspaces
+        let mut found: Vec<&Workspace> = workspaces
             .iter()
             .filter(|w| w.name == n || w.workspace_root == n)
             .collect();
+        // A clone's name carries a hash (`api-main-1a2b…`); its repository's name will do
+        // when only one clone is of a repository of that name.
+        if found.is_empty() {
+            found = workspaces
+                .iter()
+                .filter(|w| w.git.as_ref().is_some_and(|g| git_repo_name(&g.url) == n))
+                .collect();
+        }
         return match found.as_slice() {
             [w] => Ok((w.workspace_root.clone(), Chosen::Named)),
             // A gateway that lists none (older than workspaces at run time) serves its default.
@@ -188,15 +212,25 @@ pub fn choose(
                     listed()
                 }
             )),
-            several => Err(anyhow::anyhow!(
-                "--server-workspace {n}: {} workspaces have that name ({}); name one by its root",
-                several.len(),
-                several
+            several => {
+                let names_differ = several
                     .iter()
-                    .map(|w| w.workspace_root.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+                    .all(|w| several.iter().filter(|o| o.name == w.name).count() == 1);
+                Err(anyhow::anyhow!(
+                    "--server-workspace {n}: {} workspaces go by that name ({}); name one by its {}",
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|w| if names_differ {
+                            w.name.as_str()
+                        } else {
+                            w.workspace_root.as_str()
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if names_differ { "name" } else { "root" }
+                ))
+            }
         };
     }
     match workspaces {
@@ -361,6 +395,21 @@ mod tests {
     }
 
     #[test]
+    fn a_git_url_names_its_repository() {
+        for (url, name) in [
+            ("https://github.com/org/repo.git", "repo"),
+            ("https://github.com/org/repo/", "repo"),
+            ("git@github.com:repo.GIT", "repo"),
+            ("file:///tmp/ws/b", "b"),
+            ("/srv/git/api.git/", "api"),
+            ("git@host:.git", ""),
+            ("https://h/é.git", "é"),
+        ] {
+            assert_eq!(git_repo_name(url), name, "{url}");
+        }
+    }
+
+    #[test]
     fn the_checkout_finds_its_workspace_by_name_remote_branch_or_directory() {
         let served = [
             git(
@@ -443,8 +492,29 @@ mod tests {
             choose(&twice, "", Some("app"), &other)
                 .unwrap_err()
                 .to_string(),
-            "--server-workspace app: 2 workspaces have that name (/a/app, /b/app); name one by \
+            "--server-workspace app: 2 workspaces go by that name (/a/app, /b/app); name one by \
              its root"
+        );
+        // A clone is also known by its repository's name, when that names one clone.
+        assert_eq!(
+            choose(&served, "", Some("api"), &other).unwrap(),
+            ("/repos/api-main-1a".to_owned(), Chosen::Named)
+        );
+        let clones = [
+            git("/repos/api-main-1a", "https://h/team/api.git", "main"),
+            git("/repos/api-rel-2b", "git@h:team/api", "release"),
+            dir("/srv/api-tools"),
+        ];
+        assert_eq!(
+            choose(&clones, "", Some("api"), &other)
+                .unwrap_err()
+                .to_string(),
+            "--server-workspace api: 2 workspaces go by that name (api-main-1a, api-rel-2b); \
+             name one by its name"
+        );
+        assert_eq!(
+            choose(&clones, "", Some("api-rel-2b"), &other).unwrap(),
+            ("/repos/api-rel-2b".to_owned(), Chosen::Named)
         );
         assert_eq!(
             choose(&twice, "", Some("/b/app/"), &other).unwrap(),

@@ -52,7 +52,8 @@ pub struct Target {
     /// this very checkout).
     #[arg(long, global = true)]
     pub no_overlay: bool,
-    /// The served workspace to work in (its name or root, as `ploke workspaces` lists them);
+    /// The served workspace to work in (its name or root, as `ploke workspaces` lists them, or
+    /// a git workspace's repository name when one clone has it);
     /// default with --gateway: the one cloned from this checkout's git remote, or of its
     /// directory's name, or the only one you may use; else this checkout.
     #[arg(
