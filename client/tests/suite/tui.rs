@@ -504,3 +504,102 @@ fn up_workspace(extra: &str) -> (tempfile::TempDir, std::path::PathBuf, std::pat
     .unwrap();
     (dir, workspace, config)
 }
+
+/// `/workspace` lists the workspaces the gateway serves; `/workspace NAME` starts a session
+/// with the same model over another one, whose tools answer from that tree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_moves_the_chat_to_another_served_workspace() {
+    use ploke_proto::rag::v1::{AddWorkspaceRequest, add_workspace_request};
+    let fake = ploke_e2e::fake_provider::FakeProvider::start()
+        .await
+        .unwrap();
+    let sandbox = ploke_e2e::Sandbox::start_with_provider(fake.provider_config(None), |c| {
+        c.gateway.admin_tokens = vec![ploke_runtime::config::Secret::new("admin-token")];
+    })
+    .await
+    .unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let billing = std::fs::canonicalize(other.path()).unwrap().join("billing");
+    std::fs::create_dir_all(&billing).unwrap();
+    std::fs::write(
+        billing.join("notes.rs"),
+        "pub fn measure_latency() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    sandbox
+        .gateway_with_token(Some("admin-token"))
+        .add_workspace(AddWorkspaceRequest {
+            source: Some(add_workspace_request::Source::Path(
+                billing.display().to_string(),
+            )),
+        })
+        .await
+        .unwrap();
+    let e = super::Env { sandbox, fake };
+    let tmux = chat_in_tmux(&e, "ploke-workspace");
+    let first = tmux.wait_for("· fake/fake-model ·").await;
+    let home = e.sandbox.workspace_root().display().to_string();
+
+    tmux.keys(&["/workspace", "Enter"]);
+    let screen = tmux.wait_for("/workspace NAME moves to another").await;
+    let home_name = e
+        .sandbox
+        .workspace_root()
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    assert!(screen.contains(&format!("* {home_name} (")), "{screen}");
+    assert!(
+        screen.contains(&format!("billing ({})", billing.display())),
+        "{screen}"
+    );
+    tmux.keys(&["/workspace nowhere", "Enter"]);
+    tmux.wait_for("/workspace nowhere: the gateway serves you no such workspace")
+        .await;
+
+    tmux.keys(&["/workspace billing", "Enter"]);
+    let session = |screen: &str| {
+        screen
+            .split("session ")
+            .last()
+            .map(|rest| rest.chars().take(13).collect::<String>())
+    };
+    poll(|| {
+        std::future::ready({
+            let screen = tmux.screen();
+            if screen.contains("· fake/fake-model ·") && session(&screen) != session(&first) {
+                Ok(screen)
+            } else {
+                Err(format!("no new session:\n{screen}"))
+            }
+        })
+    })
+    .await;
+
+    // The model's tools now read the other tree: its file, not this workspace's.
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "read_file", r#"{"file": "notes.rs"}"#)]),
+        Reply::text(&["It returns 41."]),
+    ]);
+    tmux.keys(&["what does measure_latency return?", "Enter"]);
+    tmux.wait_for("It returns 41.").await;
+    let asked = e.fake.received();
+    let last = asked.last().unwrap().body.to_string();
+    assert!(last.contains("measure_latency() -> u32"), "{last}");
+    // The session is over the other workspace, and this checkout's tree is left alone.
+    let listed = e
+        .sandbox
+        .gateway()
+        .list_sessions(ploke_proto::session::v1::ListSessionsRequest {
+            workspace_root: billing.display().to_string(),
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.sessions.len(), 1, "{listed:?}");
+    assert!(!std::path::Path::new(&home).join("notes.rs").exists());
+    tmux.quit().await;
+    e.sandbox.stop().await.unwrap();
+}
