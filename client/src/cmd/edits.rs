@@ -84,7 +84,7 @@ pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool
 
 /// `ploke edits …`.
 pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
-    let mut conn = Conn::open(target).await?;
+    let mut conn = Conn::open_unindexed(target).await?;
     match command {
         EditsCommand::List {
             all,

@@ -104,6 +104,12 @@ impl Conn {
         Self::open_indexing(target, Some(up::Until::Searchable)).await
     }
 
+    /// Opens the target for a command that reads no index (sessions, edits, workspaces): it
+    /// answers at once, and in-process services index in the background meanwhile.
+    pub async fn open_unindexed(target: &Target) -> anyhow::Result<Self> {
+        Self::open_indexing(target, None).await
+    }
+
     /// Opens the target; in-process services index the workspace first, `until` searchable or
     /// done, or (`None`) in the background (answering from what is indexed so far).
     pub async fn open_indexing(target: &Target, until: Option<up::Until>) -> anyhow::Result<Self> {

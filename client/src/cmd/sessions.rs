@@ -24,7 +24,7 @@ pub enum SessionsCommand {
 
 /// Runs `ploke sessions …`.
 pub async fn run(target: &Target, command: SessionsCommand) -> anyhow::Result<()> {
-    let mut conn = Conn::open(target).await?;
+    let mut conn = Conn::open_unindexed(target).await?;
     let result = match command {
         SessionsCommand::List { everyone } => list(&mut conn, everyone).await,
         SessionsCommand::Rm { ids } => remove(&mut conn, &ids).await,

@@ -27,7 +27,8 @@ pub enum WorkspacesCommand {
     },
     /// Stop serving a workspace that was added.
     Remove {
-        /// Its root, as `ploke workspaces` lists it.
+        /// Its name or root, as `ploke workspaces` lists it (a clone also by its repository's
+        /// name, when one clone has it).
         root: String,
         /// Also delete its index (and, for git, the clone).
         #[arg(long)]
@@ -51,7 +52,7 @@ fn print(w: &Workspace) {
 
 /// `ploke workspaces …`.
 pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<()> {
-    let mut conn = Conn::open(target).await?;
+    let mut conn = Conn::open_unindexed(target).await?;
     let fail = |s: tonic::Status| anyhow::anyhow!("workspaces: {}", s.message());
     match command {
         WorkspacesCommand::List => {
@@ -98,6 +99,31 @@ pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<
             }
         }
         WorkspacesCommand::Remove { root, delete_data } => {
+            // A name is looked up among the workspaces listed, as --server-workspace is.
+            let root = if root.starts_with('/') {
+                root
+            } else {
+                let listed = conn
+                    .gateway
+                    .list_workspaces(ListWorkspacesRequest {})
+                    .await
+                    .map_err(fail)?
+                    .into_inner();
+                ploke_client::checkout::choose(
+                    &listed.workspaces,
+                    "",
+                    Some(&root),
+                    &ploke_client::checkout::Clues::default(),
+                )
+                .map_err(|e| {
+                    let message = e.to_string();
+                    let message = message
+                        .strip_prefix("--server-workspace ")
+                        .map_or(message.clone(), str::to_owned);
+                    anyhow::anyhow!("workspaces remove {message}")
+                })?
+                .0
+            };
             let removed = conn
                 .gateway
                 .remove_workspace(RemoveWorkspaceRequest {

@@ -399,8 +399,9 @@ async fn workspaces_are_added_listed_and_removed_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("lib.rs"), super::LIB_RS).unwrap();
     let other = tempfile::tempdir().unwrap();
-    std::fs::write(other.path().join("notes.rs"), "pub fn tally() {}\n").unwrap();
-    let other_root = std::fs::canonicalize(other.path()).unwrap();
+    let other_root = std::fs::canonicalize(other.path()).unwrap().join("ledger");
+    std::fs::create_dir(&other_root).unwrap();
+    std::fs::write(other_root.join("notes.rs"), "pub fn tally() {}\n").unwrap();
     let env = [("OPENAI_API_KEY", ""), ("OPENROUTER_API_KEY", "")];
     let ploke = |args: &[&str]| {
         super::run(
@@ -439,8 +440,26 @@ async fn workspaces_are_added_listed_and_removed_from_the_command_line() {
         "{}",
         text(&out.stderr)
     );
-    let out = ploke(&["workspaces", "remove", &other_root.display().to_string()]).await;
+    // Removed by its name, as the list shows it; a name served nowhere is refused with the list.
+    let out = ploke(&["workspaces", "remove", "ledgers"]).await;
+    assert!(!out.status.success());
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: workspaces remove ledgers: the gateway serves you no such workspace (yours: \
+             {} ({}), ledger ({}))",
+            here.file_name().unwrap().to_string_lossy(),
+            here.display(),
+            other_root.display()
+        ) + "\n"
+    );
+    let out = ploke(&["workspaces", "remove", "ledger"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(&format!("removed {}  added", other_root.display())),
+        "{}",
+        text(&out.stdout)
+    );
     let out = ploke(&["workspaces"]).await;
     assert_eq!(
         text(&out.stdout).lines().count(),

@@ -1,6 +1,6 @@
-//! A status line on stderr (a progress bar redrawn with `\r`, no newline yet) and the log lines
-//! written to the same stderr: a log line first ends the open status line — on a terminal by
-//! clearing it, elsewhere with a newline — so the two never share a line. The status line is
+//! A status line on stderr (a progress bar redrawn with `\r`, no newline yet; drawn only when
+//! stderr is a terminal) and the log lines written to the same stderr: a log line first ends
+//! the open status line by clearing it, so the two never share a line. The status line is
 //! drawn again by its next update. Drawing, ending and each log line take stderr's lock, so
 //! the flag and the terminal always agree.
 
@@ -12,9 +12,13 @@ use tracing_subscriber::fmt::MakeWriter;
 /// Whether a status line is open on stderr.
 static OPEN: AtomicBool = AtomicBool::new(false);
 
-/// Draws `text` as the status line (it starts with `\r` to redraw in place; no newline).
+/// Draws `text` as the status line (it starts with `\r` to redraw in place; no newline); on a
+/// stderr that is no terminal (a pipe, a CI log) nothing: redrawn lines would pile up there.
 pub fn draw(text: &str) {
     let mut err = std::io::stderr().lock();
+    if !err.is_terminal() {
+        return;
+    }
     let _ = err.write_all(text.as_bytes());
     let _ = err.flush();
     OPEN.store(true, Ordering::Relaxed);
