@@ -30,6 +30,10 @@ impl Interceptor for Auth {
 /// A gateway client.
 pub type Gateway = GatewayClient<InterceptedService<Channel, Auth>>;
 
+/// The largest reply taken from a gateway: above the services' default limit (16 MiB), so a
+/// gateway configured for larger messages is read whole; tonic's own default is 4 MiB.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+
 /// Connects to the gateway at `url`, sending `token`: TLS (the system's roots) for
 /// `https://`; a token sent in the clear to anything but loopback is warned about.
 pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway> {
@@ -50,7 +54,8 @@ pub async fn connect(url: &str, token: Option<String>) -> anyhow::Result<Gateway
         .connect()
         .await
         .with_context(|| format!("connecting to the gateway at {url}"))?;
-    Ok(GatewayClient::with_interceptor(channel, auth(token)?))
+    Ok(GatewayClient::with_interceptor(channel, auth(token)?)
+        .max_decoding_message_size(MAX_REPLY_BYTES))
 }
 
 fn is_loopback(host: &str) -> bool {

@@ -173,8 +173,8 @@ pub async fn serve_with(
     if internal.is_empty() {
         tracing::info!("no internal token configured; backends must be on loopback");
     }
-    let upstreams = Upstreams::connect(&config.upstreams, &internal)?;
     let max = config.limits.max_message_bytes;
+    let upstreams = Upstreams::connect(&config.upstreams, &internal, max)?;
     let grpc = grpc::GatewayGrpc::new(
         upstreams,
         config.forward_timeout,

@@ -34,18 +34,25 @@ pub struct Upstreams {
 }
 
 impl Upstreams {
-    /// Lazily connecting clients to the configured URLs, sending the first of `tokens`.
+    /// Lazily connecting clients to the configured URLs, sending the first of `tokens`; a
+    /// reply may be as large as a message this gateway sends (`max_message_bytes`): a backend
+    /// answering within the same limit (a 1 MB `create_file` as a proposal's diff, a page of
+    /// proposals) is relayed, not cut at tonic's default of 4 MiB.
     pub fn connect(
         config: &UpstreamsConfig,
         tokens: &InternalTokens,
+        max_message_bytes: usize,
     ) -> Result<Self, ChannelError> {
         let session = lazy_channel(&config.llm_session_url)?;
         let tools = lazy_channel(&config.tool_executor_url)?;
         let rag = lazy_channel(&config.rag_search_url)?;
         Ok(Self {
-            sessions: LlmSessionClient::new(internal(session.clone(), tokens)),
-            tools: ToolExecutorClient::new(internal(tools.clone(), tokens)),
-            rag: RagSearchClient::new(internal(rag.clone(), tokens)),
+            sessions: LlmSessionClient::new(internal(session.clone(), tokens))
+                .max_decoding_message_size(max_message_bytes),
+            tools: ToolExecutorClient::new(internal(tools.clone(), tokens))
+                .max_decoding_message_size(max_message_bytes),
+            rag: RagSearchClient::new(internal(rag.clone(), tokens))
+                .max_decoding_message_size(max_message_bytes),
             all: vec![
                 Upstream {
                     service: "ploke.session.v1.LlmSession",

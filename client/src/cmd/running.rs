@@ -71,21 +71,24 @@ impl Record {
     }
 }
 
-/// A gateway at `url` that answers for `workspace`, if there is one.
+/// A gateway at `url` that answers for `workspace` within a moment, if there is one. Only
+/// this question has a deadline: the calls made on the gateway returned have none of it (an
+/// approval that re-indexes a large file takes longer than any such deadline).
 pub async fn answering(url: &str, workspace: &Path, token: Option<String>) -> Option<Gateway> {
     let channel = Endpoint::from_shared(url.to_owned())
         .ok()?
         .connect_timeout(Duration::from_millis(300))
-        .timeout(Duration::from_secs(2))
         .connect()
         .await
         .ok()?;
-    let mut gateway = GatewayClient::with_interceptor(channel, auth(token).ok()?);
-    let status = gateway
-        .index_status(IndexStatusRequest {
-            workspace_root: workspace.display().to_string(),
-        })
+    let mut gateway = GatewayClient::with_interceptor(channel, auth(token).ok()?)
+        .max_decoding_message_size(ploke_client::gateway::MAX_REPLY_BYTES);
+    let asked = gateway.index_status(IndexStatusRequest {
+        workspace_root: workspace.display().to_string(),
+    });
+    let status = tokio::time::timeout(Duration::from_secs(2), asked)
         .await
+        .ok()?
         .ok()?;
     (status.into_inner().workspace_root == workspace.display().to_string()).then_some(gateway)
 }

@@ -120,6 +120,7 @@ pub async fn serve(
                 Duration::from_millis(config.session.tool_timeout_ms),
                 config.session.tool_results,
             ),
+            max,
         ),
         settings: config.session.clone(),
     };

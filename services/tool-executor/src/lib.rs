@@ -105,7 +105,7 @@ pub async fn serve(
     let tokens = host.require_internal(&config.internal)?;
     let registry = ToolRegistry::global()?;
     let rag_channel = ploke_runtime::client::internal_channel(&config.rag_search_url, &tokens)?;
-    let rag = rag::Rag::new(rag_channel.clone());
+    let rag = rag::Rag::new(rag_channel.clone(), config.limits.max_message_bytes);
     // Workspaces added on rag-search at run time are served here too.
     let workspaces = Workspaces::new(&config.workspaces)
         .with_source(std::sync::Arc::new(RagSearchSource::new(rag_channel)));

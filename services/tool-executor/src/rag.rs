@@ -34,10 +34,10 @@ pub struct Rag {
 }
 
 impl Rag {
-    /// A client over `channel`.
-    pub fn new(channel: TracedChannel) -> Self {
+    /// A client over `channel`, taking replies up to `max_message_bytes`.
+    pub fn new(channel: TracedChannel, max_message_bytes: usize) -> Self {
         Self {
-            client: RagSearchClient::new(channel),
+            client: RagSearchClient::new(channel).max_decoding_message_size(max_message_bytes),
         }
     }
 

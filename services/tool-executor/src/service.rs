@@ -298,13 +298,22 @@ impl ToolService {
         self.edits.delivery(proposal_id).await
     }
 
-    /// Decides a pending proposal.
+    /// Decides a pending proposal. The decision runs in a task of its own, so that it goes to
+    /// its end (files written, the outcome recorded, the waiting tool call told, the index
+    /// refreshed) even when its caller goes away midway: a client's deadline never leaves an
+    /// applied proposal whose tool call waits on until it expires.
     pub async fn decide(
         &self,
         proposal_id: &str,
         decision: Decision,
     ) -> Result<EditProposal, ExecutorError> {
-        self.edits.decide(proposal_id, decision).await
+        let edits = self.edits.clone();
+        let id = proposal_id.to_owned();
+        let principal = ploke_runtime::principal::current();
+        let decided = async move { edits.decide(&id, decision).await };
+        tokio::spawn(ploke_runtime::principal::scope(principal, decided).in_current_span())
+            .await
+            .map_err(|e| ExecutorError::Internal(format!("deciding {proposal_id}: {e}")))?
     }
 }
 

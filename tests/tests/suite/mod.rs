@@ -3,6 +3,7 @@ mod clear_codes;
 mod faults;
 mod indexing;
 mod internal_auth;
+mod large_replies;
 mod mcp;
 mod polyglot;
 mod remote_embeddings;

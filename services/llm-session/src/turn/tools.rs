@@ -64,14 +64,15 @@ pub struct CallOutcome {
 
 impl ToolRunner {
     /// A runner over `channel`; `timeout` bounds read-only tools (edits wait for approval);
-    /// the model reads results in `format`.
+    /// the model reads results in `format`; replies may be up to `max_message_bytes`.
     pub fn new(
         channel: TracedChannel,
         registry: &'static ToolRegistry,
         (timeout, format): (Duration, ToolResults),
+        max_message_bytes: usize,
     ) -> Self {
         Self {
-            client: ToolExecutorClient::new(channel),
+            client: ToolExecutorClient::new(channel).max_decoding_message_size(max_message_bytes),
             registry,
             timeout,
             format,

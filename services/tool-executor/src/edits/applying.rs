@@ -95,13 +95,20 @@ impl Edits {
             apply::discard(&record);
         }
         tracing::info!(proposal_id = %p.proposal_id, decided_by = %p.decided_by, state = p.state().as_str_name(), reason = %p.state_reason, "edit decided");
-        if p.state() == ProposalState::Applied {
-            // The index follows the files; a failure here leaves the watcher to catch up.
-            if let Err(e) = self.rag.refresh(&root, files).await {
-                tracing::warn!(proposal_id = %p.proposal_id, error = %e, "index refresh after apply failed");
-            }
-        }
         Ok(p)
+    }
+
+    /// Has the index re-read the files an applied proposal wrote into the workspace (an
+    /// overlay's apply has updated its overlay already). A failure leaves the watcher to
+    /// catch up.
+    pub(super) async fn refresh_applied(&self, p: &EditProposal, plan: &Plan, chosen: &[u32]) {
+        if p.in_overlay || p.state() != ProposalState::Applied {
+            return;
+        }
+        let root = PathBuf::from(&p.workspace_root);
+        if let Err(e) = self.rag.refresh(&root, chosen_files(plan, chosen)).await {
+            tracing::warn!(proposal_id = %p.proposal_id, error = %e, "index refresh after apply failed");
+        }
     }
 
     /// Applies the chosen edits to the session's overlay and records what is delivered.

@@ -105,7 +105,9 @@ impl Edits {
             return Err(self.lost_race(id).await);
         }
         let p = self.apply(p, &plan, &chosen, &decision.reason).await?;
+        // The waiting tool call learns the outcome first; the index follows the files after.
         self.notify(&p);
+        self.refresh_applied(&p, &plan, &chosen).await;
         Ok(p)
     }
 
