@@ -63,6 +63,9 @@ pub enum PathError {
     /// Resolving the path runs in circles.
     #[error("runs into a symlink loop")]
     Loop,
+    /// A component before the last is a file, not a directory (`src/lib.rs/x`).
+    #[error("goes through a file as if it were a directory")]
+    ThroughFile,
     /// Under a protected directory.
     #[error("is under {0}/, which is never read or written (git's and ploke's own state)")]
     Protected(&'static str),
@@ -190,6 +193,8 @@ fn classify(e: &std::io::Error) -> PathError {
         PathError::Loop
     } else if e.kind() == std::io::ErrorKind::InvalidFilename {
         PathError::NameTooLong
+    } else if e.kind() == std::io::ErrorKind::NotADirectory {
+        PathError::ThroughFile
     } else {
         PathError::Io(e.kind().to_string())
     }
@@ -276,7 +281,16 @@ pub fn open_regular(abs: &Path) -> Result<(File, std::fs::Metadata), FileError> 
         use std::os::unix::fs::OpenOptionsExt as _;
         options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
     }
-    let file = options.open(abs).map_err(FileError::from_io)?;
+    let file = match options.open(abs) {
+        Ok(file) => file,
+        // A socket cannot be opened at all (ENXIO): say what is there, as for a FIFO.
+        Err(e) => {
+            return Err(match std::fs::symlink_metadata(abs) {
+                Ok(meta) if !meta.is_file() => FileError::NotRegular(kind_of(&meta)),
+                _ => FileError::from_io(e),
+            });
+        }
+    };
     let meta = file.metadata().map_err(FileError::Io)?;
     if !meta.is_file() {
         return Err(FileError::NotRegular(kind_of(&meta)));

@@ -23,9 +23,11 @@ pub fn refused(field: &str, input: &str, e: &PathError) -> ToolFailure {
         PathError::Protected(_) => {
             ToolFailure::new(ToolErrorCode::PermissionDenied, field, message)
         }
-        PathError::Nul | PathError::TooLong(_) | PathError::NameTooLong | PathError::Loop => {
-            ToolFailure::invalid(field, message)
-        }
+        PathError::Nul
+        | PathError::TooLong(_)
+        | PathError::NameTooLong
+        | PathError::Loop
+        | PathError::ThroughFile => ToolFailure::invalid(field, message),
         PathError::Io(_) => ToolFailure::new(ToolErrorCode::Internal, field, message),
     }
 }
@@ -38,6 +40,8 @@ pub fn resolve(root: &Path, field: &str, input: &str) -> Result<Resolved, ToolFa
 
 /// The tool error for a file that could not be opened or read; `shown` is its relative path.
 pub fn unreadable(field: &str, shown: &str, e: FileError) -> ToolFailure {
+    // The root itself is `.` to the model (its relative path is empty).
+    let shown = if shown.is_empty() { "." } else { shown };
     match e {
         FileError::NotFound => ToolFailure::not_found(field, format!("{shown} does not exist"))
             .hint("use list_dir or search_code to find the right path"),
@@ -95,5 +99,43 @@ mod tests {
         );
         assert!(e.message.len() < 400, "{} bytes echoed", e.message.len());
         assert!(e.message.contains("(6000 bytes)"), "{}", e.message);
+    }
+
+    #[test]
+    fn sockets_files_taken_for_directories_and_the_root_are_named_in_invalid_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "pub fn a() {}\n").unwrap();
+        let _listening = std::os::unix::net::UnixListener::bind(root.join("sock.rs")).unwrap();
+        let failure = |e: ToolFailure| (e.code, e.field, e.message);
+        let read = |input: &str| {
+            let resolved = resolve(&root, "file", input)?;
+            read(&resolved.abs, "file", &resolved.rel, 1 << 20)
+        };
+        assert_eq!(
+            failure(read("sock.rs").unwrap_err()),
+            (
+                ToolErrorCode::InvalidArgument,
+                "file".to_owned(),
+                "sock.rs is a socket, not a regular file".to_owned()
+            )
+        );
+        assert_eq!(
+            failure(read("src/lib.rs/x").unwrap_err()),
+            (
+                ToolErrorCode::InvalidArgument,
+                "file".to_owned(),
+                "`src/lib.rs/x` goes through a file as if it were a directory".to_owned()
+            )
+        );
+        assert_eq!(
+            failure(read(".").unwrap_err()),
+            (
+                ToolErrorCode::InvalidArgument,
+                "file".to_owned(),
+                ". is a directory".to_owned()
+            )
+        );
     }
 }

@@ -23,6 +23,9 @@ const MATCHES_MAX: u32 = 1000;
 const CONTEXT_MAX: u32 = 10;
 /// Longest line returned; longer ones (minified code) are cut with `…`.
 const LINE_MAX: usize = 400;
+/// Most memory one search holds for the lines it looks at: a file with a longer line (one
+/// 200 MB line of generated data) is skipped instead of read whole into memory.
+const LINE_BUFFER_MAX: usize = 4 * 1024 * 1024;
 /// Files between progress reports.
 const PROGRESS_EVERY: u64 = 250;
 
@@ -89,11 +92,21 @@ pub fn search_code(
                 .hint("use list_dir to see what exists"),
         );
     }
+    // A path naming a FIFO, a socket or a device is refused as read_file refuses it (a walk
+    // would pass over it and answer with nothing).
+    if let Ok(meta) = std::fs::symlink_metadata(&start.abs)
+        && !meta.is_dir()
+        && !in_overlay
+    {
+        ploke_runtime::path_policy::open_regular(&start.abs)
+            .map_err(|e| crate::paths::unreadable("path", &start.rel, e))?;
+    }
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .before_context(context as usize)
         .after_context(context as usize)
         .binary_detection(BinaryDetection::quit(0))
+        .heap_limit(Some(LINE_BUFFER_MAX))
         .build();
     let walk = start.abs.exists().then(|| {
         ploke_runtime::path_policy::ignores::walker(root, &start.abs)
@@ -295,6 +308,52 @@ mod tests {
             reports += 1;
         }
         assert!(reports < whole, "{reports} reports");
+    }
+
+    #[test]
+    fn a_file_with_a_line_too_long_to_hold_is_skipped_and_a_fifo_named_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let mut huge = "needle ".repeat(LINE_BUFFER_MAX / 4);
+        huge.push('\n');
+        std::fs::write(root.join("a_generated.json"), huge).unwrap();
+        std::fs::write(root.join("b.rs"), "// needle here\n").unwrap();
+        let fifo = root.join("pipe.rs");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let (tx, _rx) = tokio::sync::mpsc::channel(8);
+        let progress = Progress::new(tx);
+        let search = |path: Option<&str>| {
+            let args = SearchCodeArgs {
+                pattern: "needle".into(),
+                path: path.map(str::to_owned),
+                ..Default::default()
+            };
+            search_code(&root, &args, &CancellationToken::new(), &progress, None)
+        };
+        let found = search(None).unwrap();
+        assert_eq!(
+            found
+                .matches
+                .iter()
+                .map(|m| (m.file_path.as_str(), m.line_number))
+                .collect::<Vec<_>>(),
+            vec![("b.rs", 1)]
+        );
+        let e = search(Some("pipe.rs")).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str(), e.message.as_str()),
+            (
+                ToolErrorCode::InvalidArgument,
+                "path",
+                "pipe.rs is a FIFO, not a regular file"
+            )
+        );
     }
 
     #[tokio::test]
