@@ -231,6 +231,14 @@ pub enum Denied {
         /// What was asked.
         what: String,
     },
+    /// The call would change files, and the principal is read-only.
+    #[error("{what} changes files; {principal} may run read-only tools only")]
+    ReadOnly {
+        /// The principal's name.
+        principal: String,
+        /// What was asked.
+        what: String,
+    },
 }
 
 impl Denied {
@@ -244,6 +252,18 @@ impl Denied {
 pub fn require_admin(what: &str) -> Result<(), Denied> {
     match current() {
         Some(p) if !p.is_admin() => Err(Denied::NotAdmin {
+            principal: p.name,
+            what: what.to_owned(),
+        }),
+        Some(_) | None => Ok(()),
+    }
+}
+
+/// Refuses when the current principal is read-only (trusted callers pass): what every service
+/// that stages or applies edits checks itself, whoever forwarded the call.
+pub fn require_writer(what: &str) -> Result<(), Denied> {
+    match current() {
+        Some(p) if p.read_only => Err(Denied::ReadOnly {
             principal: p.name,
             what: what.to_owned(),
         }),

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use ploke_proto::common::v1::Correlation;
 use ploke_proto::registry::{ToolRegistry, tool_name};
 use ploke_proto::tools::v1::{
-    EditProposal, ProposalState, ToolDefinition, ToolErrorCode, ToolResult, tool_call, tool_result,
+    EditProposal, ProposalState, SideEffect, ToolDefinition, ToolErrorCode, ToolResult, tool_call,
+    tool_result,
 };
 use ploke_runtime::blocking::BlockingPool;
 use ploke_runtime::workspaces::Workspaces;
@@ -112,6 +113,11 @@ impl ToolService {
             args: Some(request.call.clone()),
         })
         .unwrap_or("unknown");
+        // The gateway refuses these too; a caller that reaches this service another way (with
+        // the internal token and a read-only principal) is refused here all the same.
+        if self.registry.get(name).map(|t| t.side_effect()) != Some(SideEffect::ReadOnly) {
+            principal::require_writer(name)?;
+        }
         let default_ms = self
             .registry
             .get(name)
@@ -307,6 +313,9 @@ impl ToolService {
         proposal_id: &str,
         decision: Decision,
     ) -> Result<EditProposal, ExecutorError> {
+        if decision.approve {
+            principal::require_writer("approving an edit")?;
+        }
         let edits = self.edits.clone();
         let id = proposal_id.to_owned();
         let principal = ploke_runtime::principal::current();

@@ -207,3 +207,80 @@ async fn a_gateway_with_another_internal_token_says_the_deployment_is_misconfigu
     task.await.unwrap().unwrap();
     sandbox.stop().await.unwrap();
 }
+
+/// A read-only principal is refused edits by tool-executor itself, not only by the gateway: a
+/// caller holding the internal token (another service, a script beside the deployment) cannot
+/// stage or approve one in its name; its read-only tools still run.
+#[tokio::test]
+async fn tool_executor_refuses_edits_to_a_read_only_principal_whoever_forwards_them() {
+    use ploke_proto::tools::v1::{CreateFileArgs, ReadFileArgs, execute_tool_event, tool_call};
+    use ploke_runtime::principal::{self, Principal, Role};
+    let sandbox = Sandbox::start().await.unwrap();
+    std::fs::write(sandbox.workspace_root().join("notes.rs"), "pub fn n() {}\n").unwrap();
+    let carol = Principal {
+        name: "carol".into(),
+        role: Role::User,
+        workspaces: vec!["*".into()],
+        read_only: true,
+    };
+    let create = ploke_e2e::tool_request(
+        "",
+        "call_create",
+        tool_call::Args::CreateFile(CreateFileArgs {
+            file_path: "src/made.rs".into(),
+            content: "pub fn made() {}\n".into(),
+            on_exists: None,
+        }),
+    );
+    let mut tools = sandbox.tools();
+    let refused = principal::scope(Some(carol.clone()), tools.execute_tool(create))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.message()),
+        (
+            Code::PermissionDenied,
+            "create_file changes files; carol may run read-only tools only"
+        )
+    );
+    let approve = ploke_proto::tools::v1::DecideEditRequest {
+        proposal_id: "edit-0123".into(),
+        decision: ploke_proto::tools::v1::Decision::Approve as i32,
+        ..Default::default()
+    };
+    let refused = principal::scope(Some(carol.clone()), tools.decide_edit(approve))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.message()),
+        (
+            Code::PermissionDenied,
+            "approving an edit changes files; carol may run read-only tools only"
+        )
+    );
+    let read = ploke_e2e::tool_request(
+        "",
+        "call_read",
+        tool_call::Args::ReadFile(ReadFileArgs {
+            file: "notes.rs".into(),
+            ..Default::default()
+        }),
+    );
+    let mut stream = principal::scope(Some(carol), tools.execute_tool(read))
+        .await
+        .unwrap()
+        .into_inner();
+    let result = loop {
+        match stream.message().await.unwrap().unwrap().event {
+            Some(execute_tool_event::Event::Result(r)) => break r,
+            Some(execute_tool_event::Event::Progress(_)) | None => {}
+            Some(other) => panic!("expected the file, got {other:?}"),
+        }
+    };
+    assert!(
+        format!("{result:?}").contains("pub fn n() {}"),
+        "{result:?}"
+    );
+    assert!(!sandbox.workspace_root().join("src/made.rs").exists());
+    sandbox.stop().await.unwrap();
+}
