@@ -23,6 +23,7 @@ mod overlay;
 mod paths;
 mod read;
 pub use read::FilePage;
+mod recovery;
 mod registry;
 mod runs;
 mod types;
@@ -80,6 +81,8 @@ pub struct RagService {
     /// Sessions' overlays over the workspaces.
     overlays: Arc<overlay::Overlays>,
     overlay_limits: OverlayLimits,
+    /// Workspaces indexed again after a storage fault.
+    recovery: Arc<recovery::Recovery>,
 }
 
 /// What opening a workspace's index takes.
@@ -186,6 +189,7 @@ impl RagService {
             readiness: None,
             overlays: Arc::new(overlays),
             overlay_limits: OverlayLimits::default(),
+            recovery: Arc::default(),
         })
     }
 
@@ -346,6 +350,7 @@ impl RagService {
 
     /// Closes every index, overlays' too (releasing their locks); later writes fail.
     pub fn close(&self) {
+        self.recovery.close();
         let slots: Vec<Arc<Slot>> = self
             .slots
             .read()
@@ -370,7 +375,13 @@ impl RagService {
         paths: Vec<String>,
     ) -> Result<Summary, RagError> {
         let outcome = self.refresh_now(workspace_root, paths).await;
-        self.storage_outcome(outcome).await
+        let outcome = self.storage_outcome(outcome).await;
+        if let (Err(RagError::IndexStorage(_)), Ok((root, _))) =
+            (&outcome, self.slot(workspace_root))
+        {
+            self.storage_failed(&root);
+        }
+        outcome
     }
 
     async fn refresh_now(

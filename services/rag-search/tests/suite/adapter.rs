@@ -22,13 +22,17 @@ async fn start() -> Server {
 }
 
 async fn start_indexing(index_on_start: bool) -> Server {
+    start_with(|c| c.rag_search.index_on_start = index_on_start).await
+}
+
+async fn start_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Server {
     let workspace = tempfile::tempdir().unwrap();
     let mut config = PlokeConfig {
         workspaces: vec![workspace.path().to_owned()],
         data_dir: workspace.path().join(".ploke"),
         ..PlokeConfig::default()
     };
-    config.rag_search.index_on_start = index_on_start;
+    adjust(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}");
@@ -299,5 +303,87 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
         hits[0].part.as_ref().unwrap().canon_path,
         "crate::load_settings"
     );
+    s.stop().await;
+}
+
+/// Index storage that fails and then works again (a full disk freed, a data dir put back) is
+/// recovered without anyone calling an RPC or touching a file: health is SERVING again and the
+/// file whose refresh failed meanwhile is indexed.
+#[tokio::test]
+async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_missed() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    // No watcher: nothing but the recovery may index the file the failed refresh missed.
+    let mut s = start_with(|c| c.rag_search.watch = false).await;
+    let root = s.workspace.path().to_owned();
+    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
+    let mut progress = s
+        .client
+        .index_workspace(IndexWorkspaceRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    while progress.message().await.unwrap().is_some() {}
+    let channel = Channel::from_shared(format!("http://{}", s.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let status = || {
+        let mut h = health.clone();
+        async move {
+            h.check(tonic_health::pb::HealthCheckRequest {
+                service: "ploke.rag.v1.RagSearch".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status()
+        }
+    };
+    // The data dir goes away; a refresh of a new file fails.
+    std::fs::rename(root.join(".ploke"), root.join(".ploke-away")).unwrap();
+    std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
+    let e = s
+        .client
+        .refresh_files(RefreshFilesRequest {
+            workspace_root: String::new(),
+            paths: vec!["later.rs".into()],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert_eq!(status().await, ServingStatus::NotServing);
+    // It comes back: nothing else is done here.
+    std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let serving = status().await == ServingStatus::Serving;
+        let found = s
+            .client
+            .search(search("recovered_later", 5))
+            .await
+            .unwrap()
+            .into_inner()
+            .hits
+            .first()
+            .and_then(|h| h.part.as_ref())
+            .is_some_and(|p| p.file_path == "later.rs");
+        if serving && found {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not recovered (serving {serving}, later.rs found {found})"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let status_now = s
+        .client
+        .index_status(IndexStatusRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_now.state(), IndexState::Ready, "{status_now:?}");
     s.stop().await;
 }
