@@ -290,6 +290,31 @@ pub fn build(
     Ok(summary)
 }
 
+/// Gives every item without a vector one, taking the write lock only to take and keep each
+/// chunk (the model runs with no lock): what a refresh left for the background
+/// ([`super::dense::EMBED_UNDER_LOCK_MAX`]).
+pub fn embed_pending(
+    index: &impl Guarded,
+    embedder: Option<&Embedder>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary, IndexError> {
+    let started = Instant::now();
+    let mut summary = Summary::default();
+    let mut run = Run {
+        index,
+        pending: None,
+        last_commit: Instant::now(),
+    };
+    let files = index.read(|i| i.files.len() as u64)?;
+    let embedded = embed_all(&mut run, embedder, &mut summary, progress, files);
+    // What was embedded is kept whatever happened after.
+    run.commit(false)?;
+    embedded?;
+    summary.items_total = index.read(WorkspaceIndex::item_count)?;
+    summary.duration = started.elapsed();
+    Ok(summary)
+}
+
 /// Merges BM25's segments into one (a search then costs least: docs/PERFORMANCE.md), waiting
 /// with no lock held. Best effort: a merge tantivy started by itself may hold some of the
 /// segments, and the index may have closed; the run has committed either way, and the next

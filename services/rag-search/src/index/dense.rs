@@ -11,10 +11,18 @@ use super::{Hit, IndexError, ItemRecord, Ranked, Summary, WorkspaceIndex, hex_ha
 /// Items embedded (and kept) per step.
 const EMBED_CHUNK: usize = 512;
 
+/// Most items a refresh gives the model under its write lock (one edit's few items: tens of
+/// milliseconds); more (a generated file, a pull touching hundreds of files) are left to
+/// [`super::embed_pending`], which holds the lock only to take and keep each chunk, so that
+/// searches never wait for the model.
+pub const EMBED_UNDER_LOCK_MAX: usize = 16;
+
 impl WorkspaceIndex {
     /// Gives every item from id `first` on that has no vector one: from the content-hash cache
     /// when its embedded text was seen before, else from the model (under the caller's write
-    /// lock: a refresh's few items; a full run uses [`super::build`]).
+    /// lock: a refresh's few items; a full run uses [`super::build`]). More than
+    /// [`EMBED_UNDER_LOCK_MAX`] for the model are left without one, counted in
+    /// `summary.embed_deferred`.
     pub(super) fn embed_missing(
         &mut self,
         embedder: Option<&Embedder>,
@@ -45,6 +53,10 @@ impl WorkspaceIndex {
             }
         }
         if to_embed.is_empty() {
+            return Ok(());
+        }
+        if to_embed.len() > EMBED_UNDER_LOCK_MAX {
+            summary.embed_deferred += to_embed.len() as u64;
             return Ok(());
         }
         // The texts are read back from BM25: make the items just parsed visible to it.

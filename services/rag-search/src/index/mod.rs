@@ -197,6 +197,8 @@ pub struct Summary {
     pub items_embedded: u64,
     /// Item vectors taken from the content-hash cache.
     pub embeddings_reused: u64,
+    /// Items a refresh left for the background to embed (too many to embed under its lock).
+    pub embed_deferred: u64,
     /// Wall time.
     pub duration: Duration,
 }
@@ -214,6 +216,7 @@ impl Summary {
             items_total: later.items_total,
             items_embedded: self.items_embedded + later.items_embedded,
             embeddings_reused: self.embeddings_reused + later.embeddings_reused,
+            embed_deferred: later.embed_deferred,
             duration: self.duration + later.duration,
         }
     }
@@ -563,7 +566,7 @@ pub(crate) use lookup::by_place;
 mod refresh;
 mod search;
 
-pub use build::{COMMIT_EVERY, Guarded, build, eta};
+pub use build::{COMMIT_EVERY, Guarded, build, embed_pending, eta};
 pub use contents::Contents;
 pub use layers::{Layer, LayeredFound, rank_bm25_layers, rank_dense_layers, search_layers};
 pub use search::{DENSE_FUSION_DEPTH, FUSION_DEPTH, Found, Hit, Hybrid, Query, Ranked};

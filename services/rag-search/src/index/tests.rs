@@ -514,6 +514,54 @@ fn a_run_holds_the_index_only_in_short_steps_and_bm25_answers_while_it_embeds() 
 }
 
 #[test]
+fn a_refresh_embeds_a_few_items_under_its_lock_and_leaves_many_to_the_background() {
+    let model = crate::embed::tests::model();
+    let f = Fixture::new();
+    let lock = std::sync::RwLock::new(f.open_with(Some(DenseSpec {
+        model: model.name(),
+        dims: model.dims(),
+    })));
+    build(&lock, false, Some(model), &mut |_| {}).unwrap();
+    let embedded = |lock: &std::sync::RwLock<WorkspaceIndex>| lock.read().unwrap().embedded_count();
+    let before = embedded(&lock);
+    // An edit's few items: embedded by the refresh itself.
+    f.write("src/few.rs", &many_functions(3));
+    let s = lock
+        .write()
+        .unwrap()
+        .refresh(&["src/few.rs".into()], Some(model))
+        .unwrap();
+    assert_eq!((s.items_embedded, s.embed_deferred), (3, 0));
+    assert_eq!(embedded(&lock), before + 3);
+    // A generated file's many: searchable by BM25 at once, embedded later with no lock held
+    // while the model runs.
+    let many = dense::EMBED_UNDER_LOCK_MAX + 24;
+    f.write("src/many.rs", &many_functions(many));
+    let s = lock
+        .write()
+        .unwrap()
+        .refresh(&["src/many.rs".into()], Some(model))
+        .unwrap();
+    assert_eq!((s.items_embedded, s.embed_deferred), (0, many as u64));
+    assert_eq!(embedded(&lock), before + 3);
+    assert_eq!(
+        top(&lock.read().unwrap(), "step_30")[0],
+        "crate::many::step_30"
+    );
+    let mut answered_while_embedding = 0;
+    let s = embed_pending(&lock, Some(model), &mut |p| {
+        let index = lock.try_write().expect("the model runs with no lock held");
+        if p.phase == Phase::Embedding {
+            answered_while_embedding += usize::from(!top(&index, "step_30").is_empty());
+        }
+    })
+    .unwrap();
+    assert_eq!(s.items_embedded, many as u64);
+    assert!(answered_while_embedding > 0);
+    assert_eq!(embedded(&lock), before + 3 + many as u64);
+}
+
+#[test]
 fn an_interrupted_run_keeps_every_embedding_it_made() {
     let model = crate::embed::tests::model();
     let spec = || DenseSpec {

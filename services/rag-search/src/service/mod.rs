@@ -390,6 +390,7 @@ impl RagService {
         paths: Vec<String>,
     ) -> Result<Summary, RagError> {
         let (_, slot) = self.slot(workspace_root)?;
+        let deferred_slot = slot.clone();
         let mut rels = Vec::with_capacity(paths.len());
         for (i, p) in paths.iter().enumerate() {
             rels.push(check_relative(&format!("paths[{i}]"), p)?);
@@ -405,6 +406,9 @@ impl RagService {
             .await??;
         record::index_items(&root, summary.items_total);
         record::index_run("refresh", summary.duration);
+        if summary.embed_deferred > 0 {
+            self.embed_in_background(root.clone(), deferred_slot);
+        }
         let _ = self.refreshed.send(Refreshed {
             root,
             paths: asked,

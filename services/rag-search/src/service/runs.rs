@@ -11,6 +11,18 @@ use super::{IndexState, RagService, Slot, lock_poisoned};
 use crate::error::RagError;
 use crate::index::{self, Progress, Summary};
 
+/// What a run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Work {
+    /// Index every changed file (every file with `force`), then embed.
+    Index {
+        /// Parse unchanged files too.
+        force: bool,
+    },
+    /// Only embed the items without a vector (what a refresh left to the background).
+    Embed,
+}
+
 /// What the latest index run of a workspace reported last.
 #[derive(Debug, Clone)]
 pub(super) enum RunEvent {
@@ -55,7 +67,10 @@ impl RagService {
         let mut earlier: Option<Summary> = None;
         loop {
             let own = match begin(&root, &slot)? {
-                None => self.run(root, slot, force, progress).await?,
+                None => {
+                    self.run(root, slot, Work::Index { force }, progress)
+                        .await?
+                }
                 Some(mut runs) if earlier.is_some() => follow(&mut runs, &progress).await?,
                 Some(mut runs) => {
                     // Its failure is its callers' business; this call runs its own.
@@ -75,26 +90,29 @@ impl RagService {
         &self,
         root: PathBuf,
         slot: Arc<Slot>,
-        force: bool,
+        work: Work,
         progress: mpsc::Sender<Progress>,
     ) -> Result<Summary, RagError> {
         let task_slot = slot.clone();
         let embedder = self.embedder.clone();
         let started = std::time::Instant::now();
         let outcome = tokio::task::spawn_blocking(move || {
-            let result = index::build(
-                &task_slot.index,
-                force,
-                embedder.as_deref(),
-                &mut |mut p| {
-                    p.elapsed = started.elapsed();
-                    if let Ok(mut s) = task_slot.state.lock() {
-                        *s = IndexState::Indexing(p.clone());
-                        task_slot.runs.send_replace(RunEvent::Progress(p.clone()));
-                    }
-                    let _ = progress.try_send(p);
-                },
-            );
+            let mut report = |mut p: Progress| {
+                p.elapsed = started.elapsed();
+                if let Ok(mut s) = task_slot.state.lock() {
+                    *s = IndexState::Indexing(p.clone());
+                    task_slot.runs.send_replace(RunEvent::Progress(p.clone()));
+                }
+                let _ = progress.try_send(p);
+            };
+            let result = match work {
+                Work::Index { force } => {
+                    index::build(&task_slot.index, force, embedder.as_deref(), &mut report)
+                }
+                Work::Embed => {
+                    index::embed_pending(&task_slot.index, embedder.as_deref(), &mut report)
+                }
+            };
             Ok::<_, RagError>(result?)
         })
         .await
@@ -166,10 +184,47 @@ impl RagService {
         Some(tokio::spawn(async move {
             let (tx, _) = mpsc::channel(1);
             tracing::info!(root = %root.display(), "background indexing started");
-            if let Err(e) = service.run(root.clone(), slot, false, tx).await {
+            if let Err(e) = service
+                .run(root.clone(), slot, Work::Index { force: false }, tx)
+                .await
+            {
                 tracing::warn!(root = %root.display(), error = %e, "background indexing failed; searches answer from the last committed index");
             }
         }))
+    }
+}
+
+impl RagService {
+    /// Embeds, in the background, the items a refresh left without a vector; after the run
+    /// going, if one is (it may have passed its own embedding already).
+    pub(super) fn embed_in_background(&self, root: PathBuf, slot: Arc<Slot>) {
+        let service = self.clone();
+        tokio::spawn(async move {
+            let (tx, _) = mpsc::channel(1);
+            // A few runs at most: each one followed ends before the next look.
+            for _ in 0..3 {
+                match begin(&root, &slot) {
+                    Ok(None) => {
+                        match service.run(root.clone(), slot, Work::Embed, tx).await {
+                            Ok(s) => {
+                                tracing::info!(root = %root.display(), embedded = s.items_embedded, "items a refresh left were embedded")
+                            }
+                            Err(e) => {
+                                tracing::warn!(root = %root.display(), error = %e, "embedding what a refresh left failed; the next run embeds it")
+                            }
+                        }
+                        return;
+                    }
+                    Ok(Some(mut going)) => {
+                        let _ = follow(&mut going, &tx).await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(root = %root.display(), error = %e, "embedding what a refresh left could not start");
+                        return;
+                    }
+                }
+            }
+        });
     }
 }
 

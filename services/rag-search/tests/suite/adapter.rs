@@ -387,3 +387,70 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
     assert_eq!(status_now.state(), IndexState::Ready, "{status_now:?}");
     s.stop().await;
 }
+
+/// A refresh of a file with many items answers once they are searchable by keywords; their
+/// vectors come in the background, and DENSE search finds them then.
+#[tokio::test]
+async fn a_refresh_of_many_items_answers_before_they_are_embedded_and_they_are_embedded_later() {
+    let model = super::overlay::model_dir();
+    let mut s = start_with(|c| {
+        c.rag_search.watch = false;
+        c.rag_search.embed_model = Some(model);
+    })
+    .await;
+    let root = s.workspace.path().to_owned();
+    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
+    let mut progress = s
+        .client
+        .index_workspace(IndexWorkspaceRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    while progress.message().await.unwrap().is_some() {}
+    let many: String = (0..60)
+        .map(|i| format!("/// Stage {i} of the pipeline.\npub fn stage_{i}() -> u32 {{ {i} }}\n\n"))
+        .collect();
+    std::fs::write(root.join("stages.rs"), many).unwrap();
+    let refreshed = s
+        .client
+        .refresh_files(RefreshFilesRequest {
+            workspace_root: String::new(),
+            paths: vec!["stages.rs".into()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (refreshed.items_added, refreshed.items_embedded),
+        (60, 0),
+        "{refreshed:?}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let status = s
+            .client
+            .index_status(IndexStatusRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        if status.embedded_items == status.items {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never embedded: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let dense = SearchRequest {
+        strategy: Strategy::Dense as i32,
+        ..search("stage 41 of the pipeline", 60)
+    };
+    let hits = s.client.search(dense).await.unwrap().into_inner().hits;
+    assert!(
+        hits.iter()
+            .any(|h| h.part.as_ref().is_some_and(|p| p.file_path == "stages.rs")),
+        "{hits:?}"
+    );
+    s.stop().await;
+}
