@@ -118,6 +118,13 @@ pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
                     crate::highlight::colour(&std::io::stdout()),
                 );
             }
+            if listed.truncated {
+                eprintln!(
+                    "(only the newest {} fit in one reply: large proposals carry their files; \
+                     decide these, or list pending ones only)",
+                    listed.proposals.len()
+                );
+            }
         }
         EditsCommand::Approve { id, edits } => {
             decide(&mut conn, id, Decision::Approve, edits, String::new()).await?

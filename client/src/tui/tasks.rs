@@ -364,8 +364,11 @@ pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String
             ..Default::default()
         })
         .await;
-    let proposals = match listed {
-        Ok(l) => l.into_inner().proposals,
+    let (proposals, truncated) = match listed {
+        Ok(l) => {
+            let l = l.into_inner();
+            (l.proposals, l.truncated)
+        }
         Err(s) => return format!("edits: {}", s.message()),
     };
     let lines: Vec<String> = proposals
@@ -380,8 +383,13 @@ pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String
         "no proposals are waiting".to_owned()
     } else {
         format!(
-            "waiting for your decision (shown one by one above the conversation):\n{}",
-            lines.join("\n")
+            "waiting for your decision (shown one by one above the conversation):\n{}{}",
+            lines.join("\n"),
+            if truncated {
+                "\n(more are waiting than one reply holds: decide these first)"
+            } else {
+                ""
+            }
         )
     }
 }

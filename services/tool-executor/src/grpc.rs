@@ -26,12 +26,41 @@ const LIST_DEFAULT: u32 = 100;
 #[derive(Debug, Clone)]
 pub struct ToolExecutorGrpc {
     service: ToolService,
+    /// The largest reply this service sends (`max_message_bytes`).
+    max_reply_bytes: usize,
 }
 
 impl ToolExecutorGrpc {
-    pub fn new(service: ToolService) -> Self {
-        Self { service }
+    pub fn new(service: ToolService, max_reply_bytes: usize) -> Self {
+        Self {
+            service,
+            max_reply_bytes,
+        }
     }
+}
+
+/// Room kept in a reply for its framing and the fields around the proposals.
+const REPLY_MARGIN: usize = 64 * 1024;
+
+/// The newest proposals that fit in `max_bytes` once encoded, and whether any were left out.
+fn fitting(
+    mut proposals: Vec<pb::EditProposal>,
+    max_bytes: usize,
+) -> (Vec<pb::EditProposal>, bool) {
+    let budget = max_bytes.saturating_sub(REPLY_MARGIN);
+    let mut used = 0usize;
+    let fit = proposals
+        .iter()
+        .take_while(|p| {
+            let len = prost::Message::encoded_len(*p);
+            // Its tag and length prefix.
+            used += len + prost::length_delimiter_len(len) + 1;
+            used <= budget
+        })
+        .count();
+    let truncated = fit < proposals.len();
+    proposals.truncate(fit);
+    (proposals, truncated)
 }
 
 fn to_status(e: ExecutorError) -> Status {
@@ -153,7 +182,11 @@ impl ToolExecutor for ToolExecutorGrpc {
             .list_edits(&r.session_id, r.all_principals, &states, limit)
             .await
             .map_err(to_status)?;
-        Ok(Response::new(pb::ListEditsResponse { proposals }))
+        let (proposals, truncated) = fitting(proposals, self.max_reply_bytes);
+        Ok(Response::new(pb::ListEditsResponse {
+            proposals,
+            truncated,
+        }))
     }
 
     async fn decide_edit(
@@ -207,5 +240,56 @@ impl ToolExecutor for ToolExecutorGrpc {
             proposal: Some(proposal),
             deliveries,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(id: &str, bytes: usize) -> pb::EditProposal {
+        pb::EditProposal {
+            proposal_id: id.into(),
+            state_reason: "x".repeat(bytes),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_listing_keeps_the_newest_proposals_that_fit_in_one_reply() {
+        let mb = 1024 * 1024;
+        let listed = vec![
+            proposal("newest", 5 * mb),
+            proposal("middle", 5 * mb),
+            proposal("oldest", 5 * mb),
+        ];
+        let (kept, truncated) = fitting(listed.clone(), 16 * mb);
+        assert_eq!(
+            (
+                kept.iter()
+                    .map(|p| p.proposal_id.as_str())
+                    .collect::<Vec<_>>(),
+                truncated
+            ),
+            (vec!["newest", "middle", "oldest"], false)
+        );
+        let (kept, truncated) = fitting(listed.clone(), 12 * mb);
+        assert_eq!(
+            (
+                kept.iter()
+                    .map(|p| p.proposal_id.as_str())
+                    .collect::<Vec<_>>(),
+                truncated
+            ),
+            (vec!["newest", "middle"], true)
+        );
+        let reply = pb::ListEditsResponse {
+            proposals: kept,
+            truncated,
+        };
+        assert!(prost::Message::encoded_len(&reply) <= 12 * mb);
+        // One too large for any reply leaves an empty page that says so.
+        let (kept, truncated) = fitting(listed, 4 * mb);
+        assert_eq!((kept.len(), truncated), (0, true));
     }
 }

@@ -135,7 +135,7 @@ pub async fn serve(
         .pool()
         .watch(host.readiness(), ploke_runtime::blocking::WATCH_PERIOD);
     let max = config.limits.max_message_bytes;
-    let server = ToolExecutorServer::new(grpc::ToolExecutorGrpc::new(service))
+    let server = ToolExecutorServer::new(grpc::ToolExecutorGrpc::new(service, max))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     host.readiness().set_serving().await;

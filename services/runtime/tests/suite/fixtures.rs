@@ -63,6 +63,7 @@ impl ToolExecutor for Echo {
                 correlation: Some(seen.into()),
                 ..Default::default()
             }],
+            truncated: false,
         }))
     }
 
