@@ -61,6 +61,9 @@ pub fn result(r: &ToolResult) -> String {
                     EntryKind::Symlink => {
                         let _ = writeln!(out, "{} (symlink)", e.name);
                     }
+                    EntryKind::Other => {
+                        let _ = writeln!(out, "{} (not a regular file)", e.name);
+                    }
                     EntryKind::File | EntryKind::Unspecified => {
                         let _ = writeln!(out, "{} ({} bytes)", e.name, e.size_bytes);
                     }

@@ -169,8 +169,10 @@ pub fn list_dir(
             EntryKind::Symlink
         } else if meta.is_dir() {
             EntryKind::Dir
-        } else {
+        } else if meta.is_file() {
             EntryKind::File
+        } else {
+            EntryKind::Other
         };
         entries.push(DirEntry {
             name,

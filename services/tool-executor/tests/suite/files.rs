@@ -190,6 +190,23 @@ async fn list_dir_is_sorted_capped_and_hides_dot_files_unless_asked() {
         names(h.ok(list(Some("src"), None, Some(1))).await),
         (vec![("lib.rs".into(), File)], true)
     );
+    // A FIFO is listed as what it is, not as a file some tool could read.
+    let made = std::process::Command::new("mkfifo")
+        .arg(h.root.join("src/pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(
+        names(h.ok(list(Some("src"), None, None)).await),
+        (
+            vec![
+                ("lib.rs".into(), File),
+                ("net.rs".into(), File),
+                ("pipe".into(), EntryKind::Other)
+            ],
+            false
+        )
+    );
     let e = h.err(list(Some("src/lib.rs"), None, None)).await;
     assert_eq!(
         (code(&e), e.field.as_str()),
