@@ -140,9 +140,15 @@ enum Command {
     },
     /// Show the health of a gateway and the services behind it.
     Status {
-        /// Gateway URL.
-        #[arg(long, value_name = "URL", env = "PLOKE_GATEWAY", hide_env_values = true, default_value = cmd::DEFAULT_GATEWAY)]
-        gateway: String,
+        /// Gateway URL (default: the `ploke up` serving this directory or one above it, else
+        /// http://127.0.0.1:50051).
+        #[arg(
+            long,
+            value_name = "URL",
+            env = "PLOKE_GATEWAY",
+            hide_env_values = true
+        )]
+        gateway: Option<String>,
     },
 }
 
@@ -238,6 +244,7 @@ async fn main_async() -> anyhow::Result<()> {
         } => cmd::mcp::mcp(&target, max_result_tokens).await,
         Command::Config { target } => cmd::config::config(&target).await,
         Command::Status { gateway } => {
+            let gateway = gateway.unwrap_or_else(cmd::running::gateway_here);
             let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
             let mut client = cmd::connect(&gateway, token).await?;
             let status = cmd::up::system_status(&mut client).await?;

@@ -108,6 +108,18 @@ pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
     answering(DEFAULT_GATEWAY, workspace, token).await
 }
 
+/// The gateway URL of the `ploke up` serving the current directory or the nearest one above it
+/// (by its record; whether it answers is the caller's to find), else the default.
+pub fn gateway_here() -> String {
+    let Ok(here) = std::env::current_dir().and_then(std::fs::canonicalize) else {
+        return DEFAULT_GATEWAY.to_owned();
+    };
+    Record::read(&here)
+        .filter(|r| r.workspace == here)
+        .or_else(|| served_above(&here).next().map(|(_, r)| r))
+        .map_or_else(|| DEFAULT_GATEWAY.to_owned(), |r| r.gateway)
+}
+
 /// The directories above `dir` whose record names a `ploke up` serving them, nearest first,
 /// with their records (whether it still answers is not asked).
 pub fn served_above(dir: &Path) -> impl Iterator<Item = (&Path, Record)> {

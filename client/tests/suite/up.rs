@@ -289,6 +289,14 @@ async fn two_workspaces_at_once_and_never_one_twice() {
         "{stderr}"
     );
     assert!(!stderr.contains("indexing"), "{stderr}");
+    // `ploke status` in b's subdirectory asks b's `ploke up`, on its own ports.
+    let out = super::run(&b.join("src"), vec!["status".into()], &[]).await;
+    let stdout = super::text(&out.stdout);
+    assert!(out.status.success(), "{}", super::text(&out.stderr));
+    assert!(
+        stdout.contains(&format!("http://127.0.0.1:{base}")),
+        "{stdout}"
+    );
 
     let again = super::run(
         &root,
