@@ -99,6 +99,15 @@ fn refusal(status: http::StatusCode, code: i32, message: &str) -> http::Response
     r
 }
 
+/// Whether the request says its body is JSON (`application/json`, parameters aside).
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
 fn unauthorized(reason: &str) -> http::Response<Body> {
     let mut r = refusal(
         http::StatusCode::UNAUTHORIZED,
@@ -255,12 +264,23 @@ async fn handle(
         return refusal(http::StatusCode::NOT_FOUND, -32001, "session not found");
     }
     let closing = req.method() == http::Method::DELETE;
+    let sent_json = req.method() == http::Method::POST && is_json(req.headers());
     let name = principal.name.clone();
     req.extensions_mut().insert(principal);
     let response = match mcp.call(req).await {
         Ok(r) => r,
         Err(never) => match never {},
     };
+    // rmcp answers a JSON body it cannot read as a JSON-RPC message with 415, the status of a
+    // wrong content type: a client is told what JSON-RPC says instead.
+    if sent_json && response.status() == http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return refusal(
+            http::StatusCode::BAD_REQUEST,
+            -32700,
+            "parse error: the body is not a JSON-RPC message (malformed JSON, or a message of no \
+             known shape)",
+        );
+    }
     match (&session, response.headers().get(SESSION_HEADER)) {
         (Some(s), _) if closing => owners.closed(s),
         (None, Some(opened)) => {

@@ -122,6 +122,24 @@ async fn a_session_is_only_its_principals_and_web_pages_are_refused() {
         .await
         .unwrap();
     assert_eq!(page.status(), 403);
+    // A body that is no JSON-RPC message is a parse error, not a media type refused; a body
+    // sent as something else than JSON still is.
+    let broken = post(ALICE, r#"{"jsonrpc":"2.0","#).send().await.unwrap();
+    assert_eq!(broken.status(), 400);
+    assert_eq!(
+        broken.json::<serde_json::Value>().await.unwrap()["error"]["code"],
+        json!(-32700)
+    );
+    let text = http
+        .post(d.url())
+        .header("content-type", "text/plain")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .body(INITIALIZE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.status(), 415);
     d.sandbox.stop().await.unwrap();
 }
 
