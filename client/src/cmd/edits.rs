@@ -120,9 +120,13 @@ pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
             }
             if listed.truncated {
                 eprintln!(
-                    "(only the newest {} fit in one reply: large proposals carry their files; \
-                     decide these, or list pending ones only)",
-                    listed.proposals.len()
+                    "(only the newest {} fit in one reply: large proposals carry their files; {})",
+                    listed.proposals.len(),
+                    if all {
+                        "without --all only pending ones are listed"
+                    } else {
+                        "decide these to see the others"
+                    }
                 );
             }
         }
