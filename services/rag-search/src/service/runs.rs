@@ -79,6 +79,9 @@ impl RagService {
                 }
             };
             return Ok(match earlier {
+                // A forced run parsed every file again: its own figures are the whole answer
+                // (added up, every file would count twice and every vector once more reused).
+                Some(_) if force => own,
                 Some(e) => e.then(own),
                 None => own,
             });

@@ -454,3 +454,45 @@ async fn a_refresh_of_many_items_answers_before_they_are_embedded_and_they_are_e
     );
     s.stop().await;
 }
+
+/// Two forced IndexWorkspace calls at once (one may join the other's run, then run its own):
+/// each summary counts every file once, and reuses each vector at most once.
+#[tokio::test]
+async fn two_forced_runs_at_once_each_count_every_file_once() {
+    let s = start_with(|c| c.rag_search.watch = false).await;
+    let root = s.workspace.path().to_owned();
+    for i in 0..12 {
+        std::fs::write(
+            root.join(format!("m{i}.rs")),
+            format!("pub fn item_{i}() {{}}\n"),
+        )
+        .unwrap();
+    }
+    let forced = || {
+        let mut client = s.client.clone();
+        async move {
+            let mut stream = client
+                .index_workspace(IndexWorkspaceRequest {
+                    force: true,
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            let mut last = None;
+            while let Some(p) = stream.message().await.unwrap() {
+                last = p.summary.or(last);
+            }
+            last.unwrap()
+        }
+    };
+    let (a, b) = tokio::join!(forced(), forced());
+    for summary in [a, b] {
+        assert_eq!(
+            (summary.files_indexed, summary.items_total),
+            (12, 12),
+            "{summary:?}"
+        );
+    }
+    s.stop().await;
+}
