@@ -25,13 +25,14 @@ pub struct ScannedFile {
     pub language: &'static str,
 }
 
-/// `abs` relative to `root`, `/`-separated; `None` outside the root.
+/// `abs` relative to `root`, `/`-separated; `None` outside the root, and for a path that is
+/// not UTF-8 (no tool or RPC could name it: its lossy spelling names nothing).
 pub fn relative(root: &Path, abs: &Path) -> Option<String> {
     let rel = abs.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel
+    let parts: Vec<&str> = rel
         .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
+        .map(|c| c.as_os_str().to_str())
+        .collect::<Option<_>>()?;
     if parts.is_empty() {
         None
     } else {
@@ -144,6 +145,20 @@ fn looks_binary(bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_left_out() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("good.rs"), "fn g() {}").unwrap();
+        let bad = root.join(std::ffi::OsStr::from_bytes(b"bad\xffname.rs"));
+        std::fs::write(&bad, "fn b() {}").unwrap();
+        assert_eq!(relative(root, &bad), None);
+        let (files, _) = scan(root);
+        let rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, vec!["good.rs"]);
+    }
 
     #[test]
     fn honours_gitignore_size_binary_and_own_state() {

@@ -152,7 +152,11 @@ pub fn list_dir(
     };
     for entry in listed.into_iter().flatten() {
         let entry = entry.map_err(|e| ToolFailure::io("path", shown, &e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+        // A name that is not UTF-8 could not be named back in any call: left out, as from
+        // searches and the index.
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
         if name.starts_with('.') && !args.include_hidden.unwrap_or(false) {
             continue;
         }

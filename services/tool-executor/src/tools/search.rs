@@ -126,11 +126,12 @@ pub fn search_code(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             return None;
         }
+        // A path that is not UTF-8 could not be named back in any call: left out.
         let rel = entry
             .path()
             .strip_prefix(root)
             .ok()?
-            .to_string_lossy()
+            .to_str()?
             .replace('\\', "/");
         Some((rel, Source::Base(entry.into_path())))
     });

@@ -190,6 +190,14 @@ async fn list_dir_is_sorted_capped_and_hides_dot_files_unless_asked() {
         names(h.ok(list(Some("src"), None, Some(1))).await),
         (vec![("lib.rs".into(), File)], true)
     );
+    // A name that is not UTF-8 could not be named back: left out.
+    std::fs::write(
+        h.root.join(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"src/bad\xffname.rs"),
+        ),
+        "pub fn b() {}\n",
+    )
+    .unwrap();
     // A FIFO is listed as what it is, not as a file some tool could read.
     let made = std::process::Command::new("mkfifo")
         .arg(h.root.join("src/pipe"))
