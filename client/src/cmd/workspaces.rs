@@ -50,19 +50,25 @@ fn print(w: &Workspace) {
     println!();
 }
 
+/// The workspaces the gateway serves the caller.
+async fn served(conn: &mut Conn) -> anyhow::Result<Vec<Workspace>> {
+    Ok(conn
+        .gateway
+        .list_workspaces(ListWorkspacesRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("workspaces: {}", s.message()))?
+        .into_inner()
+        .workspaces)
+}
+
 /// `ploke workspaces …`.
 pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<()> {
     let mut conn = Conn::open_unindexed(target).await?;
     let fail = |s: tonic::Status| anyhow::anyhow!("workspaces: {}", s.message());
     match command {
         WorkspacesCommand::List => {
-            let listed = conn
-                .gateway
-                .list_workspaces(ListWorkspacesRequest {})
-                .await
-                .map_err(fail)?
-                .into_inner();
-            for w in &listed.workspaces {
+            let listed = served(&mut conn).await?;
+            for w in &listed {
                 print(w);
             }
             // Which of them this checkout's commands use (stderr: stdout is the list).
@@ -103,14 +109,8 @@ pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<
             let root = if root.starts_with('/') {
                 root
             } else {
-                let listed = conn
-                    .gateway
-                    .list_workspaces(ListWorkspacesRequest {})
-                    .await
-                    .map_err(fail)?
-                    .into_inner();
                 ploke_client::checkout::choose(
-                    &listed.workspaces,
+                    &served(&mut conn).await?,
                     "",
                     Some(&root),
                     &ploke_client::checkout::Clues::default(),

@@ -53,6 +53,34 @@ async fn start_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Server {
 }
 
 impl Server {
+    /// Indexes the workspace and waits for the run to end.
+    async fn index(&mut self) {
+        let mut progress = self
+            .client
+            .index_workspace(IndexWorkspaceRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        while progress.message().await.unwrap().is_some() {}
+    }
+
+    /// The service's health now.
+    async fn health(&self) -> tonic_health::pb::health_check_response::ServingStatus {
+        let channel = Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        tonic_health::pb::health_client::HealthClient::new(channel)
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "ploke.rag.v1.RagSearch".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status()
+    }
+
     async fn stop(self) {
         self.shutdown.trigger();
         self.task.await.unwrap().unwrap();
@@ -248,33 +276,9 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
         "pub fn load_settings() {}\n",
     )
     .unwrap();
-    let mut progress = s
-        .client
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
-    let channel = Channel::from_shared(format!("http://{}", s.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
-    let status = |h: &mut tonic_health::pb::health_client::HealthClient<Channel>| {
-        let mut h = h.clone();
-        async move {
-            h.check(tonic_health::pb::HealthCheckRequest {
-                service: "ploke.rag.v1.RagSearch".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .status()
-        }
-    };
+    s.index().await;
     use tonic_health::pb::health_check_response::ServingStatus;
-    assert_eq!(status(&mut health).await, ServingStatus::Serving);
+    assert_eq!(s.health().await, ServingStatus::Serving);
     // The index directory vanishes under the running service.
     std::fs::remove_dir_all(s.workspace.path().join(".ploke")).unwrap();
     let e = s
@@ -290,7 +294,7 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
         e.message().starts_with("index storage unavailable"),
         "{e:?}"
     );
-    assert_eq!(status(&mut health).await, ServingStatus::NotServing);
+    assert_eq!(s.health().await, ServingStatus::NotServing);
     // Searches still answer from the last committed index.
     let hits = s
         .client
@@ -316,31 +320,7 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
     let mut s = start_with(|c| c.rag_search.watch = false).await;
     let root = s.workspace.path().to_owned();
     std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
-    let mut progress = s
-        .client
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
-    let channel = Channel::from_shared(format!("http://{}", s.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let health = tonic_health::pb::health_client::HealthClient::new(channel);
-    let status = || {
-        let mut h = health.clone();
-        async move {
-            h.check(tonic_health::pb::HealthCheckRequest {
-                service: "ploke.rag.v1.RagSearch".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .status()
-        }
-    };
+    s.index().await;
     // The data dir goes away; a refresh of a new file fails.
     std::fs::rename(root.join(".ploke"), root.join(".ploke-away")).unwrap();
     std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
@@ -353,12 +333,12 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::Unavailable, "{e:?}");
-    assert_eq!(status().await, ServingStatus::NotServing);
+    assert_eq!(s.health().await, ServingStatus::NotServing);
     // It comes back: nothing else is done here.
     std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        let serving = status().await == ServingStatus::Serving;
+        let serving = s.health().await == ServingStatus::Serving;
         let found = s
             .client
             .search(search("recovered_later", 5))
@@ -400,13 +380,7 @@ async fn a_refresh_of_many_items_answers_before_they_are_embedded_and_they_are_e
     .await;
     let root = s.workspace.path().to_owned();
     std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
-    let mut progress = s
-        .client
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    while progress.message().await.unwrap().is_some() {}
+    s.index().await;
     let many: String = (0..60)
         .map(|i| format!("/// Stage {i} of the pipeline.\npub fn stage_{i}() -> u32 {{ {i} }}\n\n"))
         .collect();
