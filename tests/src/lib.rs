@@ -53,6 +53,24 @@ pub fn tool_request(
     }
 }
 
+/// The next proposal, outcome or error of a tool call (progress passed over); panics when the
+/// stream ends or fails first.
+pub async fn next_tool_event(
+    stream: &mut tonic::Streaming<ploke_proto::tools::v1::ExecuteToolEvent>,
+) -> ploke_proto::tools::v1::execute_tool_event::Event {
+    use ploke_proto::tools::v1::execute_tool_event::Event;
+    loop {
+        match stream.message().await {
+            Ok(Some(e)) => match e.event {
+                Some(Event::Progress(_)) | None => {}
+                Some(event) => return event,
+            },
+            Ok(None) => panic!("the tool call ended without an outcome"),
+            Err(status) => panic!("the tool call failed: {status:?}"),
+        }
+    }
+}
+
 /// The Sandbox could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {

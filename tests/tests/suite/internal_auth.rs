@@ -270,12 +270,9 @@ async fn tool_executor_refuses_edits_to_a_read_only_principal_whoever_forwards_t
         .await
         .unwrap()
         .into_inner();
-    let result = loop {
-        match stream.message().await.unwrap().unwrap().event {
-            Some(execute_tool_event::Event::Result(r)) => break r,
-            Some(execute_tool_event::Event::Progress(_)) | None => {}
-            Some(other) => panic!("expected the file, got {other:?}"),
-        }
+    let execute_tool_event::Event::Result(result) = ploke_e2e::next_tool_event(&mut stream).await
+    else {
+        panic!("expected the file")
     };
     assert!(
         format!("{result:?}").contains("pub fn n() {}"),

@@ -29,12 +29,10 @@ async fn a_proposal_larger_than_4_mib_goes_through_the_gateway_listed_approved_a
         }),
     );
     let mut call = gateway().execute_tool(request).await.unwrap().into_inner();
-    let proposal = loop {
-        match call.message().await.unwrap().unwrap().event {
-            Some(execute_tool_event::Event::EditProposed(p)) => break p,
-            Some(execute_tool_event::Event::Progress(_)) | None => {}
-            Some(other) => panic!("expected a proposal, got {other:?}"),
-        }
+    let execute_tool_event::Event::EditProposed(proposal) =
+        ploke_e2e::next_tool_event(&mut call).await
+    else {
+        panic!("expected a proposal")
     };
     let encoded = prost::Message::encoded_len(&proposal);
     assert!(encoded > 4 << 20, "the proposal is {encoded} bytes");
@@ -66,15 +64,12 @@ async fn a_proposal_larger_than_4_mib_goes_through_the_gateway_listed_approved_a
         decided.proposal.map(|p| p.state()),
         Some(ProposalState::Applied)
     );
-    let outcome = loop {
-        match call.message().await.unwrap().unwrap().event {
-            Some(execute_tool_event::Event::Result(r)) => break r.result,
-            Some(execute_tool_event::Event::Progress(_)) | None => {}
-            Some(other) => panic!("expected the outcome, got {other:?}"),
-        }
+    let execute_tool_event::Event::Result(result) = ploke_e2e::next_tool_event(&mut call).await
+    else {
+        panic!("expected the outcome")
     };
-    let Some(tool_result::Result::CreateFile(outcome)) = outcome else {
-        panic!("{outcome:?}")
+    let Some(tool_result::Result::CreateFile(outcome)) = result.result else {
+        panic!("{:?}", result.result)
     };
     assert_eq!(outcome.state(), ProposalState::Applied);
     assert_eq!(

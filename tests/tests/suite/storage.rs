@@ -71,16 +71,6 @@ fn create_file(call_id: &str, path: &str) -> ExecuteToolRequest {
     )
 }
 
-/// The next proposal or outcome of a tool call.
-async fn next_event(stream: &mut tonic::Streaming<ExecuteToolEvent>) -> execute_tool_event::Event {
-    loop {
-        match stream.message().await.unwrap().unwrap().event {
-            Some(execute_tool_event::Event::Progress(_)) | None => {}
-            Some(e) => return e,
-        }
-    }
-}
-
 async fn propose(
     sandbox: &Sandbox,
     call_id: &str,
@@ -92,7 +82,7 @@ async fn propose(
         .await
         .unwrap()
         .into_inner();
-    match next_event(&mut stream).await {
+    match ploke_e2e::next_tool_event(&mut stream).await {
         execute_tool_event::Event::EditProposed(p) => (stream, p),
         other => panic!("expected a proposal, got {other:?}"),
     }
@@ -221,7 +211,7 @@ async fn a_proposal_that_cannot_be_recorded_is_a_tool_error_and_nothing_pending_
         .await
         .unwrap()
         .into_inner();
-    let execute_tool_event::Event::Error(e) = next_event(&mut refused).await else {
+    let execute_tool_event::Event::Error(e) = ploke_e2e::next_tool_event(&mut refused).await else {
         panic!("expected an error")
     };
     assert_eq!(e.code(), ToolErrorCode::Unavailable, "{e:?}");
@@ -263,7 +253,8 @@ async fn a_proposal_that_cannot_be_recorded_is_a_tool_error_and_nothing_pending_
         decided.proposal.map(|p| p.state()),
         Some(ProposalState::Applied)
     );
-    let execute_tool_event::Event::Result(r) = next_event(&mut waiting).await else {
+    let execute_tool_event::Event::Result(r) = ploke_e2e::next_tool_event(&mut waiting).await
+    else {
         panic!("expected the outcome")
     };
     assert!(matches!(
@@ -315,7 +306,7 @@ async fn removed_databases_refuse_writes_and_report_not_serving_without_a_crash(
         .await
         .unwrap()
         .into_inner();
-    let execute_tool_event::Event::Error(e) = next_event(&mut refused).await else {
+    let execute_tool_event::Event::Error(e) = ploke_e2e::next_tool_event(&mut refused).await else {
         panic!("expected an error")
     };
     assert_eq!(e.code(), ToolErrorCode::Unavailable, "{e:?}");

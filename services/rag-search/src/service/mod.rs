@@ -374,11 +374,10 @@ impl RagService {
         workspace_root: &str,
         paths: Vec<String>,
     ) -> Result<Summary, RagError> {
-        let outcome = self.refresh_now(workspace_root, paths).await;
+        let (root, slot) = self.slot(workspace_root)?;
+        let outcome = self.refresh_now(root.clone(), slot, paths).await;
         let outcome = self.storage_outcome(outcome).await;
-        if let (Err(RagError::IndexStorage(_)), Ok((root, _))) =
-            (&outcome, self.slot(workspace_root))
-        {
+        if let Err(RagError::IndexStorage(_)) = &outcome {
             self.storage_failed(&root);
         }
         outcome
@@ -386,28 +385,27 @@ impl RagService {
 
     async fn refresh_now(
         &self,
-        workspace_root: &str,
+        root: PathBuf,
+        slot: Arc<Slot>,
         paths: Vec<String>,
     ) -> Result<Summary, RagError> {
-        let (_, slot) = self.slot(workspace_root)?;
-        let deferred_slot = slot.clone();
         let mut rels = Vec::with_capacity(paths.len());
         for (i, p) in paths.iter().enumerate() {
             rels.push(check_relative(&format!("paths[{i}]"), p)?);
         }
         let embedder = self.embedder.clone();
-        let (root, _) = self.slot(workspace_root)?;
         let asked = rels.clone();
+        let task_slot = slot.clone();
         let summary = self
             .blocking(move || {
-                let mut index = slot.index.write().map_err(|_| lock_poisoned())?;
+                let mut index = task_slot.index.write().map_err(|_| lock_poisoned())?;
                 Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
             })
             .await??;
         record::index_items(&root, summary.items_total);
         record::index_run("refresh", summary.duration);
         if summary.embed_deferred > 0 {
-            self.embed_in_background(root.clone(), deferred_slot);
+            self.embed_in_background(root.clone(), slot);
         }
         let _ = self.refreshed.send(Refreshed {
             root,

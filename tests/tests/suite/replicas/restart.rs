@@ -97,12 +97,10 @@ async fn a_proposal_made_through_one_tool_executor_is_listed_and_decided_through
             .await
             .unwrap()
             .into_inner();
-    let proposal = loop {
-        match waiting.message().await.unwrap().unwrap().event {
-            Some(execute_tool_event::Event::EditProposed(p)) => break p,
-            Some(execute_tool_event::Event::Progress(_)) | None => {}
-            Some(other) => panic!("expected a proposal, got {other:?}"),
-        }
+    let execute_tool_event::Event::EditProposed(proposal) =
+        ploke_e2e::next_tool_event(&mut waiting).await
+    else {
+        panic!("expected a proposal")
     };
     let listed = |s: &Sandbox| {
         let mut tools = s.tools();
@@ -160,12 +158,9 @@ async fn a_proposal_made_through_one_tool_executor_is_listed_and_decided_through
     }
     assert_eq!(listed(&r.b).await[0].state(), ProposalState::Applied);
     // The call waiting on A gets the outcome decided through B.
-    let outcome = loop {
-        match waiting.message().await.unwrap().unwrap().event {
-            Some(execute_tool_event::Event::Result(r)) => break r,
-            Some(execute_tool_event::Event::Progress(_)) | None => {}
-            Some(other) => panic!("expected the outcome, got {other:?}"),
-        }
+    let execute_tool_event::Event::Result(outcome) = ploke_e2e::next_tool_event(&mut waiting).await
+    else {
+        panic!("expected the outcome")
     };
     assert!(
         matches!(
