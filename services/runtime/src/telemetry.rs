@@ -153,7 +153,11 @@ pub fn init_to(
         }
         None => (None, None),
     };
-    let ansi = file.is_none();
+    // Colours only for a person reading a terminal: a redirected stderr (an operator's log
+    // file, journald, a CI log) gets plain text, as NO_COLOR asks too.
+    let ansi = file.is_none()
+        && std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let writer = match file {
         Some(f) => tracing_subscriber::fmt::writer::BoxMakeWriter::new(f),
         None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(status_line::Stderr),
