@@ -19,9 +19,10 @@ pub mod uri;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -216,5 +217,83 @@ impl ServerHandler for McpServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         resources::read(self, &request.uri, &ctx).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unreadable(&request))
+    }
+}
+
+/// What is wrong with a request that reached the server as a custom one. rmcp reads a request
+/// whose params do not fit its method (`tools/call` with `arguments` sent as a string) as a
+/// method of its own: the client is told which param is wrong (JSON-RPC's -32602), not that
+/// `tools/call` does not exist.
+fn unreadable(request: &CustomRequest) -> ErrorData {
+    let method = request.method.as_str();
+    let problem = match method {
+        "tools/call" => tool_call_problem(request.params.as_ref()).or_else(|| {
+            request
+                .params_as::<CallToolRequestParams>()
+                .err()
+                .map(|e| e.to_string())
+        }),
+        "resources/read" => match request.params_as::<ReadResourceRequestParams>() {
+            Ok(Some(_)) => None,
+            Ok(None) => Some("params are missing: send {\"uri\": …}".to_owned()),
+            Err(e) => Some(e.to_string()),
+        },
+        "tools/list" | "resources/list" | "resources/templates/list" => request
+            .params_as::<PaginatedRequestParams>()
+            .err()
+            .map(|e| e.to_string()),
+        _ => {
+            return ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("no method `{method}`: this server serves tools and resources"),
+                None,
+            );
+        }
+    };
+    let reason = problem.unwrap_or_else(|| "they do not fit the method".to_owned());
+    ErrorData::invalid_params(format!("invalid params of {method}: {reason}"), None)
+}
+
+/// The param of a `tools/call` that is not what the specification says it is.
+fn tool_call_problem(params: Option<&serde_json::Value>) -> Option<String> {
+    let Some(params) = params else {
+        return Some("params are missing: send {\"name\": …, \"arguments\": {…}}".to_owned());
+    };
+    let Some(params) = params.as_object() else {
+        return Some(format!(
+            "params must be an object, not {}",
+            json_kind(params)
+        ));
+    };
+    match params.get("name") {
+        Some(serde_json::Value::String(_)) => {}
+        Some(other) => return Some(format!("`name` must be a string, not {}", json_kind(other))),
+        None => return Some("`name` is missing: the tool to call".to_owned()),
+    }
+    match params.get("arguments") {
+        None | Some(serde_json::Value::Null | serde_json::Value::Object(_)) => None,
+        Some(other) => Some(format!(
+            "`arguments` must be a JSON object of the tool's arguments, not {}",
+            json_kind(other)
+        )),
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }

@@ -2,7 +2,7 @@
 //! structured content, typed errors naming the field, results cut to the client's cap.
 
 use ploke_proto::registry::ToolRegistry;
-use rmcp::model::{CallToolRequestParams, ErrorCode, Tool};
+use rmcp::model::{CallToolRequestParams, ClientRequest, CustomRequest, ErrorCode, Tool};
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
 
@@ -134,6 +134,48 @@ async fn bad_arguments_are_typed_errors_naming_the_field() {
         "{}",
         e.message
     );
+    // Params of the wrong shape name the param, as invalid params (not "method not found").
+    let cases = [
+        (
+            json!({"name": "read_file", "arguments": "{\"file\": \"src/lib.rs\"}"}),
+            "invalid params of tools/call: `arguments` must be a JSON object of the tool's arguments, not a string",
+        ),
+        (
+            json!({"name": 7}),
+            "invalid params of tools/call: `name` must be a string, not a number",
+        ),
+        (
+            json!({"arguments": {}}),
+            "invalid params of tools/call: `name` is missing: the tool to call",
+        ),
+    ];
+    for (params, message) in cases {
+        let sent = client
+            .send_request(ClientRequest::CustomRequest(CustomRequest::new(
+                "tools/call",
+                Some(params),
+            )))
+            .await
+            .unwrap_err();
+        let ServiceError::McpError(e) = sent else {
+            panic!("{sent:?}")
+        };
+        assert_eq!(
+            (e.code, e.message.as_ref()),
+            (ErrorCode::INVALID_PARAMS, message)
+        );
+    }
+    let unknown_method = client
+        .send_request(ClientRequest::CustomRequest(CustomRequest::new(
+            "tools/destroy",
+            None,
+        )))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(e) = unknown_method else {
+        panic!("{unknown_method:?}")
+    };
+    assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
     client.cancel().await.unwrap();
     d.sandbox.stop().await.unwrap();
 }
