@@ -95,6 +95,17 @@ pub fn result(r: &ToolResult) -> String {
                     ""
                 }
             );
+            for f in &s.skipped {
+                let _ = writeln!(
+                    out,
+                    "(not searched to its end: {} {})",
+                    f.file_path, f.reason
+                );
+            }
+            let unnamed = s.files_skipped.saturating_sub(s.skipped.len() as u64);
+            if unnamed > 0 {
+                let _ = writeln!(out, "({unnamed} more file(s) not searched to their end)");
+            }
         }
         Some(R::GetFileMetadata(m)) => {
             if !m.exists {
@@ -225,6 +236,8 @@ mod tests {
                 }],
                 files_searched: 2,
                 truncated: false,
+                skipped: Vec::new(),
+                files_skipped: 0,
             })),
         };
         assert_eq!(

@@ -8,7 +8,9 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
-use ploke_proto::tools::v1::{CodeMatch, SearchCodeArgs, SearchCodeResult, ToolErrorCode};
+use ploke_proto::tools::v1::{
+    CodeMatch, SearchCodeArgs, SearchCodeResult, SkippedFile, ToolErrorCode,
+};
 use tokio_util::sync::CancellationToken;
 
 use ploke_proto::rag::v1::OverlayEntryState;
@@ -26,6 +28,8 @@ const LINE_MAX: usize = 400;
 /// Most memory one search holds for the lines it looks at: a file with a longer line (one
 /// 200 MB line of generated data) is skipped instead of read whole into memory.
 const LINE_BUFFER_MAX: usize = 4 * 1024 * 1024;
+/// Most files skipped that a result names.
+const SKIPPED_NAMED_MAX: usize = 20;
 /// Files between progress reports.
 const PROGRESS_EVERY: u64 = 250;
 
@@ -140,24 +144,38 @@ pub fn search_code(
         Some(v) => Box::new(merged(base, v, &start.rel)?.into_iter()),
     };
     let mut files_searched = 0u64;
+    let mut skipped = Vec::new();
+    let mut files_skipped = 0u64;
     for (rel, source) in sources {
         if cancel.is_cancelled() {
             return Err(cancelled());
         }
         collector.file = rel;
         collector.pending_before.clear();
-        match source {
-            Source::Base(path) => {
-                // An unreadable file is skipped, as ripgrep does; it is opened by the path
-                // policy, so a file swapped for a FIFO or a symlink since the walk is skipped.
-                let Ok((file, _)) = ploke_runtime::path_policy::open_regular(&path) else {
-                    continue;
-                };
-                let _ = searcher.search_file(&matcher, &file, &mut collector);
+        // An unreadable file is skipped, as ripgrep does, and named in the result; it is
+        // opened by the path policy, so a file swapped for a FIFO or a symlink since the walk
+        // is skipped.
+        let outcome = match source {
+            Source::Base(path) => match ploke_runtime::path_policy::open_regular(&path) {
+                Ok((file, _)) => searcher
+                    .search_file(&matcher, &file, &mut collector)
+                    .map_err(|e| skip_reason(&e)),
+                // "is a FIFO, not a regular file", "does not exist" (gone since the walk).
+                Err(e) => Err(e.to_string()),
+            },
+            Source::Overlay(bytes) => searcher
+                .search_slice(&matcher, &bytes, &mut collector)
+                .map_err(|e| skip_reason(&e)),
+        };
+        if let Err(reason) = outcome {
+            files_skipped += 1;
+            if skipped.len() < SKIPPED_NAMED_MAX {
+                skipped.push(SkippedFile {
+                    file_path: collector.file.clone(),
+                    reason,
+                });
             }
-            Source::Overlay(bytes) => {
-                let _ = searcher.search_slice(&matcher, &bytes, &mut collector);
-            }
+            continue;
         }
         files_searched += 1;
         if files_searched.is_multiple_of(PROGRESS_EVERY) {
@@ -178,7 +196,23 @@ pub fn search_code(
         matches: collector.matches,
         files_searched,
         truncated: collector.truncated,
+        skipped,
+        files_skipped,
     })
+}
+
+/// Why a file could not be searched to its end, in words a model can act on.
+fn skip_reason(e: &std::io::Error) -> String {
+    let message = e.to_string();
+    // grep-searcher's error when a line would take more than its heap limit.
+    if message.contains("allocation limit") {
+        format!(
+            "has a line over {} MiB long, more than a search holds",
+            LINE_BUFFER_MAX / (1024 * 1024)
+        )
+    } else {
+        format!("could not be read: {message}")
+    }
 }
 
 /// The workspace's files under `start` with the overlay applied: those it hides left out,
@@ -345,6 +379,18 @@ mod tests {
                 .map(|m| (m.file_path.as_str(), m.line_number))
                 .collect::<Vec<_>>(),
             vec![("b.rs", 1)]
+        );
+        // The file passed over is named, with the reason.
+        assert_eq!(
+            (found.skipped, found.files_skipped, found.files_searched),
+            (
+                vec![SkippedFile {
+                    file_path: "a_generated.json".into(),
+                    reason: "has a line over 4 MiB long, more than a search holds".into(),
+                }],
+                1,
+                1
+            )
         );
         let e = search(Some("pipe.rs")).unwrap_err();
         assert_eq!(
