@@ -68,6 +68,32 @@ pub fn precondition(status: &Status, reason: &str) -> Option<HashMap<String, Str
         .map(|i| i.metadata)
 }
 
+/// Longest id a service takes (`session_id`, `proposal_id`): ids are UUIDs, or a client's
+/// own of about that size; anything longer is refused before it reaches a lookup or a message.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// An id field, trimmed: `INVALID_ARGUMENT` when it is empty or longer than [`MAX_ID_BYTES`]
+/// (an error repeating a 20 kB id would not fit in a reply's header).
+pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(invalid_argument(field, "must not be empty"));
+    }
+    at_most(field, value, MAX_ID_BYTES)?;
+    Ok(value)
+}
+
+/// `INVALID_ARGUMENT` when a text field is longer than `max` bytes.
+pub fn at_most(field: &str, value: &str, max: usize) -> Result<(), Status> {
+    if value.len() > max {
+        return Err(invalid_argument(
+            field,
+            format!("must be at most {max} bytes, got {}", value.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// `NOT_FOUND` for a named thing (`workspace /x`, `session 0193…`).
 pub fn not_found(what: impl std::fmt::Display) -> Status {
     Status::not_found(format!("{what} not found"))

@@ -142,7 +142,9 @@ impl McpServer {
         parts(ctx)
             .and_then(|p| p.headers.get("mcp-session-id"))
             .and_then(|v| v.to_str().ok())
-            .filter(|v| !v.is_empty() && v.len() <= 128 && v.is_ascii())
+            .filter(|v| {
+                !v.is_empty() && v.len() + 4 <= ploke_proto::status::MAX_ID_BYTES && v.is_ascii()
+            })
             .map_or_else(|| self.session.clone(), |s| format!("mcp-{s}"))
     }
 }

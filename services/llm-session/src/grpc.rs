@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use ploke_proto::session::v1::llm_session_server::LlmSession;
 use ploke_proto::session::v1::{self as pb};
-use ploke_proto::status::{invalid_argument, not_found};
+use ploke_proto::status::{at_most, invalid_argument, not_found};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -16,6 +16,10 @@ use crate::store::{PageCursor, StoreError};
 
 /// Longest client_request_id accepted.
 const MAX_CLIENT_REQUEST_ID: usize = 200;
+/// Longest session title.
+const MAX_TITLE: usize = 500;
+/// Longest provider or model name (model ids run to ~100 bytes: `accounts/…/models/…`).
+const MAX_NAME: usize = 256;
 
 /// The tonic service of llm-session.
 #[derive(Debug, Clone)]
@@ -58,11 +62,7 @@ fn store_status(e: &StoreError) -> Status {
 }
 
 fn session_id(id: &str) -> Result<&str, Status> {
-    let id = id.trim();
-    if id.is_empty() {
-        return Err(invalid_argument("session_id", "must not be empty"));
-    }
-    Ok(id)
+    ploke_proto::status::id("session_id", id)
 }
 
 type EventStream =
@@ -75,9 +75,9 @@ impl LlmSession for LlmSessionGrpc {
         request: Request<pb::CreateSessionRequest>,
     ) -> Result<Response<pb::Session>, Status> {
         let r = request.into_inner();
-        if r.title.len() > 500 {
-            return Err(invalid_argument("title", "must be at most 500 bytes"));
-        }
+        at_most("title", &r.title, MAX_TITLE)?;
+        at_most("provider", r.provider.trim(), MAX_NAME)?;
+        at_most("model", r.model.trim(), MAX_NAME)?;
         let session = self
             .service
             .create(NewSession {
@@ -151,12 +151,11 @@ impl LlmSession for LlmSessionGrpc {
                 format!("must be at most {max} bytes, got {}", r.content.len()),
             ));
         }
-        if r.client_request_id.len() > MAX_CLIENT_REQUEST_ID {
-            return Err(invalid_argument(
-                "client_request_id",
-                format!("must be at most {MAX_CLIENT_REQUEST_ID} bytes"),
-            ));
-        }
+        at_most(
+            "client_request_id",
+            &r.client_request_id,
+            MAX_CLIENT_REQUEST_ID,
+        )?;
         let response = self
             .service
             .send(id, &r.content, r.client_request_id.trim())

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use ploke_proto::registry::{ToolRegistry, args_tool_name};
-use ploke_proto::status::{invalid_argument, not_found};
+use ploke_proto::status::{at_most, invalid_argument, not_found};
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutor;
 use ploke_proto::tools::v1::{self as pb};
 use tokio_stream::StreamExt;
@@ -20,6 +20,10 @@ use crate::tools::ToolEvent;
 
 /// Largest ListEdits limit.
 const LIST_MAX: u32 = 1000;
+/// Longest tool-call id (providers' ids run to ~40 bytes).
+const MAX_CALL_ID: usize = 256;
+/// Longest reason given with a decision.
+const MAX_REASON: usize = 4096;
 const LIST_DEFAULT: u32 = 100;
 
 /// The tonic service of tool-executor.
@@ -114,6 +118,14 @@ impl ToolExecutor for ToolExecutorGrpc {
         if correlation.call_id.trim().is_empty() {
             return Err(invalid_argument("correlation.call_id", "must be set"));
         }
+        at_most("correlation.call_id", &correlation.call_id, MAX_CALL_ID)?;
+        for (field, value) in [
+            ("correlation.session_id", &correlation.session_id),
+            ("correlation.request_id", &correlation.request_id),
+            ("correlation.parent_id", &correlation.parent_id),
+        ] {
+            at_most(field, value, ploke_proto::status::MAX_ID_BYTES)?;
+        }
         let Some(call) = r.call.and_then(|c| c.args) else {
             return Err(invalid_argument("call", "must hold one tool's arguments"));
         };
@@ -164,6 +176,11 @@ impl ToolExecutor for ToolExecutorGrpc {
                 ));
             }
         };
+        at_most(
+            "session_id",
+            &r.session_id,
+            ploke_proto::status::MAX_ID_BYTES,
+        )?;
         let mut states = Vec::with_capacity(r.states.len());
         for (i, s) in r.states.iter().enumerate() {
             match pb::ProposalState::try_from(*s) {
@@ -194,9 +211,8 @@ impl ToolExecutor for ToolExecutorGrpc {
         request: Request<pb::DecideEditRequest>,
     ) -> Result<Response<pb::DecideEditResponse>, Status> {
         let r = request.into_inner();
-        if r.proposal_id.trim().is_empty() {
-            return Err(invalid_argument("proposal_id", "must not be empty"));
-        }
+        let id = ploke_proto::status::id("proposal_id", &r.proposal_id)?;
+        at_most("reason", &r.reason, MAX_REASON)?;
         let approve = match pb::Decision::try_from(r.decision) {
             Ok(pb::Decision::Approve) => true,
             Ok(pb::Decision::Deny) => false,
@@ -210,10 +226,9 @@ impl ToolExecutor for ToolExecutorGrpc {
         let decision = Decision {
             approve,
             edit_indices: r.edit_indices,
-            reason: r.reason,
+            reason: r.reason.clone(),
             by_policy: false,
         };
-        let id = r.proposal_id.trim();
         let proposal = self.service.decide(id, decision).await.map_err(to_status)?;
         let deliveries = if proposal.in_overlay {
             self.service.delivery(id).await.map_err(to_status)?.1
@@ -231,10 +246,7 @@ impl ToolExecutor for ToolExecutorGrpc {
         request: Request<pb::GetEditDeliveryRequest>,
     ) -> Result<Response<pb::GetEditDeliveryResponse>, Status> {
         let r = request.into_inner();
-        let id = r.proposal_id.trim();
-        if id.is_empty() {
-            return Err(invalid_argument("proposal_id", "must not be empty"));
-        }
+        let id = ploke_proto::status::id("proposal_id", &r.proposal_id)?;
         let (proposal, deliveries) = self.service.delivery(id).await.map_err(to_status)?;
         Ok(Response::new(pb::GetEditDeliveryResponse {
             proposal: Some(proposal),

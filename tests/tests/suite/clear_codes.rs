@@ -184,3 +184,97 @@ async fn arguments_over_the_limits_are_the_same_tool_error_from_a_model_or_a_dir
     assert_eq!(pending.proposals, Vec::new());
     c.sandbox.stop().await.unwrap();
 }
+
+/// Ids and names of any length came back in errors whole: a 20 kB `session_id` made a reply
+/// header too large to pass, which the gateway answered as INTERNAL.
+#[tokio::test]
+async fn long_ids_and_names_are_invalid_argument_naming_the_field() {
+    use ploke_proto::session::v1::{GetSessionRequest, StreamEventsRequest};
+    let sandbox = Sandbox::start().await.unwrap();
+    let long = "s".repeat(20_000);
+    let id_refused =
+        |field: &str| format!("{field}: must be at most 128 bytes, got {}", long.len());
+    let get = || GetSessionRequest {
+        session_id: long.clone(),
+    };
+    let s = sandbox.gateway().get_session(get()).await.unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (Code::InvalidArgument, id_refused("session_id").as_str())
+    );
+    let s = sandbox.sessions().get_session(get()).await.unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (Code::InvalidArgument, id_refused("session_id").as_str())
+    );
+    let s = sandbox
+        .gateway()
+        .stream_events(StreamEventsRequest {
+            session_id: long.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (Code::InvalidArgument, id_refused("session_id").as_str())
+    );
+    let decide = |proposal_id: &str, reason: &str| DecideEditRequest {
+        proposal_id: proposal_id.into(),
+        decision: Decision::Approve as i32,
+        reason: reason.into(),
+        ..Default::default()
+    };
+    let s = sandbox
+        .gateway()
+        .decide_edit(decide(&long, ""))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (Code::InvalidArgument, id_refused("proposal_id").as_str())
+    );
+    let s = sandbox
+        .tools()
+        .decide_edit(decide("p1", &"r".repeat(1 << 20)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (
+            Code::InvalidArgument,
+            "reason: must be at most 4096 bytes, got 1048576"
+        )
+    );
+    let s = sandbox
+        .gateway()
+        .create_session(CreateSessionRequest {
+            model: "m".repeat(3 << 20),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (
+            Code::InvalidArgument,
+            "model: must be at most 256 bytes, got 3145728"
+        )
+    );
+    let s = sandbox
+        .sessions()
+        .create_session(CreateSessionRequest {
+            provider: "p".repeat(8_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        short_invalid(&s),
+        (
+            Code::InvalidArgument,
+            "provider: must be at most 256 bytes, got 8000"
+        )
+    );
+    sandbox.stop().await.unwrap();
+}
