@@ -8,8 +8,19 @@ use ploke_runtime::principal;
 use tonic::Status;
 
 /// Sessions of MCP clients (`mcp-…`) are not llm-session sessions: what they touch is owned by
-/// the caller through the principal, so they are not looked up.
+/// the caller through the principal, so they are not looked up. Each principal's are its own:
+/// the gateway writes the principal into the id ([`own_mcp_session`]), so that another caller
+/// who learns an MCP session's id cannot take its overlay first.
 pub const MCP_SESSION_PREFIX: &str = "mcp-";
+
+/// `mcp-<rest>` as `mcp-<tag>-<rest>`, the tag being the first 8 bytes of the principal's name
+/// hashed: one principal's MCP sessions never meet another's.
+fn own_mcp_session(id: &str, principal: &str) -> String {
+    use sha2::Digest as _;
+    let tag = sha2::Sha256::digest(principal.as_bytes());
+    let rest = id.strip_prefix(MCP_SESSION_PREFIX).unwrap_or(id);
+    format!("{MCP_SESSION_PREFIX}{}-{rest}", hex::encode(&tag[..4]))
+}
 
 /// Leaves out the tools a read-only principal may not run.
 pub fn visible(tools: &mut Vec<ToolDefinition>) {
@@ -47,7 +58,13 @@ pub fn admit(request: &mut ExecuteToolRequest) -> Result<bool, Status> {
             *id = uuid::Uuid::now_v7().to_string();
         }
     }
-    Ok(!c.session_id.is_empty() && !c.session_id.starts_with(MCP_SESSION_PREFIX))
+    if c.session_id.starts_with(MCP_SESSION_PREFIX) {
+        if let Some(p) = principal::current() {
+            c.session_id = own_mcp_session(&c.session_id, &p.name);
+        }
+        return Ok(false);
+    }
+    Ok(!c.session_id.is_empty())
 }
 
 #[cfg(test)]
@@ -102,5 +119,33 @@ mod tests {
             principal::scope(Some(read_only()), async { admit(&mut read).unwrap() }).await;
         let c = read.correlation.unwrap();
         assert!(!look_up && !c.request_id.is_empty() && !c.call_id.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_mcp_session_is_its_principals_own() {
+        let call = |who: &'static str| async move {
+            let mut r = ExecuteToolRequest {
+                call: Some(ToolCall {
+                    args: Some(tool_call::Args::ReadFile(ReadFileArgs::default())),
+                }),
+                correlation: Some(ploke_proto::common::v1::Correlation {
+                    session_id: "mcp-s1".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let principal = Principal::everywhere(who, Role::User);
+            let look_up = principal::scope(Some(principal), async { admit(&mut r).unwrap() }).await;
+            (look_up, r.correlation.unwrap().session_id)
+        };
+        let (alice, again, bob) = (call("alice").await, call("alice").await, call("bob").await);
+        assert!(!alice.0 && !bob.0, "MCP sessions are not llm-session's");
+        assert_eq!(alice, again);
+        assert_ne!(alice.1, bob.1);
+        assert!(
+            alice.1.starts_with(MCP_SESSION_PREFIX) && alice.1.ends_with("-s1"),
+            "{}",
+            alice.1
+        );
     }
 }
