@@ -58,6 +58,13 @@ pub enum CredentialsError {
         "PLOKE_GATEWAY_TOKENS / PLOKE_GATEWAY_ADMIN_TOKENS / [gateway] tokens_file are set beside a principals file or [gateway.jwt]: everyone holding a shared token would be the principal `default` or `admin`; give each person an entry of the principals file and remove the shared tokens"
     )]
     Mixed,
+    /// A principals file re-read empty where it had principals: a file being written in place
+    /// (`cat > principals.toml`) is empty for a moment, and a file emptied by mistake would
+    /// shut the whole team out.
+    #[error(
+        "the principals file now lists no principals (it had {0}); the last good ones stay until it lists some again (to refuse everyone, stop the gateway)"
+    )]
+    Emptied(usize),
 }
 
 /// What a file held when it was last read (its SHA-256; `None` when unreadable), to notice any
@@ -164,6 +171,14 @@ impl Authenticator {
         if now.0 != stamps.0 {
             stamps.0 = now.0;
             let table = load_table(&c.credentials)?;
+            let before = c
+                .table
+                .read()
+                .map(|t| t.principal_count())
+                .unwrap_or_default();
+            if table.principal_count() == 0 && before > 0 {
+                return Err(CredentialsError::Emptied(before));
+            }
             tracing::info!(
                 principals = table.principal_count(),
                 "principals file re-read"
@@ -380,6 +395,14 @@ mod tests {
         let e = auth.reload().unwrap_err().to_string();
         assert!(e.contains("unknown field `nmae`"), "{e}");
         assert_eq!(auth.authenticate(&bearer(b)).unwrap().name, "bob");
+        // Emptied (`cat > principals.toml` truncates before it writes): the last good stay.
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(auth.reload(), Err(CredentialsError::Emptied(1))));
+        assert_eq!(auth.authenticate(&bearer(b)).unwrap().name, "bob");
+        // Written: read.
+        std::fs::write(&file, entry("alice", a)).unwrap();
+        assert!(auth.reload().unwrap());
+        assert_eq!(auth.authenticate(&bearer(a)).unwrap().name, "alice");
     }
 
     #[test]
