@@ -289,9 +289,14 @@ pub fn workspace_key(root: &Path) -> String {
         .unwrap_or_else(|| "root".into())
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(KEY_NAME_MAX)
         .collect();
     format!("{name}-{}", &hash[..12])
 }
+
+/// Most characters of a root's name kept in its key: the key names a directory, and a name of
+/// 255 bytes (a git branch may be that long) plus the hash would not fit in one.
+const KEY_NAME_MAX: usize = 64;
 
 impl WorkspaceIndex {
     /// Opens (or creates) the index of `root` in `dir`; with `dense`, also its vectors.

@@ -643,3 +643,14 @@ fn a_file_that_became_a_directory_is_dropped_and_its_files_read() {
     assert_eq!(index.items_of_file("src/config.rs"), 0);
     assert!(index.items_of_file("src/config.rs/inner.rs") > 0);
 }
+
+#[test]
+fn a_workspace_key_fits_in_a_directory_name_however_long_the_root_name() {
+    let long = |c: char| PathBuf::from("/repos").join(c.to_string().repeat(255));
+    let (a, b) = (workspace_key(&long('a')), workspace_key(&long('b')));
+    assert_eq!((a.len(), b.len()), (64 + 13, 64 + 13));
+    assert_ne!(a, b);
+    assert!(a.starts_with(&"a".repeat(64)), "{a}");
+    // Short names are kept whole.
+    assert!(workspace_key(Path::new("/src/api")).starts_with("api-"));
+}

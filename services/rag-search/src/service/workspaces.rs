@@ -113,17 +113,30 @@ impl RagService {
             git,
             added_at_ms: now,
         };
-        let slot = {
+        let fresh_clone = entry.git.is_some();
+        let opened = async {
             let opening = self.opening.clone();
             let embedder = self.embedder.clone();
             let at = root.clone();
-            tokio::task::spawn_blocking(move || opening.open(&at, embedder.as_deref()))
+            let slot = tokio::task::spawn_blocking(move || opening.open(&at, embedder.as_deref()))
                 .await
-                .map_err(|e| RagError::Internal(format!("opening the index: {e}")))??
+                .map_err(|e| RagError::Internal(format!("opening the index: {e}")))??;
+            registry
+                .put(entry)
+                .map_err(|e| RagError::Registry(e.to_string()))?;
+            Ok::<_, RagError>(slot)
+        }
+        .await;
+        let slot = match opened {
+            Ok(slot) => slot,
+            Err(e) => {
+                // Nothing lists a clone whose workspace was not added: it goes.
+                if fresh_clone {
+                    let _ = remove_tree(&root);
+                }
+                return Err(e);
+            }
         };
-        registry
-            .put(entry)
-            .map_err(|e| RagError::Registry(e.to_string()))?;
         let slot = Arc::new(slot);
         self.slots
             .write()
