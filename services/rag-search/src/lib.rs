@@ -116,6 +116,16 @@ pub enum StartError {
     /// The configuration contradicts itself.
     #[error("{0}")]
     Config(&'static str),
+    /// A configured workspace is not a directory that can be read.
+    #[error(
+        "workspace {root}: {reason} (configured by --workspace, by PLOKE_WORKSPACES with `:` between roots, or by `workspaces` in ploke.toml)"
+    )]
+    Workspace {
+        /// The root as configured.
+        root: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The embedding model could not be loaded.
     #[error(transparent)]
     Embed(#[from] embed::EmbedError),
@@ -153,6 +163,17 @@ pub async fn serve(
     };
     let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     host.require_internal(&config.internal)?;
+    for root in &config.workspaces {
+        let reason = match std::fs::metadata(root) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => "is not a directory".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        return Err(StartError::Workspace {
+            root: root.display().to_string(),
+            reason,
+        });
+    }
     let workspaces = Workspaces::new(&config.workspaces);
     let data_dir = config.data_dir.clone();
     let embed_model = config.embed_model.clone();

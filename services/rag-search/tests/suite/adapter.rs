@@ -269,6 +269,37 @@ async fn an_unreachable_embedding_endpoint_or_two_embedders_stop_the_start() {
 }
 
 #[tokio::test]
+async fn a_configured_workspace_that_is_not_there_stops_the_start_naming_it() {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("file.rs");
+    std::fs::write(&file, "fn x() {}\n").unwrap();
+    let mut config = PlokeConfig {
+        data_dir: data.path().join("data"),
+        ..PlokeConfig::default()
+    };
+    // Roots written with a comma instead of `:` are one root that does not exist.
+    let typo = data.path().join("api,web");
+    for (root, reason) in [
+        (typo.clone(), "No such file or directory (os error 2)"),
+        (file.clone(), "is not a directory"),
+    ] {
+        config.workspaces = vec![data.path().to_path_buf(), root.clone()];
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let err = ploke_rag_search::serve((&config).into(), listener, std::future::pending())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "workspace {}: {reason} (configured by --workspace, by PLOKE_WORKSPACES with `:` between roots, or by `workspaces` in ploke.toml)",
+                root.display()
+            )
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_still_searched() {
     let mut s = start().await;
     std::fs::write(
