@@ -97,17 +97,28 @@ pub(super) fn check_paths<'a>(
     Ok(out)
 }
 
-/// The manifest checked: paths relative and unique, hashes well formed.
+/// The `.git` or `.ploke` directory a relative path is under, if any (never read or written,
+/// so never asked of a client).
+fn protected_dir(path: &str) -> Option<&'static str> {
+    path.split('/')
+        .find_map(|part| ploke_runtime::path_policy::protected(std::ffi::OsStr::new(part)))
+}
+
+/// The manifest checked: paths relative and unique, hashes well formed. Files under `.git` or
+/// `.ploke` are left out: a client that lists them is never asked for their contents (git's
+/// config may hold a developer's credentials).
 pub(super) fn check_manifest(files: Vec<ManifestFile>) -> Result<Vec<(String, String)>, RagError> {
     let paths = check_paths(files.iter().map(|f| f.path.as_str()), |i| {
         format!("files[{i}].path")
     })?;
-    paths
-        .into_iter()
-        .zip(files)
-        .enumerate()
-        .map(|(i, (path, f))| Ok((path, check_hash(format!("files[{i}].hash"), &f.hash)?)))
-        .collect()
+    let mut out = Vec::with_capacity(files.len());
+    for (i, (path, f)) in paths.into_iter().zip(files).enumerate() {
+        let hash = check_hash(format!("files[{i}].hash"), &f.hash)?;
+        if protected_dir(&path).is_none() {
+            out.push((path, hash));
+        }
+    }
+    Ok(out)
 }
 
 /// A put's files checked: at least one, paths relative and unique, content text the index
@@ -121,6 +132,15 @@ pub(super) fn check_puts(files: Vec<OverlayPut>) -> Result<Vec<Checked>, RagErro
     })?;
     let mut out = Vec::with_capacity(files.len());
     for (i, (path, f)) in paths.into_iter().zip(files).enumerate() {
+        if let Some(dir) = protected_dir(&path) {
+            return Err(invalid(
+                format!("files[{i}].path"),
+                format!(
+                    "`{}` is under {dir}/, which is never read or written",
+                    ploke_runtime::text::shown(&path)
+                ),
+            ));
+        }
         if f.content.len() as u64 > scan::MAX_FILE_BYTES {
             return Err(invalid(
                 format!("files[{i}].content"),

@@ -205,6 +205,16 @@ fn requests_are_checked_field_by_field() {
         check_manifest(vec![file("./src/a.rs", &good.to_uppercase())]).unwrap(),
         vec![("src/a.rs".to_owned(), good.clone())]
     );
+    // Git's and ploke's own files are never asked for.
+    assert_eq!(
+        check_manifest(vec![
+            file(".git/config", &good),
+            file("src/a.rs", &good),
+            file("sub/.Ploke/x", &good)
+        ])
+        .unwrap(),
+        vec![("src/a.rs".to_owned(), good.clone())]
+    );
     let put = |path: &str, content: &[u8]| OverlayPut {
         path: path.into(),
         content: content.to_vec(),
@@ -217,6 +227,10 @@ fn requests_are_checked_field_by_field() {
     assert_eq!(
         field(check_puts(vec![put("a.rs", b"ok"), put("b.rs", &[0xff, 0xfe])]).unwrap_err()),
         "files[1].content: is not UTF-8 text (binary files are not indexed)"
+    );
+    assert_eq!(
+        field(check_puts(vec![put("a.rs", b"ok"), put(".git/config", b"[core]")]).unwrap_err()),
+        "files[1].path: `.git/config` is under .git/, which is never read or written"
     );
     let big = vec![b'a'; scan::MAX_FILE_BYTES as usize + 1];
     assert_eq!(
