@@ -190,15 +190,21 @@ impl Edits {
             file: file.to_owned(),
             reason,
         };
+        // What a failure before any one file names.
+        let all = match files {
+            [] => "the overlay".to_owned(),
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+        };
         let view = self
             .overlays
             .view(root, session)
             .await
-            .map_err(|e| failed("", e.message.clone()))?;
+            .map_err(|e| failed(&all, e.message.clone()))?;
         if let Some(v) = &view {
             v.fetch(files.to_vec())
                 .await
-                .map_err(|e| failed("", e.message.clone()))?;
+                .map_err(|e| failed(&all, e.message.clone()))?;
         }
         let (root2, files2, max) = (root.to_owned(), files.to_vec(), self.limits.max_file_bytes);
         let view2 = view.clone();
@@ -209,7 +215,7 @@ impl Edits {
                 .collect::<Vec<_>>()
         })
         .await
-        .map_err(|e| failed("", format!("reading task failed: {e}")))?;
+        .map_err(|e| failed(&all, format!("reading task failed: {e}")))?;
         let mut puts = Vec::with_capacity(files.len());
         let mut deliveries = Vec::with_capacity(files.len());
         for (f, now) in files.iter().zip(currents) {
@@ -250,7 +256,7 @@ impl Edits {
                 file: files.join(", "),
                 why: "changed in the session's overlay",
             }),
-            Err(s) => Err(failed("", format!("rag-search: {}", s.message()))),
+            Err(s) => Err(failed(&all, format!("rag-search: {}", s.message()))),
         }
     }
 }
