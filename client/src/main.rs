@@ -155,7 +155,17 @@ enum Command {
 /// Runs the command; a failure is printed as one `error: …` line with its causes (never a
 /// backtrace, whatever `RUST_BACKTRACE` says: these are the user's errors, not ours).
 fn main() -> std::process::ExitCode {
-    let outcome = ploke_runtime::binary::block_on(main_async())
+    let cli = Cli::parse();
+    // A command that prints its answer ends quietly when its reader goes (`ploke sessions |
+    // head -1`), as `cat` does, instead of panicking in `println!`. The TUI, `up` and `mcp`
+    // keep SIGPIPE ignored: their sockets and pipes report a closed peer as an error.
+    if !matches!(
+        cli.command,
+        Command::Up { .. } | Command::Chat { .. } | Command::Mcp { .. }
+    ) {
+        sigpipe::reset();
+    }
+    let outcome = ploke_runtime::binary::block_on(main_async(cli))
         .map_err(anyhow::Error::from)
         .and_then(|r| r);
     match outcome {
@@ -167,8 +177,8 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn main_async() -> anyhow::Result<()> {
-    match Cli::parse().command {
+async fn main_async(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
         Command::Up {
             workspace,
             config,

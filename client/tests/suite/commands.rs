@@ -245,6 +245,37 @@ async fn search_without_a_gateway_runs_the_services_in_process() {
     assert!(dir.path().join(".ploke").is_dir());
 }
 
+/// `ploke search … | head -0`: the reader is gone before the answer is written. The command
+/// ends as `cat` does (SIGPIPE), not with a panic in `println!`.
+#[tokio::test]
+async fn a_command_whose_reader_went_away_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), super::LIB_RS).unwrap();
+    let mut command = super::command(
+        dir.path(),
+        ["search", "add", "--strategy", "bm25"]
+            .map(String::from)
+            .to_vec(),
+        &[("OPENAI_API_KEY", ""), ("OPENROUTER_API_KEY", "")],
+    );
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().unwrap();
+        drop(child.stdout.take());
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Killed by SIGPIPE (13 on Linux), as `cat` would be.
+    assert_eq!(out.status.signal(), Some(13), "{stderr}");
+}
+
 #[tokio::test]
 async fn an_in_process_search_answers_while_the_run_still_embeds() {
     // An embedding endpoint that answers rag-search's probe, then nothing until released: the

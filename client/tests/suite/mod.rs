@@ -48,6 +48,14 @@ impl Env {
 /// Runs the binary in `dir` (a blocking wait on another thread: the services run on this
 /// test's runtime).
 pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output {
+    let mut command = command(dir, args, env);
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// `ploke ARGS` in `dir` with only the environment a test sets, stdin closed.
+pub fn command(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ploke"));
     // Only what the test sets: none of the environment's PLOKE_* (a gateway, a config, …)
     // but the model scripts/test fetched.
@@ -71,9 +79,7 @@ pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output 
         }
     }
     command.stdin(std::process::Stdio::null());
-    tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap()
+    command
 }
 
 pub fn text(bytes: &[u8]) -> String {
