@@ -404,6 +404,40 @@ fn markdown_and_a_highlighted_diff_on_screen() {
     insta::assert_snapshot!(screen(&app));
 }
 
+/// The terminal library draws no tab: Go's indentation, in a reply and in an edit's diff,
+/// is shown as spaces.
+#[test]
+fn tabs_show_as_indentation_in_replies_and_diffs() {
+    let mut app = app();
+    app.apply(&event(
+        1,
+        session_event::Event::AssistantDelta(AssistantDelta {
+            text: "```go\nfunc main() {\n\tif ok {\n\t\tprintln(1)\n\t}\n}\n```\nsee\tthis".into(),
+        }),
+    ));
+    let shown = screen(&app);
+    for line in [
+        "func main() {",
+        "    if ok {",
+        "        println(1)",
+        "see    this",
+    ] {
+        assert!(shown.contains(line), "{line:?} not in\n{shown}");
+    }
+    let mut tabbed = proposal();
+    tabbed.files[0].unified_diff =
+        "--- a/main.go\n+++ b/main.go\n@@ -1,2 +1,2 @@\n func main() {\n-\tprintln(1)\n+\tprintln(2)\n".into();
+    app.apply(&event(
+        2,
+        session_event::Event::EditProposed(EditProposed {
+            proposal: Some(tabbed),
+        }),
+    ));
+    let shown = screen(&app);
+    assert!(shown.contains("+    println(2)"), "{shown}");
+    assert!(shown.contains("-    println(1)"), "{shown}");
+}
+
 #[test]
 fn proposals_from_other_clients_join_the_queue_and_leave_when_decided_elsewhere() {
     let mut app = app();

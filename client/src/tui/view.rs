@@ -121,7 +121,21 @@ fn conversation(app: &App) -> Text<'static> {
         }
         text.lines.push(Line::from(""));
     }
+    expand_tabs(&mut text.lines);
     text
+}
+
+/// Columns a tab takes on screen.
+const TAB_WIDTH: usize = 4;
+
+/// Tabs as spaces: the terminal library draws no tab at all, so Go's or a Makefile's
+/// indentation (in a reply or in an edit's diff) would vanish.
+fn expand_tabs(lines: &mut [Line<'static>]) {
+    for span in lines.iter_mut().flat_map(|l| l.spans.iter_mut()) {
+        if span.content.contains('\t') {
+            span.content = span.content.replace('\t', &" ".repeat(TAB_WIDTH)).into();
+        }
+    }
 }
 
 fn draw_conversation(frame: &mut Frame, area: Rect, app: &App) -> u16 {
@@ -218,6 +232,7 @@ fn draw_review(frame: &mut Frame, area: Rect, review: &Review, waiting: usize) {
     for f in &p.files {
         lines.extend(markdown::diff(&f.file_path, &f.unified_diff));
     }
+    expand_tabs(&mut lines);
     let more = if waiting > 1 {
         format!(" · {} more waiting", waiting - 1)
     } else {
