@@ -33,6 +33,11 @@ const RESUMES: u32 = 5;
 
 /// Runs one turn.
 pub async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
+    // Before any session is made for it (the server refuses an empty message too, but only
+    // after the session exists).
+    if args.question.trim().is_empty() {
+        bail!("the question is empty: ploke ask \"what does parse_config return?\"");
+    }
     let mut conn = Conn::open_indexing(target, None).await?;
     let result = turn(&mut conn, &args).await;
     conn.close().await?;
