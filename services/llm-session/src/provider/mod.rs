@@ -21,8 +21,10 @@ use wire::{ChatRequest, Chunk};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     /// The provider answered with an error status.
-    #[error("provider answered HTTP {status}: {body}")]
+    #[error("provider {url} answered HTTP {status}: {body}")]
     Status {
+        /// The provider's base URL, without credentials or query.
+        url: String,
         /// HTTP status.
         status: u16,
         /// Retry-After, when sent.
@@ -190,6 +192,7 @@ impl Provider {
             let retry_after = ploke_runtime::retry::retry_after(response.headers());
             let body = response.text().await.unwrap_or_default();
             return Err(ProviderError::Status {
+                url: public_url(&self.config.base_url),
                 status: status.as_u16(),
                 retry_after,
                 body: body.chars().take(500).collect(),

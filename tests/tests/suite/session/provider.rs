@@ -18,7 +18,10 @@ async fn rate_limited_then_success_honours_retry_after() {
     ));
     assert_eq!(
         notices(&events),
-        vec!["provider answered HTTP 429: {\"error\":{\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached\",\"type\":\"requests\"}}; retrying in 1.0 s (try 2 of 3)".to_owned()]
+        vec![format!(
+            "provider {} answered HTTP 429: {{\"error\":{{\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached\",\"type\":\"requests\"}}}}; retrying in 1.0 s (try 2 of 3)",
+            c.fake.url()
+        )]
     );
     assert_eq!(c.requests().len(), 2);
     c.sandbox.stop().await.unwrap();
@@ -35,10 +38,10 @@ async fn three_server_errors_fail_the_turn() {
     let events = c.turn("hi").await;
     let f = failure(&events);
     assert_eq!(
-        (f.reason(), f.message.as_str()),
+        (f.reason(), f.message.clone()),
         (
             TurnFailureReason::Provider,
-            "provider answered HTTP 500: boom"
+            format!("provider {} answered HTTP 500: boom", c.fake.url())
         )
     );
     assert_eq!(notices(&events).len(), 2);
