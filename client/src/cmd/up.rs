@@ -26,6 +26,19 @@ pub async fn embedded_config(
     config: Option<PathBuf>,
 ) -> anyhow::Result<(PlokeConfig, Option<String>)> {
     let (_, cfg, provider) = embedded_layers(workspace, config).await?;
+    let data_dir = std::env::current_dir()
+        .unwrap_or_default()
+        .join(&cfg.data_dir);
+    if data_dir.starts_with(workspace) && !data_dir.starts_with(workspace.join(".ploke")) {
+        bail!(
+            "data_dir {} is inside the workspace {}: its index, sessions and logs would be \
+             indexed and read by the model's tools; set a directory outside the workspace, or \
+             leave data_dir unset for {}",
+            data_dir.display(),
+            workspace.display(),
+            workspace.join(".ploke").display()
+        );
+    }
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     if cfg.data_dir == workspace.join(".ploke") {

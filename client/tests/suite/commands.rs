@@ -139,7 +139,10 @@ async fn a_failed_turn_exits_non_zero() {
     let out = e.ploke(&["ask", "hello"]).await;
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("the turn failed (provider): provider answered HTTP 500: down"),
+        text(&out.stderr).contains(&format!(
+            "the turn failed (provider): provider {} answered HTTP 500: down",
+            e.fake.url()
+        )),
         "{}",
         text(&out.stderr)
     );
@@ -243,6 +246,36 @@ async fn search_without_a_gateway_runs_the_services_in_process() {
         "{stderr}"
     );
     assert!(dir.path().join(".ploke").is_dir());
+}
+
+/// State kept inside the workspace (not in `.ploke`) would be indexed and read by the model's
+/// tools: refused, naming both.
+#[tokio::test]
+async fn a_data_dir_inside_the_workspace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), super::LIB_RS).unwrap();
+    std::fs::write(root.join("ploke.toml"), "data_dir = \"state\"\n").unwrap();
+    let out = super::run(
+        &root,
+        ["search", "add", "--strategy", "bm25"]
+            .map(String::from)
+            .to_vec(),
+        &[("OPENAI_API_KEY", ""), ("OPENROUTER_API_KEY", "")],
+    )
+    .await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "error: data_dir {} is inside the workspace {}: its index, sessions and logs would be indexed and read by the model's tools",
+            root.join("state").display(),
+            root.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!root.join("state").exists());
 }
 
 /// `ploke search … | head -0`: the reader is gone before the answer is written. The command
