@@ -44,6 +44,9 @@ pub(crate) enum Input {
     Index(String, Option<Indexing>),
     /// A warning of the services in this process.
     Notice(String),
+    /// SIGTERM (or a SIGINT sent from outside: the terminal's Ctrl-C is a key here): leave as
+    /// quitting does, the terminal restored and the services drained.
+    Stop,
 }
 
 /// How the TUI starts.
@@ -224,6 +227,12 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
             }
         }
     });
+    let stop = tx.clone();
+    let signalled = ploke_runtime::shutdown::signal();
+    tokio::spawn(async move {
+        signalled.await;
+        let _ = stop.send(Input::Stop).await;
+    });
     let result = async {
         let mut stale = true;
         loop {
@@ -246,6 +255,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
             // A tick moves only the spinner: nothing to draw when nothing spins.
             stale = !matches!(input, Input::Tick) || app.running;
             match input {
+                Input::Stop => return Ok(()),
                 Input::Redraw => {}
                 Input::Tick => app.tick = app.tick.wrapping_add(1),
                 Input::Connection(c) => app.connection = c,

@@ -324,6 +324,54 @@ async fn up_without_a_provider_opens_keeps_commands_and_pastes_local_and_quits_f
     assert!(took < QUIT_AT_MOST, "quitting took {took:?}");
 }
 
+/// SIGTERM (`kill`, a closed terminal emulator, a service manager) ends the TUI as quitting
+/// does: exit 0, the terminal back on its normal screen, `up.json` removed. It used to die
+/// with 143 on the alternate screen, the cursor hidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_leaves_the_tui_as_quitting_does() {
+    let (dir, workspace, config) = up_workspace("");
+    let name = format!("ploke-term-test-{}", std::process::id());
+    let (pid_file, exit_file) = (dir.path().join("pid"), dir.path().join("exit"));
+    // The shell stays (its pane with it) to tell how `ploke` ended.
+    let command = format!(
+        "sh -c 'echo $$ > {}; env -u OPENAI_API_KEY -u OPENROUTER_API_KEY -u PLOKE_EMBED_MODEL XDG_CACHE_HOME={} {} up --workspace {} --config {}; echo $? > {}; sleep 60'",
+        pid_file.display(),
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_ploke"),
+        workspace.display(),
+        config.display(),
+        exit_file.display()
+    );
+    let tmux = Tmux::start(name, (140, 40), None, &command);
+    tmux.wait_for("ploke — ask about your code").await;
+    let shell = std::fs::read_to_string(&pid_file).unwrap();
+    let ploke = Command::new("pgrep")
+        .args(["-P", shell.trim(), "-x", "ploke"])
+        .output()
+        .unwrap();
+    let ploke = String::from_utf8_lossy(&ploke.stdout).trim().to_owned();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &ploke])
+            .status()
+            .unwrap()
+            .success(),
+        "no ploke process under {shell}"
+    );
+    let exit = poll(|| {
+        std::future::ready(
+            std::fs::read_to_string(&exit_file)
+                .map(|e| e.trim().to_owned())
+                .map_err(|e| format!("ploke still runs: {e}")),
+        )
+    })
+    .await;
+    assert_eq!(exit, "0", "ploke ended by the signal");
+    let alternate = tmux.run(&["display-message", "-p", "-t", &tmux.0, "#{alternate_on}"]);
+    assert_eq!(String::from_utf8_lossy(&alternate.stdout).trim(), "0");
+    assert!(!workspace.join(".ploke/up.json").exists());
+}
+
 /// `ploke chat --continue` reopens the workspace's last session with its history, and the
 /// short id its status bar shows is enough for `--session`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
