@@ -54,8 +54,28 @@ impl ServiceKind {
 #[serde(transparent)]
 pub struct Secret(String);
 
+thread_local! {
+    /// While set, a secret serializes as `***` and a digest of itself, so that
+    /// [`Layers::explain`] can tell which layer gave it without ever holding its value.
+    static FINGERPRINTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with secrets serialized as `***<digest>` (see [`FINGERPRINTS`]).
+pub(crate) fn with_secret_fingerprints<T>(f: impl FnOnce() -> T) -> T {
+    FINGERPRINTS.with(|c| c.set(true));
+    let out = f();
+    FINGERPRINTS.with(|c| c.set(false));
+    out
+}
+
 impl serde::Serialize for Secret {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if FINGERPRINTS.with(std::cell::Cell::get) {
+            use std::hash::{Hash as _, Hasher as _};
+            let mut h = std::hash::DefaultHasher::new();
+            self.0.hash(&mut h);
+            return s.serialize_str(&format!("***{:016x}", h.finish()));
+        }
         s.serialize_str("***")
     }
 }

@@ -344,9 +344,12 @@ impl Layers {
     /// Every leaf setting of `effective` (this configuration after the program's own
     /// adjustments), with its source.
     pub fn explain(&self, effective: &PlokeConfig) -> Vec<Explained> {
+        // Secrets as digests of themselves: `***` alone is equal in every layer, which would
+        // credit a file with what the environment set.
         let leaves = |c: &PlokeConfig| {
             let mut out = std::collections::BTreeMap::new();
-            flatten("", &serde_json::to_value(c).unwrap_or_default(), &mut out);
+            let value = super::with_secret_fingerprints(|| serde_json::to_value(c));
+            flatten("", &value.unwrap_or_default(), &mut out);
             out
         };
         let defaults = leaves(&PlokeConfig::default());
@@ -371,9 +374,14 @@ impl Layers {
                 } else {
                     "derived".to_owned()
                 };
+                let secret = value.as_str().is_some_and(|v| v.starts_with("***"));
                 Explained {
                     key,
-                    value: shown(&value),
+                    value: if secret {
+                        "\"***\"".to_owned()
+                    } else {
+                        shown(&value)
+                    },
                     source,
                 }
             })

@@ -500,6 +500,28 @@ fn secrets_are_never_printed_by_explain() {
             .any(|e| e.key == "gateway.tokens" || e.key == "gateway.admin_tokens")
     );
     assert!(!explained.iter().any(|e| e.value.contains("s3cret")));
+    // A file sets it too: the environment's still wins, and is named as the source.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        "[storage]\nurl = \"postgres://f:filepass@db/ploke\"\n",
+    )
+    .unwrap();
+    let args = CommonArgs {
+        config: Some(file.path().to_owned()),
+        ..Default::default()
+    };
+    let layers = PlokeConfig::load_layers(ServiceKind::Gateway, &[], &args, &|k| {
+        (k == "PLOKE_STORAGE_URL").then(|| "postgres://u:s3cret@db/ploke".to_owned())
+    })
+    .unwrap();
+    let explained = layers.explain(&layers.config);
+    let url = explained.iter().find(|e| e.key == "storage.url").unwrap();
+    assert_eq!(
+        (url.value.as_str(), url.source.as_str()),
+        ("\"***\"", "environment")
+    );
+    assert!(!explained.iter().any(|e| e.value.contains("filepass")));
 }
 
 #[test]
