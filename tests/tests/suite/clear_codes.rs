@@ -246,35 +246,32 @@ async fn long_ids_and_names_are_invalid_argument_naming_the_field() {
             "reason: must be at most 4096 bytes, got 1048576"
         )
     );
-    let s = sandbox
-        .gateway()
-        .create_session(CreateSessionRequest {
-            model: "m".repeat(3 << 20),
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(
-        short_invalid(&s),
+    // Through the gateway, and on llm-session itself.
+    for (through_gateway, request, message) in [
         (
-            Code::InvalidArgument,
-            "model: must be at most 256 bytes, got 3145728"
-        )
-    );
-    let s = sandbox
-        .sessions()
-        .create_session(CreateSessionRequest {
-            provider: "p".repeat(8_000),
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(
-        short_invalid(&s),
+            true,
+            CreateSessionRequest {
+                model: "m".repeat(3 << 20),
+                ..Default::default()
+            },
+            "model: must be at most 256 bytes, got 3145728",
+        ),
         (
-            Code::InvalidArgument,
-            "provider: must be at most 256 bytes, got 8000"
-        )
-    );
+            false,
+            CreateSessionRequest {
+                provider: "p".repeat(8_000),
+                ..Default::default()
+            },
+            "provider: must be at most 256 bytes, got 8000",
+        ),
+    ] {
+        let s = if through_gateway {
+            sandbox.gateway().create_session(request).await
+        } else {
+            sandbox.sessions().create_session(request).await
+        }
+        .unwrap_err();
+        assert_eq!(short_invalid(&s), (Code::InvalidArgument, message));
+    }
     sandbox.stop().await.unwrap();
 }
