@@ -156,15 +156,7 @@ enum Command {
 /// backtrace, whatever `RUST_BACKTRACE` says: these are the user's errors, not ours).
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // A command that prints its answer ends quietly when its reader goes (`ploke sessions |
-    // head -1`), as `cat` does, instead of panicking in `println!`. The TUI, `up` and `mcp`
-    // keep SIGPIPE ignored: their sockets and pipes report a closed peer as an error.
-    if !matches!(
-        cli.command,
-        Command::Up { .. } | Command::Chat { .. } | Command::Mcp { .. }
-    ) {
-        sigpipe::reset();
-    }
+    quiet_when_the_reader_goes();
     let outcome = ploke_runtime::binary::block_on(main_async(cli))
         .map_err(anyhow::Error::from)
         .and_then(|r| r);
@@ -175,6 +167,21 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// A command whose reader went away (`ploke sessions | head -1`) ends as `cat` does, with
+/// 128 + SIGPIPE and nothing on stderr, instead of the panic `println!` raises. SIGPIPE itself
+/// stays ignored: the services a command may run in this process write to sockets whose peers
+/// close, and must get an error there, not the signal.
+fn quiet_when_the_reader_goes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload_as_str().unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        report(info);
+    }));
 }
 
 async fn main_async(cli: Cli) -> anyhow::Result<()> {
