@@ -102,6 +102,11 @@ pub enum Bm25Error {
     /// The index was closed (the service is stopping).
     #[error("bm25 index is closed")]
     Closed,
+    /// Another process holds the index's writer.
+    #[error(
+        "bm25 index {0} is locked by another process; each rag-search needs a data dir of its own"
+    )]
+    Locked(String),
 }
 
 /// What a search must respect beyond its filters: files to leave out (shadowed by an overlay)
@@ -272,7 +277,13 @@ impl Bm25 {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        let writer = index.writer(WRITER_BYTES)?;
+        let writer = index.writer(WRITER_BYTES).map_err(|e| match e {
+            tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            ) => Bm25Error::Locked(dir.display().to_string()),
+            e => e.into(),
+        })?;
         Ok(Self {
             index,
             reader,

@@ -447,3 +447,19 @@ fn a_cut_between_equal_scores_keeps_the_same_documents_in_every_index() {
         assert_eq!(from_a, from_b, "{n} documents");
     }
 }
+
+#[test]
+fn a_second_opener_of_one_index_is_told_it_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    let Err(e) = Bm25::open(dir.path(), Boosts::default()) else {
+        panic!("a second writer opened the index")
+    };
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "bm25 index {} is locked by another process; each rag-search needs a data dir of its own",
+            dir.path().display()
+        )
+    );
+}
