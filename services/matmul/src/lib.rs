@@ -21,6 +21,12 @@ const PANEL: usize = 16;
 /// Panels one parallel task computes.
 const PANELS_PER_TASK: usize = 4;
 
+/// Products of at most this many rows (one text's: a query of up to 128 tokens) run on the
+/// calling thread. Split over two threads, a query's 40–200 µs products spent a fifth of its
+/// CPU on waking and parking them (perf, docs/PERFORMANCE.md); queries in flight together
+/// still use every core, each on its caller's thread. Batches of texts are split.
+const SERIAL_ROWS: usize = 128;
+
 /// A weight packed into panels, with its bias.
 pub struct PackedLinear {
     /// `panels × k × PANEL`; outputs past `outs` in the last panel are zero.
@@ -63,19 +69,20 @@ impl PackedLinear {
     }
 
     /// `x` (`rows × k`, row-major) times the weight transposed, plus the bias: `rows × outs`,
-    /// row-major. Groups of panels are spread over the current rayon pool. `None` when `x`'s
-    /// length is not a multiple of `k`.
+    /// row-major. Groups of panels are spread over the current rayon pool when `x` has more
+    /// than [`SERIAL_ROWS`] rows. `None` when `x`'s length is not a multiple of `k`.
     pub fn forward(&self, x: &[f32]) -> Option<Vec<f32>> {
         if !x.len().is_multiple_of(self.k) {
             return None;
         }
         let arch = pulp::Arch::new();
-        Some(self.forward_by(x, &|task| arch.dispatch(task)))
+        Some(self.forward_by(x, tile_rows(), &|task| arch.dispatch(task)))
     }
 
-    /// [`PackedLinear::forward`] with each task computed by `run` (the instruction set picked
-    /// at run time, or one chosen by a test).
-    fn forward_by(&self, x: &[f32], run: &(dyn Fn(Task<'_>) + Sync)) -> Vec<f32> {
+    /// [`PackedLinear::forward`] with rows in tiles of `tiles` rows (largest first, ending
+    /// with one) and each task computed by `run` (the instruction set picked at run time, or
+    /// one chosen by a test).
+    fn forward_by(&self, x: &[f32], tiles: &[usize], run: &(dyn Fn(Task<'_>) + Sync)) -> Vec<f32> {
         let k = self.k;
         let rows = x.len() / k;
         let outs = self.outs();
@@ -87,27 +94,33 @@ impl PackedLinear {
         // Rows a block at a time (their tiles stay in L2 while every panel passes), panels a
         // group at a time: one parallel task per block and group, each filling `block rows ×
         // width` of its own, copied into `y`'s columns after.
-        let blocks: Vec<Vec<RowTile>> = x
-            .par_chunks(ROW_BLOCK * k)
-            .map(|block| RowTile::split(block, k))
-            .collect();
+        let split = |block: &[f32]| RowTile::split(block, k, tiles);
         let groups: Vec<&[f32]> = self.panels.chunks(PANELS_PER_TASK * k * PANEL).collect();
-        let parts: Vec<Vec<f32>> = (0..blocks.len() * groups.len())
-            .into_par_iter()
-            .map(|task| {
-                let tiles = &blocks[task / groups.len()];
-                let rows = tiles.iter().map(|t| t.size).sum::<usize>();
-                let mut out = vec![0f32; rows * width];
-                run(Task {
-                    tiles,
-                    panels: groups[task % groups.len()],
-                    k,
-                    out: &mut out,
-                    width,
-                });
-                out
-            })
-            .collect();
+        let compute = |blocks: &[Vec<RowTile>], task: usize| {
+            let tiles = &blocks[task / groups.len()];
+            let rows = tiles.iter().map(|t| t.size).sum::<usize>();
+            let mut out = vec![0f32; rows * width];
+            run(Task {
+                tiles,
+                panels: groups[task % groups.len()],
+                k,
+                out: &mut out,
+                width,
+            });
+            out
+        };
+        let parts: Vec<Vec<f32>> = if rows <= SERIAL_ROWS {
+            let blocks: Vec<Vec<RowTile>> = x.chunks(ROW_BLOCK * k).map(split).collect();
+            (0..blocks.len() * groups.len())
+                .map(|task| compute(&blocks, task))
+                .collect()
+        } else {
+            let blocks: Vec<Vec<RowTile>> = x.par_chunks(ROW_BLOCK * k).map(split).collect();
+            (0..blocks.len() * groups.len())
+                .into_par_iter()
+                .map(|task| compute(&blocks, task))
+                .collect()
+        };
         for (task, part) in parts.iter().enumerate() {
             let first_row = (task / groups.len()) * ROW_BLOCK;
             let first = (task % groups.len()) * width;
@@ -125,9 +138,23 @@ impl PackedLinear {
     }
 }
 
-/// Rows the registers hold accumulators for: 6 × 2 vectors of 8 on AVX2 (16 registers), 6 ×
-/// 1 of 16 on AVX-512; the rows left over go in tiles of 4, 2 and 1.
+/// Rows the registers hold accumulators for: 6 × 2 vectors of 8 on AVX2 (12 of its 16
+/// registers); the rows left over go in tiles of 4, 2 and 1.
 const TILE_ROWS: [usize; 4] = [6, 4, 2, 1];
+
+/// AVX-512 has 32 registers and a panel is one vector: 16 rows of sums (a whole query of 16
+/// tokens in one tile) keep both multiply-add units busy where 6 wait on each sum's latency
+/// (docs/PERFORMANCE.md). Sums add in the same order whatever the tile, so results are alike.
+const TILE_ROWS_AVX512: [usize; 7] = [16, 12, 8, 6, 4, 2, 1];
+
+/// The tile sizes for the instruction set `pulp` picks on this CPU.
+fn tile_rows() -> &'static [usize] {
+    #[cfg(target_arch = "x86_64")]
+    if pulp::x86::V4::try_new().is_some() {
+        return &TILE_ROWS_AVX512;
+    }
+    &TILE_ROWS
+}
 
 /// Input features multiplied per pass over a panel's rows: a panel's `KC × PANEL` weights
 /// (16 KiB) stay in L1 while every row tile takes them.
@@ -141,13 +168,14 @@ struct RowTile {
 }
 
 impl RowTile {
-    fn split(x: &[f32], k: usize) -> Vec<RowTile> {
+    fn split(x: &[f32], k: usize, sizes: &[usize]) -> Vec<RowTile> {
         let rows = x.len() / k;
         let mut tiles = Vec::new();
         let mut first = 0;
         while first < rows {
-            let size = TILE_ROWS
-                .into_iter()
+            let size = sizes
+                .iter()
+                .copied()
                 .find(|n| first + n <= rows)
                 .unwrap_or(1);
             let mut t = vec![0f32; k * size];
@@ -186,6 +214,9 @@ impl WithSimd for Task<'_> {
                 for t in tiles {
                     let x = &t.x[from * t.size..to * t.size];
                     match t.size {
+                        16 => self.tile::<S, 16>(simd, weights, x, t.first, p, c == 0),
+                        12 => self.tile::<S, 12>(simd, weights, x, t.first, p, c == 0),
+                        8 => self.tile::<S, 8>(simd, weights, x, t.first, p, c == 0),
                         6 => self.tile::<S, 6>(simd, weights, x, t.first, p, c == 0),
                         4 => self.tile::<S, 4>(simd, weights, x, t.first, p, c == 0),
                         2 => self.tile::<S, 2>(simd, weights, x, t.first, p, c == 0),
@@ -301,13 +332,16 @@ mod tests {
             (3, 65),
         ];
         for (name, run) in instruction_sets() {
-            for (k, outs) in shapes {
-                for rows in [1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 17, 96, 97, 200] {
+            for ((k, outs), tiles) in shapes
+                .into_iter()
+                .flat_map(|s| [(s, &TILE_ROWS[..]), (s, &TILE_ROWS_AVX512[..])])
+            {
+                for rows in [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 16, 17, 29, 96, 97, 200] {
                     let x = values(rows * k, 1);
                     let w = values(outs * k, 2);
                     let b = values(outs, 3);
                     let packed = PackedLinear::new(&w, &b, k).unwrap();
-                    let got = packed.forward_by(&x, &*run);
+                    let got = packed.forward_by(&x, tiles, &*run);
                     let want = reference(&x, &w, &b, k);
                     assert_eq!(got.len(), rows * outs);
                     let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
@@ -318,9 +352,33 @@ mod tests {
                         .fold(0f32, f32::max);
                     assert!(
                         worst < 1e-5 * scale,
-                        "{name}: k {k} outs {outs} rows {rows}: off by {worst} of {scale}"
+                        "{name} {tiles:?}: k {k} outs {outs} rows {rows}: off by {worst} of {scale}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn tiles_of_any_size_give_the_same_bits() {
+        // Each sum adds its products in input order whatever tile holds it, so the AVX-512
+        // tiles change no embedding (rankings stay byte-identical across hosts' tile sizes).
+        let (k, outs) = (384, 131);
+        let w = values(outs * k, 2);
+        let b = values(outs, 3);
+        let packed = PackedLinear::new(&w, &b, k).unwrap();
+        for (name, run) in instruction_sets() {
+            for rows in [1, 7, 16, 18, 97] {
+                let x = values(rows * k, 1);
+                let narrow = packed.forward_by(&x, &TILE_ROWS, &*run);
+                let wide = packed.forward_by(&x, &TILE_ROWS_AVX512, &*run);
+                assert!(
+                    narrow
+                        .iter()
+                        .zip(&wide)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{name}: rows {rows}"
+                );
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The local model's cost: one query's embedding (CPU and wall time, as a HYBRID Search pays
-//! it, on the model's own query pool) and batch throughput at 128 tokens (as indexing pays
-//! it, one and two workers), with the process's RSS once the model is loaded. Not a test:
+//! it, on a query lane) and batch throughput at 128 tokens (as indexing pays it, one and two
+//! workers), with the process's RSS once the model is loaded. Not a test:
 //! results go to docs/PERFORMANCE.md.
 //!
 //!   cargo bench -p ploke-rag-search --bench embed -- --embed-model DIR --queries FILE
@@ -31,6 +31,9 @@ struct Args {
     /// Tokens of a query embedded (the service's `query_max_tokens`).
     #[arg(long, default_value_t = 16)]
     query_tokens: usize,
+    /// cargo bench passes --bench.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 /// This process's CPU time (user + system), ms.

@@ -4,6 +4,7 @@
 //! threads that share one model.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -15,8 +16,8 @@ use super::encoder::{self, Config, Encoder};
 /// Tokens per text the model sees; longer texts are truncated.
 pub const MAX_TOKENS: usize = 128;
 
-/// Threads one query's embedding uses at most.
-const QUERY_THREADS: usize = 4;
+/// Query lanes at most (one per core up to this).
+const QUERY_LANES: usize = 4;
 
 fn err(context: &str) -> impl FnOnce(String) -> EmbedError + '_ {
     move |e| EmbedError::Model(format!("{context}: {e}"))
@@ -29,8 +30,8 @@ pub struct LocalModel {
     device: Device,
     dims: usize,
     name: String,
-    /// Threads a query's forward pass runs on (see [`LocalModel::embed_query`]).
-    query_pool: Option<rayon::ThreadPool>,
+    /// Where queries run (see [`LocalModel::embed_query`]).
+    lanes: QueryLanes,
     /// Tokens of a query embedded, [CLS] and [SEP] included.
     query_tokens: usize,
 }
@@ -79,23 +80,13 @@ impl LocalModel {
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let threads =
-            std::thread::available_parallelism().map_or(1, |n| n.get().min(QUERY_THREADS));
-        let query_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("query-embed-{i}"))
-            .build()
-            .inspect_err(|e| {
-                tracing::warn!(error = %e, "no query thread pool; queries use the global one");
-            })
-            .ok();
         Ok(Self {
             model,
             tokenizer,
             device,
             dims: config.hidden_size,
             name,
-            query_pool,
+            lanes: QueryLanes::new(),
             query_tokens: MAX_TOKENS,
         })
     }
@@ -124,11 +115,7 @@ impl LocalModel {
             .unwrap_or(0)
     }
 
-    /// Embeds one query, its forward pass on the model's own thread pool: the matrix products
-    /// split each layer across the pool's threads, and a caller outside a rayon pool would
-    /// otherwise hand every one of them to another thread and sleep until it is done (a
-    /// wake-up per layer; 1.3x slower here). Queries from many callers queue on the pool; a
-    /// pool thread waiting inside one query's layer may run another query's meanwhile.
+    /// Embeds one query on a lane of its own (see [`QueryLanes`]).
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         let mut encoding = self
             .tokenizer
@@ -144,12 +131,8 @@ impl LocalModel {
             .tokenizer
             .post_process(encoding, None, true)
             .map_err(|e| err("tokenizing")(e.to_string()))?;
-        let run = || self.forward(vec![encoding]);
-        let mut vectors = match &self.query_pool {
-            Some(pool) => pool.install(run),
-            None => run(),
-        }?;
-        vectors
+        self.lanes
+            .run(|| self.forward(vec![encoding]))?
             .pop()
             .ok_or_else(|| EmbedError::Model("no vector for the query".into()))
     }
@@ -196,5 +179,116 @@ impl LocalModel {
             encoder::mean_pool_normalised(&hidden, mask.as_ref())?.to_vec2::<f32>()
         };
         run().map_err(|e| err("running the model")(e.to_string()))
+    }
+}
+
+/// Single-thread rayon pools a query's forward pass runs on, the least busy taken: the pass
+/// stays on one thread (its products run serially in `ploke_matmul`, and candle's softmax and
+/// layer norm split over a pool's threads, whose waking, parking and spinning cost a fifth
+/// of a query's CPU on a pool of two, and more from outside any pool: docs/PERFORMANCE.md),
+/// while queries in flight together take a lane, and a core, each. When no pool can be made
+/// the query runs on its caller's thread.
+struct QueryLanes {
+    lanes: Vec<(rayon::ThreadPool, std::sync::atomic::AtomicUsize)>,
+}
+
+impl QueryLanes {
+    fn new() -> Self {
+        Self::with(std::thread::available_parallelism().map_or(1, |n| n.get().min(QUERY_LANES)))
+    }
+
+    fn with(count: usize) -> Self {
+        let lanes = (0..count)
+            .filter_map(|lane| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .thread_name(move |_| format!("query-embed-{lane}"))
+                    .build()
+                    .inspect_err(|e| tracing::warn!(error = %e, lane, "no query lane"))
+                    .ok()
+            })
+            .map(|pool| (pool, AtomicUsize::new(0)))
+            .collect();
+        Self { lanes }
+    }
+
+    /// Runs `work` on the lane with the fewest queries in it (claimed at the count seen, so
+    /// two queries arriving together take two lanes).
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        loop {
+            let Some((pool, busy)) = self
+                .lanes
+                .iter()
+                .min_by_key(|(_, busy)| busy.load(Ordering::Acquire))
+            else {
+                return work();
+            };
+            let seen = busy.load(Ordering::Acquire);
+            if busy
+                .compare_exchange(seen, seen + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                let _leaving = Leaving(busy);
+                return pool.install(work);
+            }
+        }
+    }
+}
+
+/// Counts a query out of its lane however it ends.
+struct Leaving<'a>(&'a AtomicUsize);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::QueryLanes;
+
+    /// Runs on a lane, tells the other query it is there and waits to hear the same of it:
+    /// two queries on one lane would run one after the other and the first would hear nothing.
+    fn meet(
+        lanes: &QueryLanes,
+        tell: mpsc::Sender<()>,
+        hear: mpsc::Receiver<()>,
+    ) -> Option<String> {
+        lanes.run(move || {
+            tell.send(()).ok()?;
+            hear.recv_timeout(Duration::from_secs(30)).ok()?;
+            std::thread::current().name().map(str::to_owned)
+        })
+    }
+
+    #[test]
+    fn queries_in_flight_together_take_lanes_of_their_own() {
+        let lanes = QueryLanes::with(2);
+        let (to_a, at_a) = mpsc::channel();
+        let (to_b, at_b) = mpsc::channel();
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| meet(&lanes, to_b, at_a));
+            let b = s.spawn(|| meet(&lanes, to_a, at_b));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        let mut names = [a.unwrap(), b.unwrap()];
+        names.sort();
+        assert_eq!(names, ["query-embed-0", "query-embed-1"]);
+        // Both counted out again: the next query takes lane 0.
+        assert_eq!(
+            lanes.run(|| std::thread::current().name().map(str::to_owned)),
+            Some("query-embed-0".to_owned())
+        );
+    }
+
+    #[test]
+    fn without_lanes_a_query_runs_on_its_caller() {
+        let lanes = QueryLanes::with(0);
+        let caller = std::thread::current().id();
+        assert_eq!(lanes.run(|| std::thread::current().id()), caller);
     }
 }
