@@ -254,7 +254,17 @@ fn search_replace(
         originals,
         order,
     )?;
-    let mut found = original.text.match_indices(&edit.search);
+    // A file written with CRLF line ends is searched and edited with them: a model writes
+    // "\n" between lines whatever the file has, and its lines would never match, or its
+    // replacement would leave LF lines in a CRLF file.
+    let eol = line_end(&original.text);
+    let crlf_search = with_line_end(&edit.search, eol);
+    let (search, replace) = if original.text.contains(crlf_search.as_ref()) {
+        (crlf_search, with_line_end(&edit.replace, eol))
+    } else {
+        (edit.search.as_str().into(), edit.replace.as_str().into())
+    };
+    let mut found = original.text.match_indices(search.as_ref());
     let Some((start, _)) = found.next() else {
         return Err(ToolFailure::new(
             ToolErrorCode::NoMatch,
@@ -281,8 +291,8 @@ fn search_replace(
         index,
         file: file.clone(),
         start,
-        end: start + edit.search.len(),
-        replacement: edit.replace.clone(),
+        end: start + search.len(),
+        replacement: replace.into_owned(),
         summary: format!("search/replace in {file}"),
     })
 }
@@ -354,9 +364,29 @@ async fn replace_item(
             file: file.clone(),
             start,
             end,
-            replacement,
+            replacement: with_line_end(&replacement, line_end(&original.text)).into_owned(),
             summary: format!("replace {canon}"),
         });
+    }
+}
+
+/// The line end most of `text`'s lines have: "\r\n" or "\n".
+fn line_end(text: &str) -> &'static str {
+    let crlf = text.matches("\r\n").count();
+    if crlf > 0 && crlf >= text.matches('\n').count() - crlf {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// `text` with its "\n" line ends written as `eol`; as given when `eol` is "\n" or `text`
+/// already has a CR (written for the file as it is).
+fn with_line_end<'a>(text: &'a str, eol: &str) -> std::borrow::Cow<'a, str> {
+    if eol == "\n" || text.contains('\r') {
+        text.into()
+    } else {
+        text.replace('\n', eol).into()
     }
 }
 

@@ -474,3 +474,69 @@ async fn a_trait_impl_method_is_replaced_by_its_canonical_path() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_crlf_file_is_searched_and_edited_with_its_own_line_ends() {
+    let h = Harness::start_with(Options {
+        auto_approve: true,
+        ..Options::default()
+    })
+    .await;
+    // A model writes "\n" between lines; the file has "\r\n".
+    let crlf = |s: &str| s.replace('\n', "\r\n");
+    std::fs::write(
+        h.path("src/win.rs"),
+        crlf("fn a() {\n    1\n}\n\nfn b() {}\n"),
+    )
+    .unwrap();
+    let events = h
+        .events(
+            "call-1",
+            edit_call(vec![search_replace(
+                "src/win.rs",
+                "fn a() {\n    1\n}\n",
+                "fn a() {\n    let x = 1;\n    x\n}\n",
+            )]),
+        )
+        .await;
+    applied(events.last().cloned().unwrap());
+    assert_eq!(
+        h.read("src/win.rs"),
+        crlf("fn a() {\n    let x = 1;\n    x\n}\n\nfn b() {}\n")
+    );
+
+    // An item replaced by its path: the new code takes the file's line ends too (the index
+    // saw the file with "\n"; the edit refreshes it first).
+    std::fs::write(h.path("src/net.rs"), crlf(super::NET_RS)).unwrap();
+    let new = "pub fn connect_socket(addr: &str) -> bool {\n    addr.contains(':')\n}";
+    let events = h
+        .events(
+            "call-2",
+            edit_call(vec![replace_item("crate::net::connect_socket", new)]),
+        )
+        .await;
+    applied(events.last().cloned().unwrap());
+    assert_eq!(h.read("src/net.rs"), crlf(&format!("{new}\n")));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_file_of_mixed_line_ends_is_searched_as_written() {
+    let h = Harness::start_with(Options {
+        auto_approve: true,
+        ..Options::default()
+    })
+    .await;
+    // Mostly CRLF, one region of LF lines: a search of that region as written still matches.
+    let text = "a\r\nb\r\nc\nd\ne\r\n";
+    std::fs::write(h.path("src/mixed.txt"), text).unwrap();
+    let events = h
+        .events(
+            "call-1",
+            edit_call(vec![search_replace("src/mixed.txt", "c\nd\n", "c\nD\n")]),
+        )
+        .await;
+    applied(events.last().cloned().unwrap());
+    assert_eq!(h.read("src/mixed.txt"), "a\r\nb\r\nc\nD\ne\r\n");
+    h.stop().await;
+}
