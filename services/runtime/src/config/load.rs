@@ -70,6 +70,34 @@ impl PlokeConfig {
         })
     }
 
+    /// Every `api_key_env` names an environment variable. A key pasted there instead would
+    /// be printed by every error that names the variable, so the value is not repeated.
+    fn check_key_names(&self) -> Result<(), String> {
+        let names = self
+            .providers
+            .iter()
+            .map(|(name, p)| (format!("providers.{name}.api_key_env"), &p.api_key_env))
+            .chain(
+                self.embedding
+                    .iter()
+                    .map(|e| ("embedding.api_key_env".to_owned(), &e.api_key_env)),
+            );
+        for (key, value) in names {
+            let Some(var) = value else { continue };
+            let is_name = var.len() <= 128
+                && var.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !is_name {
+                return Err(format!(
+                    "{key} must be the name of an environment variable (letters, digits and _, \
+                     at most 128), such as OPENAI_API_KEY, not the key itself; the value is \
+                     not shown"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// `PLOKE_*` variables among `env_names` that ploke does not read (likely typos).
     pub fn unknown_env(env_names: &[String]) -> Vec<String> {
         env_names
@@ -134,6 +162,7 @@ impl PlokeConfig {
         config.storage.validate().map_err(ConfigError::Invalid)?;
         config.gateway.validate().map_err(ConfigError::Invalid)?;
         config.rag_search.validate().map_err(ConfigError::Invalid)?;
+        config.check_key_names().map_err(ConfigError::Invalid)?;
         Ok(Layers {
             files: tables,
             files_only,

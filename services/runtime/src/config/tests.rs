@@ -551,3 +551,50 @@ fn an_empty_embed_model_variable_names_no_model() {
     .unwrap();
     assert_eq!(named.rag_search.embed_model, Some(PathBuf::from("/m")));
 }
+
+#[test]
+fn a_key_written_where_its_variable_name_belongs_is_refused_without_being_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |toml: &str| {
+        let file = dir.path().join("ploke.toml");
+        std::fs::write(&file, toml).unwrap();
+        PlokeConfig::load_layers(
+            ServiceKind::LlmSession,
+            &[file],
+            &CommonArgs::default(),
+            &|_| None,
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    };
+    let key = "sk-proj-abc123DEF456";
+    let provider = format!(
+        "[providers.openai]\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"{key}\"\n"
+    );
+    let embedding = format!(
+        "[embedding]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"{key}\"\n"
+    );
+    assert_eq!(
+        [load(&provider), load(&embedding)],
+        [
+            Err(
+                "invalid configuration: providers.openai.api_key_env must be the name of an \
+                 environment variable (letters, digits and _, at most 128), such as \
+                 OPENAI_API_KEY, not the key itself; the value is not shown"
+                    .to_owned()
+            ),
+            Err(
+                "invalid configuration: embedding.api_key_env must be the name of an \
+                 environment variable (letters, digits and _, at most 128), such as \
+                 OPENAI_API_KEY, not the key itself; the value is not shown"
+                    .to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        load(
+            "[providers.openai]\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"OPENAI_API_KEY_2\"\n"
+        ),
+        Ok(())
+    );
+}
