@@ -2,13 +2,15 @@
 //! edits shown as diffs and decided (a prompt on a terminal, `--approve`, else denied); exits
 //! non-zero when the turn fails. A broken event stream is resumed from the last seq.
 
+use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::bail;
 use ploke_proto::session::v1::{
-    CreateSessionRequest, DeleteSessionRequest, SendMessageRequest, session_event::Event,
+    CreateSessionRequest, DeleteSessionRequest, EditDecided, SendMessageRequest,
+    session_event::Event,
 };
-use ploke_proto::tools::v1::{DecideEditRequest, Decision};
+use ploke_proto::tools::v1::{DecideEditRequest, Decision, EditProposal, ProposalState};
 
 use super::{Conn, Gateway, Target, edits, providers};
 use ploke_client::gateway::{Followed, SessionEvents};
@@ -104,8 +106,19 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
     );
     let mut resumes = 0;
     let mut open_line = false;
+    let mut asking = Asking::new(args.approve);
     loop {
-        let event = match events.next().await {
+        let followed = tokio::select! {
+            followed = events.next() => followed,
+            answer = asking.answer(), if asking.waiting() => {
+                if let Some((p, decision)) = asking.answered(answer) {
+                    decide_edit(conn, &p, decision, overlay.as_ref()).await?;
+                }
+                asking.prompt_next();
+                continue;
+            }
+        };
+        let event = match followed {
             Followed::Connected => continue,
             Followed::Event(e) => e,
             Followed::Interrupted(why) => {
@@ -145,10 +158,13 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 eprintln!("  ✗ {}: {}", f.name, e.message);
             }
             Event::EditProposed(p) => {
-                if let Some(p) = p.proposal {
-                    decide_edit(conn, &p, args.approve, overlay.as_ref()).await?;
+                if let Some(p) = p.proposal
+                    && let Some(decision) = asking.proposed(p.clone())
+                {
+                    decide_edit(conn, &p, decision, overlay.as_ref()).await?;
                 }
             }
+            Event::EditDecided(d) => asking.decided_elsewhere(&d, overlay.is_some()),
             Event::Notice(n) => eprintln!("! {}", n.text),
             Event::TurnCompleted(t) => {
                 let u = t.usage.unwrap_or_default();
@@ -165,10 +181,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 let reason = crate::describe::turn_failure(f.reason);
                 bail!("the turn failed ({reason}): {}", f.message);
             }
-            Event::UserMessage(_)
-            | Event::ToolCallProgress(_)
-            | Event::EditDecided(_)
-            | Event::ContextPlan(_) => {}
+            Event::UserMessage(_) | Event::ToolCallProgress(_) | Event::ContextPlan(_) => {}
         }
     }
 }
@@ -186,37 +199,144 @@ async fn discard(gateway: &mut Gateway, session_id: &str) {
     }
 }
 
-async fn decide_edit(
-    conn: &mut Conn,
-    p: &ploke_proto::tools::v1::EditProposal,
+/// What `ask` answers a proposal with: approve (`--approve`), deny (no terminal), or the
+/// user's answer to a prompt. Prompts wait one at a time while the event stream is followed:
+/// a proposal decided elsewhere meanwhile (another client, an admin, its expiry) takes its
+/// prompt away instead of leaving a question whose answer would be refused.
+struct Asking {
     approve: bool,
-    overlay: Option<&ploke_client::checkout::Checkout>,
-) -> anyhow::Result<()> {
-    eprintln!();
-    let colour = crate::highlight::colour(&std::io::stderr());
-    edits::print_proposal(&mut std::io::stderr(), p, true, colour);
-    let (decision, reason) = if approve {
-        (Decision::Approve, String::new())
-    } else if std::io::stdin().is_terminal() {
-        eprint!("apply this change? [y/N] ");
-        let _ = std::io::stderr().flush();
-        let answer = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|_| line)
-        })
-        .await??;
-        if answer.trim().eq_ignore_ascii_case("y") || answer.trim().eq_ignore_ascii_case("yes") {
+    /// Proposals waiting for the user, the first one prompted.
+    waiting: VecDeque<EditProposal>,
+    /// Lines typed on the terminal, read on a thread of their own from the first prompt on.
+    lines: Option<tokio::sync::mpsc::Receiver<String>>,
+}
+
+type Answer = (EditProposal, (Decision, String));
+
+impl Asking {
+    fn new(approve: bool) -> Self {
+        Self {
+            approve,
+            waiting: VecDeque::new(),
+            lines: None,
+        }
+    }
+
+    /// A new proposal: shown, and decided at once unless the user is asked.
+    fn proposed(&mut self, p: EditProposal) -> Option<(Decision, String)> {
+        if self.approve {
+            show(&p);
+            return Some((Decision::Approve, String::new()));
+        }
+        if !std::io::stdin().is_terminal() {
+            show(&p);
+            eprintln!("(not a terminal: denied; rerun with --approve to apply edits)");
+            return Some((
+                Decision::Deny,
+                "`ploke ask` ran without a terminal and without --approve".to_owned(),
+            ));
+        }
+        self.waiting.push_back(p);
+        if self.waiting.len() == 1 {
+            self.prompt();
+        }
+        None
+    }
+
+    fn waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// The next line typed (`None` once the terminal is closed).
+    async fn answer(&mut self) -> Option<String> {
+        self.lines.as_mut()?.recv().await
+    }
+
+    /// The prompted proposal and the decision `line` makes (a closed terminal denies).
+    fn answered(&mut self, line: Option<String>) -> Option<Answer> {
+        let p = self.waiting.pop_front()?;
+        let yes = line
+            .as_deref()
+            .map(str::trim)
+            .is_some_and(|a| a.eq_ignore_ascii_case("y") || a.eq_ignore_ascii_case("yes"));
+        let decision = if yes {
             (Decision::Approve, String::new())
         } else {
             (Decision::Deny, "the user declined".to_owned())
+        };
+        Some((p, decision))
+    }
+
+    /// A decision made elsewhere on a proposal still waiting here takes it off the list.
+    fn decided_elsewhere(&mut self, d: &EditDecided, overlay: bool) {
+        let Some(at) = self
+            .waiting
+            .iter()
+            .position(|p| p.proposal_id == d.proposal_id)
+        else {
+            return;
+        };
+        self.waiting.remove(at);
+        let state = edits::state_name(d.state());
+        eprintln!("\n({} is {state} now; no longer asking)", d.proposal_id);
+        if overlay && d.in_overlay && d.state() == ProposalState::Applied {
+            eprintln!(
+                "(`ploke edits fetch {}` writes it into your checkout)",
+                d.proposal_id
+            );
         }
-    } else {
-        eprintln!("(not a terminal: denied; rerun with --approve to apply edits)");
-        (
-            Decision::Deny,
-            "`ploke ask` ran without a terminal and without --approve".to_owned(),
-        )
-    };
+        if at == 0 {
+            self.prompt_next();
+        }
+    }
+
+    /// Asks about the next waiting proposal, if any.
+    fn prompt_next(&mut self) {
+        if !self.waiting.is_empty() {
+            self.prompt();
+        }
+    }
+
+    /// Shows the first waiting proposal and asks; what was typed before it is not its answer.
+    fn prompt(&mut self) {
+        let lines = self.lines.get_or_insert_with(read_lines);
+        while lines.try_recv().is_ok() {}
+        if let Some(p) = self.waiting.front() {
+            show(p);
+        }
+        eprint!("apply this change? [y/N] ");
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn show(p: &EditProposal) {
+    eprintln!();
+    let colour = crate::highlight::colour(&std::io::stderr());
+    edits::print_proposal(&mut std::io::stderr(), p, true, colour);
+}
+
+/// Lines of stdin, read on a thread that ends with the process (a read cannot be cancelled).
+fn read_lines() -> tokio::sync::mpsc::Receiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Sends the decision; one refused because the proposal is no longer pending (decided
+/// elsewhere or expired in the meantime) is reported and the turn goes on.
+async fn decide_edit(
+    conn: &mut Conn,
+    p: &EditProposal,
+    (decision, reason): (Decision, String),
+    overlay: Option<&ploke_client::checkout::Checkout>,
+) -> anyhow::Result<()> {
     let decided = conn
         .gateway
         .decide_edit(DecideEditRequest {
@@ -225,9 +345,15 @@ async fn decide_edit(
             edit_indices: Vec::new(),
             reason,
         })
-        .await
-        .map_err(|s| anyhow::anyhow!("deciding {}: {}", p.proposal_id, s.message()))?
-        .into_inner();
+        .await;
+    let decided = match decided {
+        Ok(d) => d.into_inner(),
+        Err(s) if s.code() == tonic::Code::FailedPrecondition => {
+            eprintln!("({})", s.message());
+            return Ok(());
+        }
+        Err(s) => bail!("deciding {}: {}", p.proposal_id, s.message()),
+    };
     // Applied to the session's overlay: the files are this checkout's to write.
     if let Some(checkout) = overlay
         && !decided.deliveries.is_empty()

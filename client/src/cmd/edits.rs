@@ -51,7 +51,7 @@ pub enum EditsCommand {
     },
 }
 
-fn state_name(s: ProposalState) -> String {
+pub(super) fn state_name(s: ProposalState) -> String {
     crate::describe::lower(s.as_str_name(), "PROPOSAL_STATE_")
 }
 

@@ -186,6 +186,62 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
     e.sandbox.stop().await.unwrap();
 }
 
+/// `ploke ask` on a terminal asks before applying an edit; a decision made elsewhere while it
+/// asks takes the question away and the turn goes on (the prompt used to stay, and its answer
+/// was refused and ended the command).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_in_tmux_stops_asking_about_an_edit_decided_elsewhere() {
+    let e = env().await;
+    let edit = |from: &str, to: &str| {
+        format!(
+            r#"{{"edits": [{{"search_replace": {{"file_path": "src/lib.rs", "search": "{from}", "replace": "{to}"}}}}]}}"#
+        )
+    };
+    let (first, second) = (edit("a + b", "a - b"), edit("a - b", "a * b"));
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", first.as_str())]),
+        Reply::tool_calls(&[("call_2", "apply_code_edit", second.as_str())]),
+        Reply::text(&["Multiplied."]),
+    ]);
+    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
+    let name = format!("ploke-ask-test-{}", std::process::id());
+    // The pane stays after the command ends, with its exit status, for the test to read.
+    let command = format!(
+        "PLOKE_TOKEN={} {} ask 'subtract instead' --gateway {url}; echo exit=$?; sleep 600",
+        ploke_e2e::TOKEN,
+        env!("CARGO_BIN_EXE_ploke")
+    );
+    let tmux = Tmux::start(name, (120, 40), Some(e.sandbox.workspace_root()), &command);
+    // The first edit is answered here.
+    tmux.wait_for("+    a - b").await;
+    tmux.wait_for("apply this change? [y/N]").await;
+    tmux.keys(&["y", "Enter"]);
+    // The second is approved elsewhere while the prompt waits.
+    tmux.wait_for("+    a * b").await;
+    tmux.wait_for("apply this change? [y/N]").await;
+    let listed = e.ploke(&["edits"]).await;
+    let stdout = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let id = stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let approved = e.ploke(&["edits", "approve", &id]).await;
+    assert!(approved.status.success(), "{stdout}");
+    let screen = tmux.wait_for("exit=0").await;
+    assert!(
+        screen.contains(&format!("({id} is applied now; no longer asking)")),
+        "{screen}"
+    );
+    assert!(screen.contains("Multiplied."), "{screen}");
+    assert!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/lib.rs"))
+            .unwrap()
+            .contains("a * b")
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
 /// `ploke up` with its TUI on the terminal: the services' logs (and MCP clients' calls to its
 /// endpoint) go to `.ploke/logs/`, never over the screen; Ctrl-C quits at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
