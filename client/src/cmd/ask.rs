@@ -1,6 +1,7 @@
-//! `ploke ask`: one question, the answer streamed to stdout, tool calls summarised on stderr,
-//! edits shown as diffs and decided (a prompt on a terminal, `--approve`, else denied); exits
-//! non-zero when the turn fails. A broken event stream is resumed from the last seq.
+//! `ploke ask`: one question, the answer on stdout (streamed on a terminal, whole messages when
+//! piped), tool calls summarised on stderr, edits shown as diffs and decided (a prompt on a
+//! terminal, `--approve`, else denied); exits non-zero when the turn fails. A broken event
+//! stream is resumed from the last seq.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
@@ -106,6 +107,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
     );
     let mut resumes = 0;
     let mut open_line = false;
+    let live = std::io::stdout().is_terminal();
     let mut asking = Asking::new(args.approve);
     loop {
         let followed = tokio::select! {
@@ -136,12 +138,19 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         };
         let Some(event) = event.event else { continue };
         match event {
-            Event::AssistantDelta(d) => {
+            // Streamed on a terminal; piped, each message whole: a retried stream's partial
+            // text is on the screen before the retry's notice, but never in a pipe's answer.
+            Event::AssistantDelta(d) if live => {
                 print!("{}", d.text);
                 let _ = std::io::stdout().flush();
                 open_line = !d.text.ends_with('\n');
             }
-            Event::AssistantMessage(_) => {
+            Event::AssistantDelta(_) => {}
+            Event::AssistantMessage(m) => {
+                if !live && !m.text.is_empty() {
+                    print!("{}", m.text);
+                    open_line = !m.text.ends_with('\n');
+                }
                 if open_line {
                     println!();
                     open_line = false;
@@ -165,7 +174,13 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 }
             }
             Event::EditDecided(d) => asking.decided_elsewhere(&d, overlay.is_some()),
-            Event::Notice(n) => eprintln!("! {}", n.text),
+            Event::Notice(n) => {
+                if open_line {
+                    println!();
+                    open_line = false;
+                }
+                eprintln!("! {}", n.text);
+            }
             Event::TurnCompleted(t) => {
                 let u = t.usage.unwrap_or_default();
                 eprintln!(

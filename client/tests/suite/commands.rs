@@ -97,6 +97,22 @@ async fn ask_streams_the_answer_and_summarises_tool_calls() {
 }
 
 #[tokio::test]
+async fn a_piped_answer_holds_only_the_retry_that_completed() {
+    let e = env().await;
+    // The first stream breaks after its first piece; the retry answers whole.
+    e.fake.push([
+        Reply::text(&["Half an ", "answer."]).cut_after(1),
+        Reply::text(&["The whole ", "answer."]),
+    ]);
+    let out = e.ploke(&["ask", "what does add return?"]).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), "The whole answer.\n");
+    assert!(stderr.contains("retrying in"), "{stderr}");
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn ask_without_a_terminal_denies_edits_and_says_so() {
     let e = env().await;
     let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a - b"}}]}"#;
