@@ -163,9 +163,9 @@ pub fn init_to(
         None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(status_line::Stderr),
     };
     let filter_text = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log_filter.clone());
-    let filter = EnvFilter::try_new(&filter_text).map_err(|e| TelemetryError::Filter {
+    let filter = parse_filter(&filter_text).map_err(|message| TelemetryError::Filter {
         filter: filter_text.clone(),
-        message: e.to_string(),
+        message,
     })?;
     let fmt = match config.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -211,9 +211,65 @@ pub fn init_to(
     Ok(TelemetryGuard { provider })
 }
 
+/// Parses a log filter. A bare word is a module name to `EnvFilter` (logged at every level, all
+/// else off), so a level misspelt — `warning`, `verbose` — would silence every log without a
+/// word: such words are refused, naming the levels.
+fn parse_filter(text: &str) -> Result<EnvFilter, String> {
+    const LEVELISH: &[&str] = &[
+        "warning",
+        "warnings",
+        "err",
+        "errors",
+        "information",
+        "informational",
+        "verbose",
+        "debugging",
+        "critical",
+        "fatal",
+        "all",
+        "none",
+        "notice",
+        "quiet",
+        "silent",
+    ];
+    for directive in text.split(',').map(str::trim) {
+        if LEVELISH.contains(&directive.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "`{directive}` is not a level; the levels are off, error, warn, info, debug and \
+                 trace (a bare word names a module, logged at every level while all else is off)"
+            ));
+        }
+    }
+    EnvFilter::try_new(text).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::otlp_requested;
+    use super::{otlp_requested, parse_filter};
+
+    #[test]
+    fn a_misspelt_level_is_refused_rather_than_silencing_every_log() {
+        for good in [
+            "info",
+            "warn,ploke_gateway=debug",
+            "tantivy",
+            "off",
+            "ploke=trace",
+        ] {
+            assert!(parse_filter(good).is_ok(), "{good}");
+        }
+        assert_eq!(
+            parse_filter("info, Warning").err(),
+            Some(
+                "`Warning` is not a level; the levels are off, error, warn, info, debug and trace \
+                 (a bare word names a module, logged at every level while all else is off)"
+                    .to_owned()
+            )
+        );
+        assert!(parse_filter("verbose").is_err());
+        // A level after `=` is EnvFilter's to check.
+        assert!(parse_filter("ploke=bogus").is_err());
+    }
 
     #[test]
     fn otlp_only_when_the_environment_asks() {
