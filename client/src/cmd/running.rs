@@ -146,6 +146,13 @@ pub fn use_port_base(cfg: &mut PlokeConfig, base: u16) -> anyhow::Result<()> {
     if base > u16::MAX - 4 {
         anyhow::bail!("--port-base {base}: the five ports must stay below 65536");
     }
+    // 0 would be one free port and then ports 1-4, which are not what anyone means.
+    if base == 0 {
+        anyhow::bail!(
+            "--port-base 0: give the first of five ports (leave --port-base out for the \
+             defaults, or free ports when they are taken)"
+        );
+    }
     for (i, kind) in SERVICES.into_iter().enumerate() {
         let ip = cfg.listen(kind).ip();
         cfg.set_listen(kind, SocketAddr::new(ip, base + i as u16));
@@ -248,6 +255,12 @@ mod tests {
         assert_eq!(ports, vec![41000, 41001, 41002, 41003]);
         assert_eq!(cfg.gateway.mcp_listen.map(|a| a.port()), Some(41004));
         assert!(use_port_base(&mut cfg, 65533).is_err());
+        assert_eq!(
+            use_port_base(&mut cfg, 0).unwrap_err().to_string(),
+            "--port-base 0: give the first of five ports (leave --port-base out for the \
+             defaults, or free ports when they are taken)"
+        );
+        assert!(use_port_base(&mut cfg, 1024).is_ok());
     }
 
     #[test]
