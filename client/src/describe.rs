@@ -7,6 +7,11 @@ use ploke_proto::rag::v1::SearchResponse;
 use ploke_proto::session::v1::TurnFailureReason;
 use ploke_proto::tools::v1::ToolCall;
 
+/// An error with its causes on one line, each said once.
+pub fn error(e: &anyhow::Error) -> String {
+    ploke_runtime::text::with_causes(e.chain())
+}
+
 /// `ITEM_KIND_FUNCTION` with prefix `ITEM_KIND_` → `function`.
 pub fn lower(full: &str, prefix: &str) -> String {
     full.trim_start_matches(prefix).to_lowercase()

@@ -163,7 +163,7 @@ fn main() -> std::process::ExitCode {
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", ploke_runtime::text::with_causes(e.chain()));
             std::process::ExitCode::FAILURE
         }
     }

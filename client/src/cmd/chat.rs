@@ -40,7 +40,10 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
         let (workspace_root, matched) = match conn.workspace_root().await {
             Ok(root) => (root, true),
             Err(e) if resuming => {
-                eprintln!("({e:#}; your changes are not sent to the session)");
+                eprintln!(
+                    "({}; your changes are not sent to the session)",
+                    crate::describe::error(&e)
+                );
                 (String::new(), false)
             }
             Err(e) => return Err(e),

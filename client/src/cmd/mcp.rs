@@ -39,7 +39,7 @@ pub async fn mcp(target: &Target, max_result_tokens: Option<u32>) -> anyhow::Res
         Ok(_) => None,
         Err(e) if target.server_workspace.is_some() => return Err(e),
         Err(e) => {
-            tracing::warn!(error = %format!("{e:#}"), "using the gateway's default workspace");
+            tracing::warn!(error = %crate::describe::error(&e), "using the gateway's default workspace");
             None
         }
     };

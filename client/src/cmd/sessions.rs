@@ -94,7 +94,7 @@ async fn remove(conn: &mut Conn, ids: &[String]) -> anyhow::Result<()> {
         match deleted {
             Err(e) if ids.len() == 1 => return Err(e),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", crate::describe::error(&e));
                 failed += 1;
             }
             Ok(()) => {}

@@ -78,7 +78,7 @@ pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<
                         eprintln!("(this checkout stands for {root})");
                     }
                     Ok(_) => {}
-                    Err(e) => eprintln!("({e:#})"),
+                    Err(e) => eprintln!("({})", crate::describe::error(&e)),
                 }
             }
         }

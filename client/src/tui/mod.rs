@@ -317,7 +317,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                     }
                     Action::ListModels => match tasks::models(&mut gateway).await {
                         Ok(listed) => app.picker = Some(tasks::model_picker(&listed, &app.model)),
-                        Err(e) => app.system(&format!("{e:#}")),
+                        Err(e) => app.system(&crate::describe::error(&e)),
                     },
                     Action::SwitchModel(arg) => {
                         let current = session.as_ref().map(|s| s.provider.as_str());
@@ -331,18 +331,18 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                                     session = Some(follow.show((&gateway, &tx), &mut app, s, checkout.as_ref()));
                                 }
                             }
-                            Err(e) => app.system(&format!("{e:#}")),
+                            Err(e) => app.system(&crate::describe::error(&e)),
                         }
                     }
                     Action::Resume(id) => {
                         match ploke_client::sessions::find_session(&mut gateway, &id).await {
                             Ok(s) => session = Some(follow.show((&gateway, &tx), &mut app, s, checkout.as_ref())),
-                            Err(e) => app.system(&format!("{e:#}")),
+                            Err(e) => app.system(&crate::describe::error(&e)),
                         }
                     }
                     Action::ListWorkspaces => match tasks::workspaces(&mut gateway).await {
                         Ok(listed) => app.system(&tasks::workspaces_text(&listed, &app.workspace_root)),
-                        Err(e) => app.system(&format!("{e:#}")),
+                        Err(e) => app.system(&crate::describe::error(&e)),
                     },
                     Action::SwitchWorkspace(name) => {
                         let chosen = tasks::workspaces(&mut gateway)
@@ -372,14 +372,14 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                                     None => app.workspace_root = before,
                                 }
                             }
-                            Err(e) => app.system(&format!("{e:#}")),
+                            Err(e) => app.system(&crate::describe::error(&e)),
                         }
                     }
                     Action::ListSessions => {
                         let current = session.as_ref().map(|s| s.session_id.clone());
                         match tasks::sessions(&mut gateway, &app.workspace_root, current).await {
                             Ok(picker) => app.picker = Some(picker),
-                            Err(e) => app.system(&format!("{e:#}")),
+                            Err(e) => app.system(&crate::describe::error(&e)),
                         }
                     }
                     Action::DeleteSession(id) => {
@@ -415,7 +415,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                                 ploke_client::overlay::sync(&mut gateway, &s.session_id, root).await
                         {
                             app.system(&format!(
-                                "your changes were not sent ({err:#}); searching what was sent before"
+                                "your changes were not sent ({}); searching what was sent before", crate::describe::error(&err)
                             ));
                         }
                         let asked = match &session {
@@ -544,7 +544,7 @@ async fn send(
             Ok(_) => {}
             Err(err) => {
                 // Not sent: the model would read an outdated tree.
-                return app.system(&format!("not sent: {err:#}"));
+                return app.system(&format!("not sent: {}", crate::describe::error(&err)));
             }
         }
     }
@@ -592,6 +592,6 @@ async fn decide(
     let written = ploke_client::delivery::deliver(checkout, &proposal, decided.deliveries).await;
     match written {
         Ok(delivered) => app.system(&delivered.to_string()),
-        Err(e) => app.system(&format!("{e:#}")),
+        Err(e) => app.system(&crate::describe::error(&e)),
     }
 }

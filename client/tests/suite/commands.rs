@@ -649,3 +649,29 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
     );
     sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_unreachable_gateway_is_one_line_each_cause_said_once() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = super::run(
+        dir.path(),
+        vec!["sessions".into(), "--gateway".into(), url.clone()],
+        &[("PLOKE_TOKEN", "t")],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: connecting to the gateway at {url}: transport error: tcp connect error: \
+             Connection refused (os error 111)\n"
+        )
+    );
+}

@@ -3,6 +3,7 @@
 //! limits, and the client sees RESOURCE_EXHAUSTED or INTERNAL instead of the real error. And
 //! the one rule every search text meets ([`has_word`]), so that each service says it alike.
 //! And URLs shown without the user and password they may carry ([`url_without_credentials`]).
+//! And an error with its causes on one line, each said once ([`with_causes`]).
 
 use std::borrow::Cow;
 
@@ -86,9 +87,76 @@ pub fn has_word(text: &str) -> bool {
     text.chars().any(char::is_alphanumeric)
 }
 
+/// An error and its causes joined with `: `, a cause whose text the line already ends with left
+/// out: hyper and tonic wrap an error in one that prints the same words ("tcp connect error:
+/// tcp connect error: Connection refused").
+pub fn with_causes<'a, E>(chain: impl IntoIterator<Item = &'a E>) -> String
+where
+    E: std::fmt::Display + ?Sized + 'a,
+{
+    let mut line = String::new();
+    for cause in chain {
+        let text = cause.to_string();
+        if text.is_empty() || line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// `e`, then its causes (`source()` after `source()`).
+pub fn chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |e| e.source())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_shows_each_cause_once() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let refused = E(
+            "transport error",
+            Some(Box::new(E(
+                "tcp connect error",
+                Some(Box::new(E(
+                    "tcp connect error",
+                    Some(Box::new(E("Connection refused (os error 111)", None))),
+                ))),
+            ))),
+        );
+        assert_eq!(
+            with_causes(chain(&refused)),
+            "transport error: tcp connect error: Connection refused (os error 111)"
+        );
+        // A cause the error already ends with (reqwest writes its cause into its own text).
+        let said = E(
+            "error sending request: timed out",
+            Some(Box::new(E("timed out", None))),
+        );
+        assert_eq!(
+            with_causes(chain(&said)),
+            "error sending request: timed out"
+        );
+    }
 
     #[test]
     fn urls_lose_their_user_and_password_when_shown() {

@@ -222,17 +222,7 @@ fn transport(base_url: &str, e: reqwest::Error) -> String {
 /// `err` and its causes, joined with `: `, with any URL left out.
 fn describe_error(e: reqwest::Error) -> String {
     let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+    ploke_runtime::text::with_causes(ploke_runtime::text::chain(&e))
 }
 
 /// `url` without user, password, query or fragment.

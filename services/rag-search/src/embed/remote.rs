@@ -339,13 +339,10 @@ fn transport_reason(e: &reqwest::Error) -> String {
     } else {
         "transport error"
     };
-    let mut message = format!("{kind}: {e}");
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        message.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    message
+    format!(
+        "{kind}: {}",
+        ploke_runtime::text::with_causes(ploke_runtime::text::chain(e))
+    )
 }
 
 /// A request that failed in transport (connect, timeout, reading the body): worth retrying.
