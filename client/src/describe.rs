@@ -44,7 +44,8 @@ pub fn search_note(found: &SearchResponse, dense_asked: bool) -> Option<String> 
 
 /// Search hits as `ploke search` prints them and the TUI's `/search` shows them: each hit's
 /// rank, file and lines, canonical path and kind, score, then its first line of code (doc
-/// comments skipped); `no matches` when there are none.
+/// comments, attributes and decorators skipped: [`signature_line`]); `no matches` when there are
+/// none.
 pub fn search_hits(found: &SearchResponse) -> Vec<String> {
     let mut lines = Vec::new();
     if found.hits.is_empty() {
@@ -69,15 +70,65 @@ pub fn search_hits(found: &SearchResponse) -> Vec<String> {
             span.line_end,
             hit.score
         ));
-        if let Some(first) = part
-            .snippet
-            .lines()
-            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("///"))
-        {
+        let first = if part.canon_path.is_empty() {
+            part.snippet.lines().find(|l| !l.trim().is_empty())
+        } else {
+            signature_line(&part.snippet)
+        };
+        if let Some(first) = first {
             lines.push(format!("       {}", first.trim()));
         }
     }
     lines
+}
+
+/// An item's first line of code: past its doc comments (`///`, `//`, `/** … */`), attributes,
+/// annotations and decorators (`#[…]`, `@…`, over several lines too) and comments (`#`), so the
+/// signature shows rather than `#[derive(Debug)]`. A snippet of nothing else shows its first
+/// line.
+fn signature_line(snippet: &str) -> Option<&str> {
+    let mut depth = 0i32;
+    let mut in_block = false;
+    let mut first = None;
+    for line in snippet.lines() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        first.get_or_insert(line);
+        if in_block {
+            in_block = !t.contains("*/");
+            continue;
+        }
+        if depth > 0 {
+            depth += nesting(t);
+            continue;
+        }
+        if t.starts_with("/*") {
+            in_block = !t.contains("*/");
+            continue;
+        }
+        if t.starts_with("#[") || t.starts_with("#![") || t.starts_with('@') {
+            depth = nesting(t).max(0);
+            continue;
+        }
+        if t.starts_with("//") || t.starts_with('#') {
+            continue;
+        }
+        return Some(line);
+    }
+    first
+}
+
+/// Brackets `line` opens less those it closes.
+fn nesting(line: &str) -> i32 {
+    line.chars()
+        .map(|c| match c {
+            '(' | '[' | '{' => 1,
+            ')' | ']' | '}' => -1,
+            _ => 0,
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -150,6 +201,28 @@ mod tests {
         assert_eq!(search_note(&found, false), None);
         assert_eq!(search_note(&none, false), None);
         assert_eq!(search_hits(&none), ["no matches"]);
+        // Attributes, decorators and annotations, on one line or several, are not the code.
+        for (snippet, first) in [
+            (
+                "/// A config.\n#[derive(Debug,\n    Clone)]\n#[serde(rename_all = \"snake_case\")]\npub struct Config {",
+                "pub struct Config {",
+            ),
+            (
+                "@app.route(\"/x\",\n           methods=[\"GET\"])\n@login_required\ndef view(request):",
+                "def view(request):",
+            ),
+            (
+                "/**\n * Loads it.\n */\n@Override\npublic String toString() {",
+                "public String toString() {",
+            ),
+            (
+                "// Serve runs.\nfunc Serve() error {",
+                "func Serve() error {",
+            ),
+            ("#[test]", "#[test]"),
+        ] {
+            assert_eq!(super::signature_line(snippet), Some(first), "{snippet}");
+        }
         assert_eq!(
             search_hits(&found)[0],
             "  1. src/lib.rs:1-4  crate::add (function)  score 0.250"
