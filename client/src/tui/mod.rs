@@ -175,6 +175,9 @@ impl Drop for Follow {
     }
 }
 
+/// The longest the screen goes undrawn while inputs keep arriving.
+const FRAME_AT_MOST: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Runs the TUI on the terminal until the user quits. Every task it started is stopped
 /// before it returns (an open event stream would hold a stopping server for its drain).
 pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
@@ -235,6 +238,7 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     });
     let result = async {
         let mut stale = true;
+        let mut drawn = std::time::Instant::now();
         loop {
             shown_workspace.send_if_modified(|w| {
                 let moved = *w != app.workspace_root;
@@ -243,17 +247,22 @@ pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
                 }
                 moved
             });
-            if stale {
+            // Drawn once what has arrived is taken in (a frame's cost grows with the
+            // conversation: one per streamed piece made a long reply quadratic), and at least
+            // every FRAME_AT_MOST while inputs keep coming.
+            if stale && (rx.is_empty() || drawn.elapsed() >= FRAME_AT_MOST) {
                 let mut max_scroll = 0;
                 screen.0.draw(|f| max_scroll = view::draw(f, &app))?;
                 app.max_scroll = max_scroll;
                 app.scroll = app.scroll.min(max_scroll);
+                stale = false;
+                drawn = std::time::Instant::now();
             }
             let Some(input) = rx.recv().await else {
                 return Ok(());
             };
             // A tick moves only the spinner: nothing to draw when nothing spins.
-            stale = !matches!(input, Input::Tick) || app.running;
+            stale |= !matches!(input, Input::Tick) || app.running;
             match input {
                 Input::Stop => return Ok(()),
                 Input::Redraw => {}

@@ -707,3 +707,36 @@ async fn workspace_moves_the_chat_to_another_served_workspace() {
     tmux.quit().await;
     e.sandbox.stop().await.unwrap();
 }
+
+/// A long reply streamed in 4,000 pieces (440 KB) is on the screen whole while the stream is
+/// still fresh: the screen used to be drawn once per piece, each frame costing the whole
+/// conversation, and this took over a minute (4.3 s since frames take in every piece that
+/// arrived meanwhile).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_streamed_reply_reaches_the_screen() {
+    let e = env().await;
+    let line = "word ".repeat(20);
+    let mut pieces: Vec<String> = (0..4000).map(|i| format!("{i} {line}\n")).collect();
+    pieces.push("end of the reply".into());
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    e.fake.push([Reply::text(&pieces)]);
+    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
+    let name = format!("ploke-long-{}", std::process::id());
+    let command = format!(
+        "PLOKE_TOKEN={} {} chat --gateway {url}",
+        ploke_e2e::TOKEN,
+        env!("CARGO_BIN_EXE_ploke")
+    );
+    let tmux = Tmux::start(name, (120, 32), Some(e.sandbox.workspace_root()), &command);
+    tmux.wait_for("tool calls").await;
+    tmux.keys(&["go", "Enter"]);
+    let screen = tmux.wait_for("end of the reply").await;
+    // The last pieces before it (markdown joins the lines into one wrapped paragraph).
+    assert!(
+        screen.contains(" 3998 ") && screen.contains(" 3999 "),
+        "{screen}"
+    );
+    let took = tmux.quit().await;
+    assert!(took < QUIT_AT_MOST, "quitting took {took:?}");
+    e.sandbox.stop().await.unwrap();
+}
