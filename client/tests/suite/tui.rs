@@ -126,6 +126,21 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// Runs `ploke ARGS --gateway URL` (then `after`, a shell command) against the Sandbox in
+    /// its served workspace, in a session of `size` named `name` and this process's id.
+    fn ploke(e: &super::Env, name: &str, size: (u16, u16), args: &str, after: &str) -> Self {
+        let url = e.sandbox.addrs().url(ServiceKind::Gateway);
+        let command = format!(
+            "PLOKE_TOKEN={} {} {args} --gateway {url}{after}",
+            ploke_e2e::TOKEN,
+            env!("CARGO_BIN_EXE_ploke")
+        );
+        let name = format!("{name}-{}", std::process::id());
+        Self::start(name, size, Some(e.sandbox.workspace_root()), &command)
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.run(&["kill-server"]);
@@ -141,15 +156,8 @@ async fn chat_in_tmux_asks_streams_and_approves_an_edit() {
         Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
         Reply::text(&["Swapped."]),
     ]);
-    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
-    let name = format!("ploke-test-{}", std::process::id());
-    let command = format!(
-        "PLOKE_TOKEN={} {} chat --gateway {url}",
-        ploke_e2e::TOKEN,
-        env!("CARGO_BIN_EXE_ploke")
-    );
     // In the served workspace itself: a gateway serving this very tree (no overlay).
-    let tmux = Tmux::start(name, (120, 32), Some(e.sandbox.workspace_root()), &command);
+    let tmux = chat_in_tmux(&e, "ploke-test");
     tmux.wait_for("tool calls").await;
     tmux.keys(&["what does add return?", "Enter"]);
     // Markdown is rendered: the backticks are gone.
@@ -203,15 +211,9 @@ async fn ask_in_tmux_stops_asking_about_an_edit_decided_elsewhere() {
         Reply::tool_calls(&[("call_2", "apply_code_edit", second.as_str())]),
         Reply::text(&["Multiplied."]),
     ]);
-    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
-    let name = format!("ploke-ask-test-{}", std::process::id());
     // The pane stays after the command ends, with its exit status, for the test to read.
-    let command = format!(
-        "PLOKE_TOKEN={} {} ask 'subtract instead' --gateway {url}; echo exit=$?; sleep 600",
-        ploke_e2e::TOKEN,
-        env!("CARGO_BIN_EXE_ploke")
-    );
-    let tmux = Tmux::start(name, (120, 40), Some(e.sandbox.workspace_root()), &command);
+    let after = "; echo exit=$?; sleep 600";
+    let tmux = Tmux::ploke(&e, "ploke-ask", (120, 40), "ask 'subtract instead'", after);
     // The first edit is answered here.
     tmux.wait_for("+    a - b").await;
     tmux.wait_for("apply this change? [y/N]").await;
@@ -436,23 +438,11 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
     e.fake.push([Reply::text(&["Forty-two."])]);
     let out = e.ploke(&["ask", "what is the answer?"]).await;
     assert!(out.status.success(), "{}", super::text(&out.stderr));
-    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
-    let open = |name: &str, args: &str| {
-        let command = format!(
-            "PLOKE_TOKEN={} {} chat {args} --gateway {url}",
-            ploke_e2e::TOKEN,
-            env!("CARGO_BIN_EXE_ploke")
-        );
-        Tmux::start(
-            name.to_owned(),
-            (120, 32),
-            Some(e.sandbox.workspace_root()),
-            &command,
-        )
-    };
+    let open =
+        |name: &str, args: &str| Tmux::ploke(&e, name, (120, 32), &format!("chat {args}"), "");
     // A chat opened and left without asking anything leaves no session behind: `--continue`
     // still finds the conversation, and only it is listed.
-    let tmux = open(&format!("ploke-empty-{}", std::process::id()), "");
+    let tmux = open("ploke-empty", "");
     tmux.wait_for("session ").await;
     tmux.quit().await;
     let listed = e.ploke(&["sessions"]).await;
@@ -462,10 +452,7 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
         "{}",
         super::text(&listed.stdout)
     );
-    let tmux = open(
-        &format!("ploke-continue-{}", std::process::id()),
-        "--continue",
-    );
+    let tmux = open("ploke-continue", "--continue");
     tmux.wait_for("you› what is the answer?").await;
     let screen = tmux.wait_for("Forty-two.").await;
     let short: String = screen
@@ -476,10 +463,7 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
     assert_eq!(short.len(), 13, "{screen}");
     tmux.quit().await;
 
-    let tmux = open(
-        &format!("ploke-short-id-{}", std::process::id()),
-        &format!("--session {short}"),
-    );
+    let tmux = open("ploke-short-id", &format!("--session {short}"));
     tmux.wait_for("Forty-two.").await;
     tmux.quit().await;
     e.sandbox.stop().await.unwrap();
@@ -487,18 +471,7 @@ async fn chat_continues_the_last_session_and_takes_the_short_id_it_shows() {
 
 /// Opens `ploke chat --gateway` on the Sandbox's workspace in tmux.
 fn chat_in_tmux(e: &super::Env, name: &str) -> Tmux {
-    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
-    let command = format!(
-        "PLOKE_TOKEN={} {} chat --gateway {url}",
-        ploke_e2e::TOKEN,
-        env!("CARGO_BIN_EXE_ploke")
-    );
-    Tmux::start(
-        format!("{name}-{}", std::process::id()),
-        (120, 32),
-        Some(e.sandbox.workspace_root()),
-        &command,
-    )
+    Tmux::ploke(e, name, (120, 32), "chat", "")
 }
 
 /// A proposal another client made (here a direct ExecuteTool, as an MCP client's call is)
@@ -720,14 +693,7 @@ async fn a_long_streamed_reply_reaches_the_screen() {
     pieces.push("end of the reply".into());
     let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
     e.fake.push([Reply::text(&pieces)]);
-    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
-    let name = format!("ploke-long-{}", std::process::id());
-    let command = format!(
-        "PLOKE_TOKEN={} {} chat --gateway {url}",
-        ploke_e2e::TOKEN,
-        env!("CARGO_BIN_EXE_ploke")
-    );
-    let tmux = Tmux::start(name, (120, 32), Some(e.sandbox.workspace_root()), &command);
+    let tmux = chat_in_tmux(&e, "ploke-long");
     tmux.wait_for("tool calls").await;
     tmux.keys(&["go", "Enter"]);
     let screen = tmux.wait_for("end of the reply").await;
