@@ -48,14 +48,23 @@ pub async fn embedded_config(
 }
 
 /// Puts a `.gitignore` of `*` in ploke's state directory, so that git ignores it without a
-/// change to the repository's own `.gitignore` (a user's own file there is left alone).
+/// change to the repository's own `.gitignore` (a user's own file there is left alone). It is
+/// written whole or not at all (a temporary file renamed), and an empty one — a write a full
+/// disk cut short — is written again: git would otherwise list sessions and proposals.
 pub fn ignored_by_git(state: &Path) {
     let file = state.join(".gitignore");
-    if !file.exists() {
-        let _ = std::fs::write(
-            file,
-            "# ploke's state (index, sessions, logs): not part of the repository\n*\n",
-        );
+    if std::fs::metadata(&file).is_ok_and(|m| m.len() > 0) {
+        return;
+    }
+    let temporary = state.join(".gitignore.ploke-tmp");
+    let written = std::fs::write(
+        &temporary,
+        "# ploke's state (index, sessions, logs): not part of the repository\n*\n",
+    )
+    .and_then(|()| std::fs::rename(&temporary, &file));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        tracing::warn!(path = %file.display(), error = %e, "ploke's state is not ignored by git");
     }
 }
 
@@ -443,5 +452,23 @@ mod tests {
             format!("[{}{}]", "#".repeat(12), " ".repeat(12))
         );
         assert_eq!(super::bar(5, 4), format!("[{}]", "#".repeat(24)));
+    }
+
+    #[test]
+    fn the_state_dir_is_ignored_by_git_even_after_a_cut_short_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".gitignore");
+        let ours = "# ploke's state (index, sessions, logs): not part of the repository\n*\n";
+        // Missing, then empty (a full disk cut the write short): written whole.
+        super::ignored_by_git(dir.path());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), ours);
+        std::fs::write(&file, "").unwrap();
+        super::ignored_by_git(dir.path());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), ours);
+        // A user's own is left alone.
+        std::fs::write(&file, "*.log\n").unwrap();
+        super::ignored_by_git(dir.path());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "*.log\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
