@@ -284,6 +284,7 @@ impl Bm25 {
             ) => Bm25Error::Locked(dir.display().to_string()),
             e => e.into(),
         })?;
+        collect_garbage(&writer);
         Ok(Self {
             index,
             reader,
@@ -302,7 +303,7 @@ impl Bm25 {
             .unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() && !self.closed {
             // A writer lost to a failed rollback is made again (the disk may be back).
-            *slot = Some(self.index.writer(WRITER_BYTES)?);
+            *slot = Some(new_writer(&self.index)?);
         }
         slot.as_mut().ok_or(Bm25Error::Closed)
     }
@@ -363,7 +364,7 @@ impl Bm25 {
     pub fn commit(&self) -> Result<(), Bm25Error> {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() && !self.closed {
-            *slot = Some(self.index.writer(WRITER_BYTES)?);
+            *slot = Some(new_writer(&self.index)?);
         }
         slot.as_mut().ok_or(Bm25Error::Closed)?.commit()?;
         self.commits.fetch_add(1, Ordering::SeqCst);
@@ -399,9 +400,10 @@ impl Bm25 {
         self.commits.load(Ordering::SeqCst)
     }
 
-    /// Drops every change since the last commit; searches never saw them. A writer that
-    /// cannot roll back (its directory is gone) is dropped with its changes, and the next
-    /// write makes a new one.
+    /// Drops every change since the last commit; searches never saw them, and the segment
+    /// files written for them are deleted (a run that failed on a full disk left them, and
+    /// the disk stayed full). A writer that cannot roll back (its directory is gone) is
+    /// dropped with its changes, and the next write makes a new one, deleting them then.
     pub fn rollback(&mut self) -> Result<(), Bm25Error> {
         let slot = self
             .writer
@@ -411,6 +413,7 @@ impl Bm25 {
             return Ok(());
         };
         writer.rollback()?;
+        collect_garbage(&writer);
         *slot = Some(writer);
         Ok(())
     }
@@ -581,6 +584,28 @@ mod lead;
 mod quoted;
 mod schema;
 mod stored;
+
+/// A writer made again after one was lost, with the files of what the lost one never
+/// committed deleted.
+fn new_writer(index: &Index) -> Result<IndexWriter, Bm25Error> {
+    let writer = index.writer(WRITER_BYTES)?;
+    collect_garbage(&writer);
+    Ok(writer)
+}
+
+/// Deletes the index's files no commit refers to (segments of a failed or rolled back run).
+fn collect_garbage(writer: &IndexWriter) {
+    match writer.garbage_collect_files().wait() {
+        Ok(gc) if !gc.deleted_files.is_empty() => {
+            tracing::info!(
+                files = gc.deleted_files.len(),
+                "bm25 files of uncommitted work deleted"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "bm25 files of uncommitted work not deleted"),
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -463,3 +463,68 @@ fn a_second_opener_of_one_index_is_told_it_is_locked() {
         )
     );
 }
+
+#[test]
+fn a_rollback_deletes_the_segment_files_of_what_it_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    bm.add(&doc(
+        1,
+        "src/a.rs",
+        "alpha",
+        "fn alpha() {}",
+        Kind::Function,
+    ))
+    .unwrap();
+    bm.commit().unwrap();
+    let committed = files();
+    // A run that wrote its segment and then failed before its commit (as on a full disk).
+    bm.add(&doc(2, "src/b.rs", "beta", "fn beta() {}", Kind::Function))
+        .unwrap();
+    let prepared = bm
+        .writer
+        .get_mut()
+        .unwrap()
+        .as_mut()
+        .unwrap()
+        .prepare_commit()
+        .unwrap();
+    drop(prepared);
+    assert!(files().len() > committed.len(), "{:?}", files());
+    bm.rollback().unwrap();
+    assert_eq!(files(), committed);
+    assert_eq!(bm.num_docs(), 1);
+    // Opened again on files a crash left: deleted too.
+    bm.add(&doc(
+        3,
+        "src/c.rs",
+        "gamma",
+        "fn gamma() {}",
+        Kind::Function,
+    ))
+    .unwrap();
+    let prepared = bm
+        .writer
+        .get_mut()
+        .unwrap()
+        .as_mut()
+        .unwrap()
+        .prepare_commit()
+        .unwrap();
+    drop(prepared);
+    bm.close();
+    drop(bm);
+    assert!(files().len() > committed.len(), "{:?}", files());
+    let bm = Bm25::open(dir.path(), Boosts::default()).unwrap();
+    assert_eq!(files(), committed);
+    assert_eq!(bm.num_docs(), 1);
+}
