@@ -121,8 +121,11 @@ pub fn write_all(
     let first = writes.first().map(|w| w.rel.as_str()).unwrap_or("");
     write_record(record_path, &record).map_err(|e| failed(first, &format!("undo record: {e}")))?;
     for (i, w) in writes.iter().enumerate() {
-        if let Err(e) = write_one(w, || fault(i)) {
-            return Err(match restore(&record, i) {
+        if let Err((e, replaced)) = write_one(w, || fault(i)) {
+            // The files before this one were replaced, and this one too if it failed after
+            // its rename; a file never replaced is not written again (on a full disk that
+            // write would fail too, and report a restore that was never needed as failed).
+            return Err(match restore(&record, i + usize::from(replaced)) {
                 Ok(()) => {
                     let _ = fs::remove_file(record_path);
                     failed(&w.rel, &e)
@@ -152,8 +155,7 @@ pub fn recover(record_path: &Path) -> std::io::Result<bool> {
         Err(e) => return Err(e),
     };
     let record: UndoRecord = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
-    let n = record.files.len();
-    restore(&record, n)?;
+    restore(&record, record.files.len())?;
     for (abs, _) in &record.files {
         remove_temp_siblings(abs);
     }
@@ -214,8 +216,9 @@ fn write_record(path: &Path, record: &UndoRecord) -> std::io::Result<()> {
 }
 
 /// Restores the first `upto + 1` files of `record` (those that may have been written).
-fn restore(record: &UndoRecord, upto: usize) -> std::io::Result<()> {
-    for (abs, original) in record.files.iter().take(upto + 1) {
+/// Puts back the first `count` files of `record`.
+fn restore(record: &UndoRecord, count: usize) -> std::io::Result<()> {
+    for (abs, original) in record.files.iter().take(count) {
         match original {
             Some(text) => atomic_write(abs, text.as_bytes(), None)?,
             None => match fs::remove_file(abs) {
@@ -228,25 +231,25 @@ fn restore(record: &UndoRecord, upto: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes one file through a temporary sibling renamed over it; on failure, whether the
+/// rename had happened (the file holds the new content).
 fn write_one(
     w: &FileWrite,
     before_rename: impl FnOnce() -> std::io::Result<()>,
-) -> std::io::Result<()> {
+) -> Result<(), (std::io::Error, bool)> {
     if let Some(dir) = w.abs.parent() {
-        fs::create_dir_all(dir)?;
+        fs::create_dir_all(dir).map_err(|e| (e, false))?;
     }
     let mode = fs::metadata(&w.abs).ok().map(|m| m.permissions());
     let tmp = temp_path(&w.abs);
-    let result = (|| {
-        write_synced(&tmp, w.content.as_bytes(), mode)?;
-        before_rename()?;
-        fs::rename(&tmp, &w.abs)?;
-        sync_dir(&w.abs)
-    })();
-    if result.is_err() {
+    let written = write_synced(&tmp, w.content.as_bytes(), mode)
+        .and_then(|()| before_rename())
+        .and_then(|()| fs::rename(&tmp, &w.abs));
+    if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
+        return Err((e, false));
     }
-    result
+    sync_dir(&w.abs).map_err(|e| (e, true))
 }
 
 fn atomic_write(path: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std::io::Result<()> {
@@ -457,6 +460,40 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(leftovers.len(), 3, "{leftovers:?}"); // a.rs, b.rs, undo/
+        assert!(!record.exists());
+    }
+
+    #[test]
+    fn a_file_never_replaced_is_not_written_again() {
+        // The write of the only file fails before its rename (a full disk): nothing was
+        // replaced, so nothing is restored (the restore's own write would fail there too and
+        // be reported as a failed restore).
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.rs"), "a\n").unwrap();
+        let inode = || fs::metadata(dir.path().join("a.rs")).unwrap().ino();
+        let before = inode();
+        let writes = [write(dir.path(), "a.rs", Some("a\n"), "A\n")];
+        let originals = check(&writes).unwrap();
+        let record = dir.path().join("undo/p.json");
+        let e = write_all(&writes, originals, &record, &|_| {
+            Err(std::io::Error::other("no space left"))
+        })
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::Failed {
+                file: "a.rs".into(),
+                reason: "no space left".into()
+            }
+        );
+        assert_eq!(
+            (
+                inode(),
+                fs::read_to_string(dir.path().join("a.rs")).unwrap()
+            ),
+            (before, "a\n".into())
+        );
         assert!(!record.exists());
     }
 

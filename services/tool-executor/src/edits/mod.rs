@@ -214,18 +214,27 @@ impl Edits {
                 "removed undo records a killed process left half-written"
             );
         }
-        // Records of proposals that were marked applied before the record was removed.
+        // Records of proposals that were marked applied before the record was removed. A
+        // failed proposal's record is kept: its restore failed, and the record holds the
+        // files as they were before (the failure's message names it).
         if let Ok(dir) = std::fs::read_dir(&self.undo_dir) {
             for entry in dir.flatten() {
                 let id = entry
                     .path()
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned());
-                if let Some(id) = id
-                    && let Some((p, _)) = self.store.get(&id).await?
-                    && p.state() != ProposalState::Approved
-                {
-                    apply::discard(&entry.path());
+                let Some(id) = id else { continue };
+                let Some((p, _)) = self.store.get(&id).await? else {
+                    continue;
+                };
+                match p.state() {
+                    ProposalState::Approved => {}
+                    ProposalState::Failed => tracing::warn!(
+                        proposal_id = %id,
+                        record = %entry.path().display(),
+                        "kept the undo record of an apply whose restore failed"
+                    ),
+                    _ => apply::discard(&entry.path()),
                 }
             }
         }

@@ -163,6 +163,59 @@ async fn a_failure_between_two_file_writes_restores_both_files() {
 }
 
 #[tokio::test]
+async fn a_failed_applys_undo_record_outlives_a_restart_and_a_denied_ones_does_not() {
+    // A failed proposal keeps the record its failed restore pointed the user to; any other
+    // decided proposal's leftover record goes.
+    let fault = FaultHook(Arc::new(|_| {
+        Err(std::io::Error::other("injected: disk full"))
+    }));
+    let mut h = Harness::start_with(Options {
+        fault: Some(fault),
+        ..Options::default()
+    })
+    .await;
+    let (failed, stream) = h
+        .propose(
+            "req-1",
+            "call-1",
+            edit_call(vec![search_replace("src/lib.rs", "41", "42")]),
+        )
+        .await;
+    let decided = h.decide(&failed.proposal_id, Decision::Approve, &[]).await;
+    assert_eq!(decided.state(), ProposalState::Failed);
+    finish(stream).await;
+    let (denied, stream) = h
+        .propose(
+            "req-1",
+            "call-2",
+            edit_call(vec![search_replace("src/net.rs", "!addr", "addr")]),
+        )
+        .await;
+    h.decide(&denied.proposal_id, Decision::Deny, &[]).await;
+    finish(stream).await;
+    let undo = h.undo_dir();
+    let record = |id: &str| undo.join(format!("{id}.json"));
+    for id in [&failed.proposal_id, &denied.proposal_id] {
+        std::fs::write(record(id), r#"{"files": []}"#).unwrap();
+    }
+    h.restart_tools().await;
+    // Answered once the store is open and its records looked at.
+    h.tools
+        .clone()
+        .list_edits(ListEditsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            record(&failed.proposal_id).exists(),
+            record(&denied.proposal_id).exists()
+        ),
+        (true, false)
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn pending_proposals_survive_a_restart_and_can_be_decided_after_it() {
     let mut h = Harness::start().await;
     let (p, stream) = h

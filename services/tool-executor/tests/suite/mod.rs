@@ -173,6 +173,11 @@ impl Harness {
         self.tools = client;
     }
 
+    /// Where tool-executor keeps its undo records.
+    pub fn undo_dir(&self) -> PathBuf {
+        self.options_config.data_dir.join("undo")
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
