@@ -127,9 +127,12 @@ impl RagService {
             Ok::<_, RagError>(slot)
         }
         .await;
-        let slot = match opened {
+        // A new index that cannot be written (a full disk) is UNAVAILABLE and the storage
+        // fault, as for any other index write.
+        let slot = match self.storage_outcome(opened).await {
             Ok(slot) => slot,
             Err(e) => {
+                tracing::warn!(root = %root.display(), error = %e, "workspace not added");
                 // Nothing lists a clone whose workspace was not added: it goes.
                 if fresh_clone {
                     let _ = remove_tree(&root);

@@ -341,6 +341,35 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
     s.stop().await;
 }
 
+#[tokio::test]
+async fn a_workspace_added_where_no_index_can_be_written_is_unavailable() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let mut s = start().await;
+    s.index().await;
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("a.rs"), "pub fn a() {}\n").unwrap();
+    // The data dir is no directory at all (as a full disk, the new index cannot be written).
+    let data = s.workspace.path().join(".ploke");
+    std::fs::rename(&data, s.workspace.path().join(".ploke-away")).unwrap();
+    std::fs::write(&data, "").unwrap();
+    let e = s
+        .client
+        .add_workspace(AddWorkspaceRequest {
+            source: Some(add_workspace_request::Source::Path(
+                other.path().display().to_string(),
+            )),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(
+        e.message().starts_with("index storage unavailable"),
+        "{e:?}"
+    );
+    assert_eq!(s.health().await, ServingStatus::NotServing);
+    s.stop().await;
+}
+
 /// Index storage that fails and then works again (a full disk freed, a data dir put back) is
 /// recovered without anyone calling an RPC or touching a file: health is SERVING again and the
 /// file whose refresh failed meanwhile is indexed.
