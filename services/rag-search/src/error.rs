@@ -37,8 +37,15 @@ pub enum RagError {
     #[error(transparent)]
     Index(#[from] IndexError),
     /// The index could not be written (its storage failed); the last committed index stays.
-    #[error("index storage unavailable: {0}")]
-    IndexStorage(IndexError),
+    /// `disk` says when the data dir's file system is full (tantivy's own error may only say
+    /// that its writer was killed), else is empty.
+    #[error("index storage unavailable: {disk}{error}")]
+    IndexStorage {
+        /// The failed write.
+        error: IndexError,
+        /// "no space left …; " when the file system is full.
+        disk: String,
+    },
     /// The blocking pool could not take the work (saturated) or the work panicked.
     #[error(transparent)]
     Blocking(#[from] ploke_runtime::blocking::BlockingError),

@@ -78,7 +78,7 @@ fn to_status(e: RagError) -> Status {
             reason,
         } => invalid_argument(field, format!("`{}` {reason}", shown(path))),
         RagError::Index(IndexError::Embed(e)) | RagError::Embedding(e) => embed_status(&e),
-        e @ RagError::IndexStorage(_) => Status::unavailable(e.to_string()),
+        e @ RagError::IndexStorage { .. } => Status::unavailable(e.to_string()),
         e @ RagError::Index(
             IndexError::Bm25(_)
             | IndexError::Io { .. }

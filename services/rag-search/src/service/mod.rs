@@ -226,13 +226,16 @@ impl RagService {
         let outcome = match outcome {
             Err(RagError::Index(
                 e @ (IndexError::Bm25(_) | IndexError::Io { .. } | IndexError::Vectors(_)),
-            )) => Err(RagError::IndexStorage(e)),
+            )) => Err(RagError::IndexStorage {
+                disk: disk_full(&self.opening.data_dir, &e),
+                error: e,
+            }),
             other => other,
         };
         if let Some(readiness) = &self.readiness {
             match &outcome {
                 Ok(_) => readiness.set_fault("index_storage", None).await,
-                Err(e @ RagError::IndexStorage(_)) => {
+                Err(e @ RagError::IndexStorage { .. }) => {
                     let reason = format!(
                         "the index cannot be written ({e}); searches answer from the last committed index"
                     );
@@ -377,7 +380,7 @@ impl RagService {
         let (root, slot) = self.slot(workspace_root)?;
         let outcome = self.refresh_now(root.clone(), slot, paths).await;
         let outcome = self.storage_outcome(outcome).await;
-        if let Err(RagError::IndexStorage(_)) = &outcome {
+        if let Err(RagError::IndexStorage { .. }) = &outcome {
             self.storage_failed(&root);
         }
         outcome
@@ -413,5 +416,63 @@ impl RagService {
             summary: summary.clone(),
         });
         Ok(summary)
+    }
+}
+
+/// Below this much space left, a failed index write is put down to a full file system.
+const NEARLY_FULL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// "no space left on the file system of DIR (N bytes free); " when the index write failed for
+/// want of space — its error says so, or the file system holding `data_dir` is nearly full —
+/// else empty. tantivy reports a full disk met by its indexing threads only as "an index
+/// writer was killed".
+fn disk_full(data_dir: &Path, e: &IndexError) -> String {
+    let text = e.to_string();
+    let said = text.contains("No space left") || text.contains("StorageFull");
+    let existing = data_dir
+        .ancestors()
+        .find(|d| d.exists())
+        .unwrap_or(data_dir);
+    let free = fs4::available_space(existing).ok();
+    if said || free.is_some_and(|f| f < NEARLY_FULL_BYTES) {
+        let free = free
+            .map(|f| format!(" ({f} bytes free)"))
+            .unwrap_or_default();
+        format!(
+            "no space left on the file system of {}{free}; ",
+            data_dir.display()
+        )
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod disk_tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_system_is_named_in_a_storage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("rag");
+        let full = IndexError::Io {
+            path: data.join("index/x/meta.json"),
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        let note = disk_full(&data, &full);
+        assert!(
+            note.starts_with(&format!(
+                "no space left on the file system of {} (",
+                data.display()
+            )) && note.ends_with(" bytes free); "),
+            "{note}"
+        );
+        // Another failure on a file system with room says nothing of space (this test's
+        // temporary directory has more than 16 MiB free).
+        let other = IndexError::Io {
+            path: data.join("index"),
+            source: std::io::Error::from_raw_os_error(20),
+        };
+        assert_eq!(disk_full(&data, &other), "");
     }
 }

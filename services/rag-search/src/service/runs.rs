@@ -122,7 +122,7 @@ impl RagService {
         .map_err(|e| RagError::Internal(format!("indexing task: {e}")))
         .and_then(|r| r);
         let outcome = self.storage_outcome(outcome).await;
-        if let Err(RagError::IndexStorage(_)) = &outcome {
+        if let Err(RagError::IndexStorage { .. }) = &outcome {
             self.storage_failed(&root);
         }
         let mut state = slot.state.lock().map_err(|_| lock_poisoned())?;
