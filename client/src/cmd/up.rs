@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use ploke_client::embedded::Embedded;
 use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState, SystemStatus};
-use ploke_proto::rag::v1::{IndexPhase, IndexWorkspaceRequest};
+use ploke_proto::rag::v1::{IndexPhase, IndexStatusRequest, IndexWorkspaceRequest};
 use ploke_runtime::cli::CommonArgs;
 use ploke_runtime::{PlokeConfig, ServiceKind};
 
@@ -345,22 +345,25 @@ pub async fn index(
     (force, until): (bool, Until),
     quiet: bool,
 ) -> anyhow::Result<()> {
-    let mut stream = gateway
+    let started = gateway
         .index_workspace(IndexWorkspaceRequest {
             workspace_root: workspace_root.to_owned(),
             force,
         })
-        .await
-        .map_err(|s| anyhow::anyhow!("indexing: {}", s.message()))?
-        .into_inner();
+        .await;
+    let mut stream = match started {
+        Ok(s) => s.into_inner(),
+        Err(s) => return last_index(gateway, workspace_root, until, &s).await,
+    };
     let mut last = None;
     // An early return (an error) leaves no status line open for the next log line.
     let _drawing = ploke_runtime::telemetry::status_line::Drawing;
-    while let Some(p) = stream
-        .message()
-        .await
-        .map_err(|s| anyhow::anyhow!("indexing: {}", s.message()))?
-    {
+    loop {
+        let p = match stream.message().await {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(s) => return last_index(gateway, workspace_root, until, &s).await,
+        };
         if !quiet {
             let phase = IndexPhase::try_from(p.phase)
                 .map(|ph| crate::describe::lower(ph.as_str_name(), "INDEX_PHASE_"))
@@ -394,6 +397,45 @@ pub async fn index(
         }
     }
     Ok(())
+}
+
+/// An index run that failed. Where the command only needs something to search, an index that
+/// cannot be brought up to date for want of storage (a full disk) is searched as it was
+/// committed last, with a warning; with none committed, and for any other failure, the
+/// command fails.
+async fn last_index(
+    gateway: &mut Gateway,
+    workspace_root: &str,
+    until: Until,
+    failed: &tonic::Status,
+) -> anyhow::Result<()> {
+    ploke_runtime::telemetry::status_line::end();
+    if until == Until::Searchable && for_want_of_storage(failed) {
+        let status = gateway
+            .index_status(IndexStatusRequest {
+                workspace_root: workspace_root.to_owned(),
+            })
+            .await
+            .map(tonic::Response::into_inner);
+        if let Ok(status) = status
+            && status.items > 0
+        {
+            eprintln!(
+                "(the index was not brought up to date: {}; searching the last one, {} items)",
+                failed.message(),
+                status.items
+            );
+            return Ok(());
+        }
+    }
+    anyhow::bail!("indexing: {}", failed.message())
+}
+
+/// Whether an index run failed because its index could not be written (rag-search's
+/// UNAVAILABLE "index storage unavailable": a full disk, a data dir gone).
+fn for_want_of_storage(failed: &tonic::Status) -> bool {
+    failed.code() == tonic::Code::Unavailable
+        && failed.message().starts_with("index storage unavailable")
 }
 
 /// A 24-cell progress bar.
@@ -452,6 +494,22 @@ mod tests {
             format!("[{}{}]", "#".repeat(12), " ".repeat(12))
         );
         assert_eq!(super::bar(5, 4), format!("[{}]", "#".repeat(24)));
+    }
+
+    #[test]
+    fn only_an_index_that_cannot_be_written_is_searched_as_it_was() {
+        let full = tonic::Status::unavailable(
+            "index storage unavailable: no space left on the file system of /w/.ploke (0 bytes \
+             free); bm25 index: An index writer was killed",
+        );
+        assert!(super::for_want_of_storage(&full));
+        for other in [
+            tonic::Status::unavailable("the blocking pool is saturated"),
+            tonic::Status::internal("index storage unavailable"),
+            tonic::Status::permission_denied("workspace not yours"),
+        ] {
+            assert!(!super::for_want_of_storage(&other), "{other:?}");
+        }
     }
 
     #[test]
