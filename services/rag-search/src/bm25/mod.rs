@@ -423,15 +423,6 @@ impl Bm25 {
         self.reader.searcher().num_docs()
     }
 
-    /// Bytes the index occupies on disk.
-    pub fn disk_bytes(&self) -> u64 {
-        self.reader
-            .searcher()
-            .space_usage()
-            .map(|u| u.total().get_bytes())
-            .unwrap_or(0)
-    }
-
     /// The best `limit` items for `query` by BM25 score, best first (ids only: texts are read
     /// afterwards, with [`Bm25::texts`], for the few hits that are kept).
     pub fn search(

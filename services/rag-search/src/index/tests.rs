@@ -654,3 +654,16 @@ fn a_workspace_key_fits_in_a_directory_name_however_long_the_root_name() {
     // Short names are kept whole.
     assert!(workspace_key(Path::new("/src/api")).starts_with("api-"));
 }
+
+#[test]
+fn disk_bytes_count_every_file_of_the_index_vectors_included() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("bm25")).unwrap();
+    std::fs::create_dir_all(dir.path().join("dense")).unwrap();
+    std::fs::write(dir.path().join("meta.json"), [0u8; 10]).unwrap();
+    std::fs::write(dir.path().join("bm25/a.store"), [0u8; 100]).unwrap();
+    std::fs::write(dir.path().join("dense/index.usearch"), [0u8; 1000]).unwrap();
+    // A link is not followed (it may lead anywhere).
+    std::os::unix::fs::symlink("/usr", dir.path().join("dense/elsewhere")).unwrap();
+    assert_eq!(super::dir_bytes(dir.path()), 1110);
+}
