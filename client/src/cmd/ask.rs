@@ -167,9 +167,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 eprintln!("  ✗ {}: {}", f.name, e.message);
             }
             Event::EditProposed(p) => {
-                if let Some(p) = p.proposal
-                    && let Some(decision) = asking.proposed(p.clone())
-                {
+                if let Some((p, decision)) = p.proposal.and_then(|p| asking.proposed(p)) {
                     decide_edit(conn, &p, decision, overlay.as_ref()).await?;
                 }
             }
@@ -237,19 +235,17 @@ impl Asking {
         }
     }
 
-    /// A new proposal: shown, and decided at once unless the user is asked.
-    fn proposed(&mut self, p: EditProposal) -> Option<(Decision, String)> {
+    /// A new proposal: shown, and handed back with its decision unless the user is asked.
+    fn proposed(&mut self, p: EditProposal) -> Option<Answer> {
         if self.approve {
             show(&p);
-            return Some((Decision::Approve, String::new()));
+            return Some((p, (Decision::Approve, String::new())));
         }
         if !std::io::stdin().is_terminal() {
             show(&p);
             eprintln!("(not a terminal: denied; rerun with --approve to apply edits)");
-            return Some((
-                Decision::Deny,
-                "`ploke ask` ran without a terminal and without --approve".to_owned(),
-            ));
+            let reason = "`ploke ask` ran without a terminal and without --approve".to_owned();
+            return Some((p, (Decision::Deny, reason)));
         }
         self.waiting.push_back(p);
         if self.waiting.len() == 1 {

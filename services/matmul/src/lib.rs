@@ -33,6 +33,8 @@ pub struct PackedLinear {
     panels: Vec<f32>,
     bias: Vec<f32>,
     k: usize,
+    /// Row tiles for the instruction set this CPU runs (picked once, when packed).
+    tiles: &'static [usize],
 }
 
 impl PackedLinear {
@@ -55,6 +57,7 @@ impl PackedLinear {
             panels,
             bias: bias.to_vec(),
             k,
+            tiles: tile_rows(),
         })
     }
 
@@ -76,7 +79,7 @@ impl PackedLinear {
             return None;
         }
         let arch = pulp::Arch::new();
-        Some(self.forward_by(x, tile_rows(), &|task| arch.dispatch(task)))
+        Some(self.forward_by(x, self.tiles, &|task| arch.dispatch(task)))
     }
 
     /// [`PackedLinear::forward`] with rows in tiles of `tiles` rows (largest first, ending

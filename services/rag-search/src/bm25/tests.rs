@@ -464,6 +464,13 @@ fn a_second_opener_of_one_index_is_told_it_is_locked() {
     );
 }
 
+/// Writes the pending documents' segment to disk without committing it (as a run that failed
+/// before its commit leaves it).
+fn write_segment_uncommitted(bm: &mut Bm25) {
+    let writer = bm.writer.get_mut().unwrap().as_mut().unwrap();
+    drop(writer.prepare_commit().unwrap());
+}
+
 #[test]
 fn a_rollback_deletes_the_segment_files_of_what_it_drops() {
     let dir = tempfile::tempdir().unwrap();
@@ -490,15 +497,7 @@ fn a_rollback_deletes_the_segment_files_of_what_it_drops() {
     // A run that wrote its segment and then failed before its commit (as on a full disk).
     bm.add(&doc(2, "src/b.rs", "beta", "fn beta() {}", Kind::Function))
         .unwrap();
-    let prepared = bm
-        .writer
-        .get_mut()
-        .unwrap()
-        .as_mut()
-        .unwrap()
-        .prepare_commit()
-        .unwrap();
-    drop(prepared);
+    write_segment_uncommitted(&mut bm);
     assert!(files().len() > committed.len(), "{:?}", files());
     bm.rollback().unwrap();
     assert_eq!(files(), committed);
@@ -512,15 +511,7 @@ fn a_rollback_deletes_the_segment_files_of_what_it_drops() {
         Kind::Function,
     ))
     .unwrap();
-    let prepared = bm
-        .writer
-        .get_mut()
-        .unwrap()
-        .as_mut()
-        .unwrap()
-        .prepare_commit()
-        .unwrap();
-    drop(prepared);
+    write_segment_uncommitted(&mut bm);
     bm.close();
     drop(bm);
     assert!(files().len() > committed.len(), "{:?}", files());

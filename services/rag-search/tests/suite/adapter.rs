@@ -299,6 +299,15 @@ async fn a_configured_workspace_that_is_not_there_stops_the_start_naming_it() {
     }
 }
 
+/// rag-search's answer to a write its index storage could not take.
+fn assert_storage_unavailable(e: &tonic::Status) {
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(
+        e.message().starts_with("index storage unavailable"),
+        "{e:?}"
+    );
+}
+
 #[tokio::test]
 async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_still_searched() {
     let mut s = start().await;
@@ -320,11 +329,7 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
         })
         .await
         .unwrap_err();
-    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
-    assert!(
-        e.message().starts_with("index storage unavailable"),
-        "{e:?}"
-    );
+    assert_storage_unavailable(&e);
     assert_eq!(s.health().await, ServingStatus::NotServing);
     // Searches still answer from the last committed index.
     let hits = s
@@ -361,11 +366,7 @@ async fn a_workspace_added_where_no_index_can_be_written_is_unavailable() {
         })
         .await
         .unwrap_err();
-    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
-    assert!(
-        e.message().starts_with("index storage unavailable"),
-        "{e:?}"
-    );
+    assert_storage_unavailable(&e);
     assert_eq!(s.health().await, ServingStatus::NotServing);
     s.stop().await;
 }

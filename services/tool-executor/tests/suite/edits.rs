@@ -5,7 +5,7 @@ use ploke_proto::common::v1::ItemKind;
 use ploke_proto::rag::v1::{LookupItemRequest, lookup_item_request};
 use ploke_proto::tools::v1::*;
 
-use super::{Harness, Options, code, edit_call, finish, replace_item, request, search_replace};
+use super::{Harness, code, edit_call, finish, replace_item, request, search_replace};
 
 fn applied(event: execute_tool_event::Event) -> EditOutcome {
     match event {
@@ -271,11 +271,7 @@ async fn no_decision_within_the_timeout_expires_the_proposal() {
 
 #[tokio::test]
 async fn auto_approve_applies_at_once_after_reporting_the_proposal() {
-    let h = Harness::start_with(Options {
-        auto_approve: true,
-        ..Options::default()
-    })
-    .await;
+    let h = Harness::auto_approving().await;
     let events = h
         .events(
             "call-1",
@@ -331,11 +327,7 @@ async fn parallel_proposals_of_one_request_never_collide() {
 
 #[tokio::test]
 async fn a_retried_call_finds_its_proposal_again() {
-    let h = Harness::start_with(Options {
-        auto_approve: true,
-        ..Options::default()
-    })
-    .await;
+    let h = Harness::auto_approving().await;
     let call = edit_call(vec![search_replace("src/lib.rs", "    41\n", "    43\n")]);
     let first = applied(h.events("call-1", call.clone()).await.pop().unwrap());
     // The same (request_id, call_id) again: the stored outcome, not a second write (which
@@ -347,11 +339,7 @@ async fn a_retried_call_finds_its_proposal_again() {
 
 #[tokio::test]
 async fn create_file_makes_parents_and_respects_on_exists() {
-    let h = Harness::start_with(Options {
-        auto_approve: true,
-        ..Options::default()
-    })
-    .await;
+    let h = Harness::auto_approving().await;
     let create = |path: &str, on_exists: Option<OnExists>| {
         tool_call::Args::CreateFile(CreateFileArgs {
             file_path: path.into(),
@@ -456,11 +444,7 @@ async fn bad_edits_are_typed_errors_naming_the_edit() {
 
 #[tokio::test]
 async fn a_trait_impl_method_is_replaced_by_its_canonical_path() {
-    let h = Harness::start_with(Options {
-        auto_approve: true,
-        ..Options::default()
-    })
-    .await;
+    let h = Harness::auto_approving().await;
     let canon = "crate::<Config as std::fmt::Display>::fmt";
     let new = "    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {\n        write!(f, \"config {}\", self.name)\n    }";
     let events = h
@@ -477,11 +461,7 @@ async fn a_trait_impl_method_is_replaced_by_its_canonical_path() {
 
 #[tokio::test]
 async fn a_crlf_file_is_searched_and_edited_with_its_own_line_ends() {
-    let h = Harness::start_with(Options {
-        auto_approve: true,
-        ..Options::default()
-    })
-    .await;
+    let h = Harness::auto_approving().await;
     // A model writes "\n" between lines; the file has "\r\n".
     let crlf = |s: &str| s.replace('\n', "\r\n");
     std::fs::write(
@@ -522,11 +502,7 @@ async fn a_crlf_file_is_searched_and_edited_with_its_own_line_ends() {
 
 #[tokio::test]
 async fn a_file_of_mixed_line_ends_is_searched_as_written() {
-    let h = Harness::start_with(Options {
-        auto_approve: true,
-        ..Options::default()
-    })
-    .await;
+    let h = Harness::auto_approving().await;
     // Mostly CRLF, one region of LF lines: a search of that region as written still matches.
     let text = "a\r\nb\r\nc\nd\ne\r\n";
     std::fs::write(h.path("src/mixed.txt"), text).unwrap();

@@ -108,6 +108,15 @@ impl Harness {
         Self::start_with(Options::default()).await
     }
 
+    /// A harness whose proposals are applied at once (`auto_approve`).
+    pub async fn auto_approving() -> Self {
+        Self::start_with(Options {
+            auto_approve: true,
+            ..Options::default()
+        })
+        .await
+    }
+
     pub async fn start_with(options: Options) -> Self {
         let workspace = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(workspace.path()).unwrap();
