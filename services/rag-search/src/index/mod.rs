@@ -440,6 +440,11 @@ impl WorkspaceIndex {
             .map_or(0, |f| u32::try_from(f.item_ids.len()).unwrap_or(u32::MAX))
     }
 
+    /// Where the index's files are.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// When the last full run finished.
     pub fn last_indexed_at(&self) -> Option<SystemTime> {
         self.last_indexed_at

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use ploke_runtime::blocking::{BlockingPool, PoolSize};
 use ploke_runtime::metrics::record;
@@ -16,7 +16,7 @@ use crate::bm25::Boosts;
 use crate::embed::Embedder;
 use crate::error::RagError;
 use crate::fusion::Rrf;
-use crate::index::{DenseSpec, IndexError, Summary, WorkspaceIndex, workspace_key};
+use crate::index::{DenseSpec, Guarded, IndexError, Summary, WorkspaceIndex, workspace_key};
 use crate::rank::LengthPrior;
 
 mod overlay;
@@ -26,6 +26,8 @@ pub use read::FilePage;
 mod recovery;
 mod registry;
 mod runs;
+mod slot;
+use slot::Slot;
 mod types;
 mod workspaces;
 
@@ -34,7 +36,6 @@ pub use overlay::{
     Put, Synced, check_session_id,
 };
 pub use paths::check_relative;
-use runs::RunEvent;
 
 pub use registry::GitOrigin;
 pub use types::{
@@ -42,24 +43,6 @@ pub use types::{
     SnippetStatus, SpanRequest, Status, Strategy,
 };
 pub use workspaces::{NewWorkspace, WorkspaceInfo};
-
-struct Slot {
-    index: RwLock<WorkspaceIndex>,
-    /// The state, and the channel a run reports on; changed together under this lock, so
-    /// that a caller who finds a run going and subscribes sees that run's end.
-    state: Mutex<IndexState>,
-    runs: tokio::sync::watch::Sender<RunEvent>,
-}
-
-impl Slot {
-    fn new(index: WorkspaceIndex, state: IndexState) -> Self {
-        Self {
-            index: RwLock::new(index),
-            state: Mutex::new(state),
-            runs: tokio::sync::watch::channel(RunEvent::Finished(Ok(Summary::default()))).0,
-        }
-    }
-}
 
 /// The rag-search domain service.
 #[derive(Clone)]
@@ -323,25 +306,17 @@ impl RagService {
     pub fn status(&self, workspace_root: &str) -> Result<Status, RagError> {
         let (root, slot) = self.slot(workspace_root)?;
         let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
-        // While a run holds the write lock, report counts from the state alone.
-        let (files, items, last, bytes, embedded) = match slot.index.try_read() {
-            Ok(index) => (
-                index.file_count(),
-                index.item_count(),
-                index.last_indexed_at(),
-                index.disk_bytes(),
-                index.embedded_count(),
-            ),
-            Err(_) => (0, 0, None, 0, 0),
-        };
+        // While a run holds the write lock, the counts it last left are reported: a status
+        // must not wait behind indexing, nor say the index is empty while it is being updated.
+        let counts = slot.counts()?;
         Ok(Status {
             root,
             state,
-            files,
-            items,
-            last_indexed_at: last,
-            index_bytes: bytes,
-            embedded_items: embedded,
+            files: counts.files,
+            items: counts.items,
+            last_indexed_at: counts.last_indexed_at,
+            index_bytes: slot.disk_bytes(),
+            embedded_items: counts.embedded,
             embed_model: self
                 .embedder
                 .as_ref()
@@ -401,8 +376,8 @@ impl RagService {
         let task_slot = slot.clone();
         let summary = self
             .blocking(move || {
-                let mut index = task_slot.index.write().map_err(|_| lock_poisoned())?;
-                Ok::<_, RagError>(index.refresh(&rels, embedder.as_deref())?)
+                let refreshed = task_slot.write(|index| index.refresh(&rels, embedder.as_deref()));
+                Ok::<_, RagError>(refreshed??)
             })
             .await??;
         record::index_items(&root, summary.items_total);

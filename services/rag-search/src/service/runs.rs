@@ -110,11 +110,9 @@ impl RagService {
             };
             let result = match work {
                 Work::Index { force } => {
-                    index::build(&task_slot.index, force, embedder.as_deref(), &mut report)
+                    index::build(&*task_slot, force, embedder.as_deref(), &mut report)
                 }
-                Work::Embed => {
-                    index::embed_pending(&task_slot.index, embedder.as_deref(), &mut report)
-                }
+                Work::Embed => index::embed_pending(&*task_slot, embedder.as_deref(), &mut report),
             };
             Ok::<_, RagError>(result?)
         })

@@ -276,7 +276,7 @@ impl RagService {
         let (state, items) = match self.slot_of(root) {
             Some(slot) => {
                 let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
-                let items = slot.index.try_read().map_or(0, |i| i.item_count());
+                let items = slot.counts()?.items;
                 (state, items)
             }
             None => (IndexState::NotIndexed, 0),
