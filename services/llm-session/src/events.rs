@@ -23,6 +23,7 @@ use tokio::sync::{Mutex, broadcast, mpsc, watch};
 
 use crate::bounds::{EventBounds, bound_event, split_text};
 use crate::store::{Effects, Remote, SessionStore, StoreError};
+use ploke_runtime::storage_health::StorageFault;
 
 /// How often a following subscriber reads the store when other replicas write to it, in case
 /// a notification was lost.
@@ -42,6 +43,9 @@ struct Channel {
     last_seq: Mutex<Option<u64>>,
     /// Bumped when another replica appended to the session.
     wake: watch::Sender<u64>,
+    /// Why the end of the session's last turn is not recorded yet (storage failed): its
+    /// subscribers' streams end with it, as they would wait for an event that is held back.
+    unrecorded: watch::Sender<Option<StorageFault>>,
 }
 
 /// Appends and streams session events.
@@ -103,6 +107,27 @@ impl EventLog {
         self.lock().remove(session_id);
     }
 
+    /// The end of the session's running turn could not be written (`why`): it is held until
+    /// storage recovers, and the subscribers waiting for it are told so — their streams end
+    /// UNAVAILABLE after what is stored, as do new ones until [`EventLog::recorded`].
+    pub fn unrecorded(&self, session_id: &str, why: &StoreError) {
+        let fault = StorageFault {
+            reason: format!(
+                "the turn ended, but its end could not be recorded ({why}); it is recorded when storage recovers"
+            ),
+        };
+        self.channel(session_id)
+            .unrecorded
+            .send_replace(Some(fault));
+    }
+
+    /// The held end of the session's turn was recorded (or dropped): subscribers follow again.
+    pub fn recorded(&self, session_id: &str) {
+        if let Some(c) = self.lock().get(session_id) {
+            c.unrecorded.send_replace(None);
+        }
+    }
+
     /// The bounds events are kept within.
     pub fn bounds(&self) -> EventBounds {
         self.bounds
@@ -116,6 +141,7 @@ impl EventLog {
                     tx: broadcast::channel(LIVE_BUFFER).0,
                     last_seq: Mutex::new(None),
                     wake: watch::channel(0).0,
+                    unrecorded: watch::channel(None).0,
                 })
             })
             .clone()
@@ -212,6 +238,7 @@ impl EventLog {
         // Subscribe before reading the store so that nothing falls between the two.
         let mut live = channel.tx.subscribe();
         let mut wake = channel.wake.subscribe();
+        let mut unrecorded = channel.unrecorded.subscribe();
         let shared = self.shared;
         let (out, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
         let store = self.store.clone();
@@ -231,12 +258,31 @@ impl EventLog {
             if !replay(&*store, &id, &mut last, &out).await || !follow {
                 return;
             }
+            // Following would wait for a turn end that storage cannot take now.
+            let held = unrecorded.borrow_and_update().clone();
+            if let Some(fault) = held {
+                let _ = out.send(Err(StoreError::Unavailable(fault))).await;
+                return;
+            }
             let mut poll = tokio::time::interval(REMOTE_POLL);
             poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 let next = tokio::select! {
                     e = live.recv() => e,
                     () = out.closed() => return,
+                    held = unrecorded.changed() => {
+                        // Its channel was dropped: the session was deleted.
+                        if held.is_err() {
+                            let _ = out.send(Err(StoreError::Deleted(id.clone()))).await;
+                            return;
+                        }
+                        let fault = unrecorded.borrow_and_update().clone();
+                        if let Some(fault) = fault {
+                            let _ = out.send(Err(StoreError::Unavailable(fault))).await;
+                            return;
+                        }
+                        continue;
+                    }
                     // Another replica appended (or may have): the store has it.
                     woken = wake.changed() => {
                         if woken.is_err() {

@@ -357,6 +357,7 @@ impl SessionService {
             if let Ok(mut p) = self.pending.lock() {
                 p.insert(spec.session_id.clone(), end);
             }
+            self.deps.log.unrecorded(&spec.session_id, &e);
         }
     }
 
@@ -388,11 +389,13 @@ impl SessionService {
         match self.record_end(session_id, &end).await {
             Ok(()) => {
                 tracing::info!(session_id, parent_id = %end.correlation.parent_id, "recorded a turn end held while storage was broken");
+                self.deps.log.recorded(session_id);
                 Ok(())
             }
             // Its lease expired meanwhile and another replica ended the turn.
             Err(e @ StoreError::Superseded { .. }) => {
                 tracing::warn!(session_id, parent_id = %end.correlation.parent_id, reason = %e, "dropped a held turn end");
+                self.deps.log.recorded(session_id);
                 Ok(())
             }
             Err(e) => {

@@ -3,7 +3,7 @@
 //! recovery) or removed — what a removed or replaced data dir looks like to the store; the
 //! rest of the data dir (rag-search's index) stays. Writes answer UNAVAILABLE naming storage, a
 //! running turn ends in `turn_failed{storage}` (recorded once storage is back, never before it
-//! is durable), a proposal that cannot be recorded is a tool error, health is NOT_SERVING while
+//! is durable; meanwhile its subscribers' streams end UNAVAILABLE saying so), a proposal that cannot be recorded is a tool error, health is NOT_SERVING while
 //! storage is broken and SERVING again after, and no process dies. (A removed data dir and a
 //! full disk are covered by the services' own suites, against their real binaries.)
 
@@ -96,6 +96,29 @@ fn approve(proposal_id: &str) -> DecideEditRequest {
     }
 }
 
+/// The error a following stream ends with (the events before it skipped).
+async fn ended_with(stream: &mut tonic::Streaming<SessionEvent>) -> tonic::Status {
+    loop {
+        match stream.message().await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the stream ended without a reason"),
+            Err(s) => return s,
+        }
+    }
+}
+
+/// A stream ended because the turn's end could not be recorded.
+fn unrecorded(status: &tonic::Status) {
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().contains("its end could not be recorded")
+            && status.message().contains("sessions.sqlite")
+            && status.message().contains("recorded when storage recovers"),
+        "{}",
+        status.message()
+    );
+}
+
 #[tokio::test]
 async fn a_turn_that_meets_a_vanished_database_fails_with_the_reason_once_it_is_back() {
     let c = chat().await;
@@ -137,6 +160,25 @@ async fn a_turn_that_meets_a_vanished_database_fails_with_the_reason_once_it_is_
     // The next delta cannot be recorded: the turn ends and drops the provider's stream.
     c.fake.resume();
     c.fake.disconnected().await;
+    // Its end cannot be recorded either: the live subscriber is told so instead of waiting in
+    // silence for an event held back until storage returns.
+    let held = ended_with(&mut live).await;
+    unrecorded(&held);
+    // A subscriber that comes now reads what is stored, then hears the same.
+    let mut again = c.events(0, true).await;
+    let mut replayed = Vec::new();
+    let held = loop {
+        match again.message().await {
+            Ok(Some(e)) => replayed.push(e),
+            Ok(None) => panic!("the stream ended without a reason"),
+            Err(s) => break s,
+        }
+    };
+    unrecorded(&held);
+    assert_eq!(
+        super::session::kinds(&replayed),
+        vec!["user_message", "context_plan", "assistant_delta"]
+    );
 
     std::fs::rename(&away, &data).unwrap();
     health_becomes(
@@ -146,19 +188,13 @@ async fn a_turn_that_meets_a_vanished_database_fails_with_the_reason_once_it_is_
         ServingStatus::Serving,
     )
     .await;
-    // The end was held until storage could keep it; the live subscriber gets it now.
-    let end = loop {
-        let e = live.message().await.unwrap().unwrap();
-        if let Some(session_event::Event::TurnFailed(f)) = e.event {
-            break f;
-        }
-    };
-    assert_eq!(end.reason(), TurnFailureReason::Storage, "{end:?}");
-    assert!(
-        end.message.contains("storage unavailable") && end.message.contains("sessions.sqlite"),
-        "{}",
-        end.message
-    );
+    // The end was held until storage could keep it; a message sent now comes after it.
+    c.fake.push([Reply::text(&["after"])]);
+    let next = c.turn("again").await;
+    assert!(matches!(
+        next.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
     // The log is dense and holds only what was acknowledged.
     let all = c.all_events(0).await;
     assert_eq!(
@@ -166,7 +202,7 @@ async fn a_turn_that_meets_a_vanished_database_fails_with_the_reason_once_it_is_
         (1..=all.len() as u64).collect::<Vec<_>>()
     );
     assert_eq!(
-        super::session::kinds(&all),
+        super::session::kinds(&all[..all.len() - next.len()]),
         vec![
             "user_message",
             "context_plan",
@@ -174,14 +210,17 @@ async fn a_turn_that_meets_a_vanished_database_fails_with_the_reason_once_it_is_
             "turn_failed"
         ]
     );
+    let Some(session_event::Event::TurnFailed(end)) = &all[all.len() - next.len() - 1].event else {
+        panic!("{all:?}")
+    };
+    assert_eq!(end.reason(), TurnFailureReason::Storage, "{end:?}");
+    assert!(
+        end.message.contains("storage unavailable") && end.message.contains("sessions.sqlite"),
+        "{}",
+        end.message
+    );
 
     // Everything works again.
-    c.fake.push([Reply::text(&["after"])]);
-    let next = c.turn("again").await;
-    assert!(matches!(
-        next.last().unwrap().event,
-        Some(session_event::Event::TurnCompleted(_))
-    ));
     c.client()
         .create_session(CreateSessionRequest::default())
         .await
