@@ -91,10 +91,10 @@ pub struct Filters {
 #[derive(Debug, thiserror::Error)]
 pub enum Bm25Error {
     /// tantivy failed.
-    #[error("bm25 index: {0}")]
+    #[error("bm25 index: {}", error_text::tantivy(.0))]
     Tantivy(#[from] tantivy::TantivyError),
     /// The index directory could not be opened.
-    #[error("bm25 index directory: {0}")]
+    #[error("bm25 index directory: {}", error_text::directory(.0))]
     Directory(#[from] tantivy::directory::error::OpenDirectoryError),
     /// The index directory could not be created.
     #[error("creating the bm25 index directory: {0}")]
@@ -570,6 +570,7 @@ impl Bm25 {
 }
 
 mod cut;
+mod error_text;
 mod expand;
 mod lead;
 mod quoted;
