@@ -291,12 +291,14 @@ impl SessionService {
         // The entry exists before the task can remove it.
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         // The turn acts for the session's owner (whoever sent the message, e.g. an admin):
-        // the proposals it stages and the overlay it reads are the owner's.
+        // the proposals it stages and the overlay it reads are the owner's. A read-only sender
+        // (the owner: only admins act on others' sessions) gets a read-only turn: its model is
+        // offered read-only tools, and tool-executor refuses it the others.
         let acting = (!session.owner.is_empty()).then(|| Principal {
             name: session.owner.clone(),
             role: principal::Role::User,
             workspaces: vec![session.workspace_root.clone()],
-            read_only: false,
+            read_only: principal::current().is_some_and(|p| p.read_only),
         });
         let task = tokio::spawn(tracing::Instrument::instrument(
             ploke_runtime::correlation::scope(

@@ -98,7 +98,12 @@ impl ToolService {
 
     /// Every tool.
     pub fn tools(&self) -> Vec<ToolDefinition> {
-        self.registry.definitions()
+        let mut tools = self.registry.definitions();
+        // A read-only principal (or a turn acting for one) is offered only what it may run.
+        if principal::current().is_some_and(|p| p.read_only) {
+            tools.retain(|t| t.side_effect() == SideEffect::ReadOnly);
+        }
+        tools
     }
 
     /// Starts one call. The receiver yields progress, at most one `EditProposed`, then exactly

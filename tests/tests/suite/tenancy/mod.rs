@@ -17,6 +17,8 @@ pub const BOB: &str = "bob-token-0123456789ab";
 pub const ROOT: &str = "root-token-0123456789a";
 /// A user allowed only a workspace that is not served.
 pub const CAROL: &str = "carol-token-012345678";
+/// A reviewer of every workspace who runs read-only tools only.
+pub const RITA: &str = "rita-token-0123456789a";
 
 /// A shared deployment (the Sandbox, a fake provider) and its principals file.
 pub struct Team {
@@ -32,8 +34,8 @@ fn hash(token: &str) -> String {
         .collect()
 }
 
-/// The principals file of the team: alice and bob (users of every workspace), root (admin)
-/// and carol (a user of the workspace `elsewhere` only).
+/// The principals file of the team: alice and bob (users of every workspace), root (admin),
+/// carol (a user of the workspace `elsewhere` only) and rita (read-only, every workspace).
 pub fn principals_toml() -> String {
     format!(
         r#"
@@ -57,11 +59,18 @@ workspaces = ["*"]
 name = "carol"
 token_sha256 = "{}"
 workspaces = ["elsewhere"]
+
+[[principal]]
+name = "rita"
+token_sha256 = "{}"
+workspaces = ["*"]
+read_only = true
 "#,
         hash(ALICE),
         hash(BOB),
         hash(ROOT),
-        hash(CAROL)
+        hash(CAROL),
+        hash(RITA)
     )
 }
 

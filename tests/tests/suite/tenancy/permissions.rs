@@ -11,7 +11,7 @@ use ploke_proto::rag::v1::{
 use ploke_proto::session::v1::CreateSessionRequest;
 use tonic::Code;
 
-use super::{ALICE, CAROL, ROOT, team};
+use super::{ALICE, CAROL, RITA, ROOT, team};
 
 fn refusal<T: std::fmt::Debug>(r: Result<T, tonic::Status>) -> (Code, String) {
     let s = r.unwrap_err();
@@ -133,5 +133,104 @@ async fn workspace_permissions_and_administration_are_enforced_per_principal() {
             .iter()
             .all(|s| s.endpoint.starts_with("http://127.0.0.1:"))
     );
+    t.sandbox.stop().await.unwrap();
+}
+
+/// A read-only principal's own chat turns are read-only too: the model is offered only tools
+/// without side effects, and an edit it asks for anyway is refused by tool-executor, so nothing
+/// is staged (the turn used to act for its owner as a writer and staged, or with auto-approve
+/// applied, the edit).
+#[tokio::test]
+async fn a_read_only_principal_s_turns_offer_and_run_read_only_tools_only() {
+    use ploke_e2e::fake_provider::Reply;
+    use ploke_proto::session::v1::{SendMessageRequest, StreamEventsRequest, session_event};
+    use ploke_proto::tools::v1::{ListEditsRequest, SideEffect};
+    let t = team(|c| c.tool_executor.auto_approve = true).await;
+    let mut rita = t.as_(RITA);
+    let session = rita
+        .create_session(CreateSessionRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let create = r#"{"file_path": "src/by_rita.rs", "content": "pub fn r() {}\n"}"#;
+    t.fake.push([
+        Reply::tool_calls(&[("call_1", "create_file", create)]),
+        Reply::text(&["Could not."]),
+    ]);
+    let mut live = rita
+        .stream_events(StreamEventsRequest {
+            session_id: session.session_id.clone(),
+            after_seq: 0,
+            no_follow: false,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    rita.send_message(SendMessageRequest {
+        session_id: session.session_id.clone(),
+        content: "create src/by_rita.rs".into(),
+        client_request_id: String::new(),
+    })
+    .await
+    .unwrap();
+    let mut events = Vec::new();
+    loop {
+        let e = live.message().await.unwrap().unwrap();
+        let end = matches!(
+            e.event,
+            Some(session_event::Event::TurnCompleted(_) | session_event::Event::TurnFailed(_))
+        );
+        events.push(e);
+        if end {
+            break;
+        }
+    }
+    // Offered: exactly the read-only tools of the registry.
+    let offered: Vec<String> = t.fake.received()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    let read_only: Vec<String> = ploke_proto::registry::ToolRegistry::global()
+        .unwrap()
+        .definitions()
+        .into_iter()
+        .filter(|d| d.side_effect() == SideEffect::ReadOnly)
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(offered, read_only);
+    // Asked for anyway: refused, nothing staged, nothing written.
+    let failed = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Some(session_event::Event::ToolCallFailed(f)) => Some(f.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    let error = failed.error.unwrap();
+    assert!(
+        error
+            .message
+            .contains("create_file changes files; rita may run read-only tools only"),
+        "{error:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, Some(session_event::Event::EditProposed(_)))),
+        "{events:?}"
+    );
+    let edits = t
+        .as_(ROOT)
+        .list_edits(ListEditsRequest {
+            all_principals: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(edits.proposals, Vec::new());
+    assert!(!t.sandbox.workspace_root().join("src/by_rita.rs").exists());
     t.sandbox.stop().await.unwrap();
 }
