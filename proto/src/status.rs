@@ -72,15 +72,33 @@ pub fn precondition(status: &Status, reason: &str) -> Option<HashMap<String, Str
 /// own of about that size; anything longer is refused before it reaches a lookup or a message.
 pub const MAX_ID_BYTES: usize = 128;
 
-/// An id field, trimmed: `INVALID_ARGUMENT` when it is empty or longer than [`MAX_ID_BYTES`]
-/// (an error repeating a 20 kB id would not fit in a reply's header).
+/// An id field, trimmed: `INVALID_ARGUMENT` when it is empty, longer than [`MAX_ID_BYTES`]
+/// (an error repeating a 20 kB id would not fit in a reply's header) or holds a control
+/// character.
 pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
     let value = value.trim();
     if value.is_empty() {
         return Err(invalid_argument(field, "must not be empty"));
     }
-    at_most(field, value, MAX_ID_BYTES)?;
+    id_text(field, value, MAX_ID_BYTES)?;
     Ok(value)
+}
+
+/// `INVALID_ARGUMENT` when an id-like field (empty allowed) is longer than `max` bytes or holds
+/// a control character: an id is looked up and stored as text, and PostgreSQL refuses a NUL
+/// in text (the caller got INTERNAL with the database's own words).
+pub fn id_text(field: &str, value: &str, max: usize) -> Result<(), Status> {
+    at_most(field, value, max)?;
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(invalid_argument(
+            field,
+            format!(
+                "must not contain control characters, found U+{:04X}",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `INVALID_ARGUMENT` when a text field is longer than `max` bytes.
@@ -174,6 +192,26 @@ mod tests {
                 CHECKOUT_MISALIGNED
             ),
             None
+        );
+    }
+
+    #[test]
+    fn ids_with_control_characters_are_refused_with_the_character() {
+        let refused = id("session_id", "a\0b").unwrap_err();
+        assert_eq!(
+            (refused.code(), refused.message()),
+            (
+                Code::InvalidArgument,
+                "session_id: must not contain control characters, found U+0000"
+            )
+        );
+        assert_eq!(id("session_id", " s-1 ").unwrap(), "s-1");
+        assert!(id_text("client_request_id", "", 10).is_ok());
+        assert_eq!(
+            id_text("client_request_id", "r\u{1b}[2J", 10)
+                .unwrap_err()
+                .message(),
+            "client_request_id: must not contain control characters, found U+001B"
         );
     }
 

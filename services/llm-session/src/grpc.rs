@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use ploke_proto::session::v1::llm_session_server::LlmSession;
 use ploke_proto::session::v1::{self as pb};
-use ploke_proto::status::{at_most, invalid_argument, not_found};
+use ploke_proto::status::{at_most, id_text, invalid_argument, not_found};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -151,7 +151,7 @@ impl LlmSession for LlmSessionGrpc {
                 format!("must be at most {max} bytes, got {}", r.content.len()),
             ));
         }
-        at_most(
+        id_text(
             "client_request_id",
             &r.client_request_id,
             MAX_CLIENT_REQUEST_ID,

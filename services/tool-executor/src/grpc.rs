@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use ploke_proto::registry::{ToolRegistry, args_tool_name};
-use ploke_proto::status::{at_most, invalid_argument, not_found};
+use ploke_proto::status::{at_most, id_text, invalid_argument, not_found};
 use ploke_proto::tools::v1::tool_executor_server::ToolExecutor;
 use ploke_proto::tools::v1::{self as pb};
 use tokio_stream::StreamExt;
@@ -118,13 +118,13 @@ impl ToolExecutor for ToolExecutorGrpc {
         if correlation.call_id.trim().is_empty() {
             return Err(invalid_argument("correlation.call_id", "must be set"));
         }
-        at_most("correlation.call_id", &correlation.call_id, MAX_CALL_ID)?;
+        id_text("correlation.call_id", &correlation.call_id, MAX_CALL_ID)?;
         for (field, value) in [
             ("correlation.session_id", &correlation.session_id),
             ("correlation.request_id", &correlation.request_id),
             ("correlation.parent_id", &correlation.parent_id),
         ] {
-            at_most(field, value, ploke_proto::status::MAX_ID_BYTES)?;
+            id_text(field, value, ploke_proto::status::MAX_ID_BYTES)?;
         }
         let Some(call) = r.call.and_then(|c| c.args) else {
             return Err(invalid_argument("call", "must hold one tool's arguments"));
@@ -176,7 +176,7 @@ impl ToolExecutor for ToolExecutorGrpc {
                 ));
             }
         };
-        at_most(
+        id_text(
             "session_id",
             &r.session_id,
             ploke_proto::status::MAX_ID_BYTES,
