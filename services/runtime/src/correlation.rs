@@ -14,6 +14,9 @@ pub const REQUEST_ID: &str = "x-ploke-request-id";
 pub const PARENT_ID: &str = "x-ploke-parent-id";
 /// Metadata key of the tool-call id.
 pub const CALL_ID: &str = "x-ploke-call-id";
+/// Longest correlation id taken from a caller (the services' own ids are uuids; an id field of
+/// a request is refused past the same length).
+pub const MAX_ID_BYTES: usize = 128;
 
 /// The correlation ids of the current turn; empty strings are "not known".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,12 +53,15 @@ impl Correlation {
         ]
     }
 
-    /// Reads the ids from HTTP headers (gRPC metadata); missing or non-ASCII values are empty.
+    /// Reads the ids from HTTP headers (gRPC metadata); missing, non-ASCII and longer than
+    /// [`MAX_ID_BYTES`] values are empty (a caller's 15 kB id was logged on every line and
+    /// forwarded until a backend refused the headers).
     pub fn from_headers(headers: &HeaderMap) -> Self {
         let get = |k: &str| {
             headers
                 .get(k)
                 .and_then(|v| v.to_str().ok())
+                .filter(|v| v.len() <= MAX_ID_BYTES)
                 .map(str::to_owned)
                 .unwrap_or_default()
         };
@@ -67,14 +73,17 @@ impl Correlation {
         }
     }
 
-    /// Writes the non-empty ids into HTTP headers (gRPC metadata), replacing earlier values.
+    /// Writes the ids into HTTP headers (gRPC metadata), replacing earlier values; an empty id
+    /// removes its header (one [`Correlation::from_headers`] refused goes no further).
     pub fn write_headers(&self, headers: &mut HeaderMap) {
         for (key, value) in self.pairs() {
-            if value.is_empty() {
-                continue;
-            }
-            if let Ok(v) = HeaderValue::from_str(value) {
-                headers.insert(key, v);
+            match HeaderValue::from_str(value) {
+                Ok(v) if !value.is_empty() => {
+                    headers.insert(key, v);
+                }
+                Ok(_) | Err(_) => {
+                    headers.remove(key);
+                }
             }
         }
     }
@@ -143,6 +152,29 @@ mod tests {
         assert_eq!(headers.len(), 3);
         assert!(headers.get(PARENT_ID).is_none());
         assert_eq!(Correlation::from_headers(&headers), c);
+    }
+
+    #[test]
+    fn an_id_longer_than_the_limit_is_not_taken_nor_passed_on() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            REQUEST_ID,
+            HeaderValue::from_str(&"r".repeat(15_800)).unwrap(),
+        );
+        headers.insert(SESSION_ID, HeaderValue::from_str(&"s".repeat(128)).unwrap());
+        let read = Correlation::from_headers(&headers);
+        assert_eq!(
+            read,
+            Correlation {
+                session_id: "s".repeat(128),
+                ..Default::default()
+            }
+        );
+        // Written back over the caller's headers (as the client interceptor does), the refused
+        // id is gone.
+        read.write_headers(&mut headers);
+        assert!(headers.get(REQUEST_ID).is_none());
+        assert_eq!(headers.len(), 1);
     }
 
     #[tokio::test]
