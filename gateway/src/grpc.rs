@@ -550,7 +550,17 @@ impl GatewayGrpc {
             .await;
             let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             let (state, message) = match probe {
-                Ok(Ok(ServingStatus::Serving)) => (ServingState::Serving, String::new()),
+                Ok(Ok(ServingStatus::Serving)) => match u.takes_internal_token().await {
+                    Ok(()) => (ServingState::Serving, String::new()),
+                    Err(refused) => (
+                        ServingState::NotServing,
+                        format!(
+                            "refuses this gateway's internal token ({}); the services of this \
+                             deployment are configured with different internal tokens",
+                            refused.message()
+                        ),
+                    ),
+                },
                 Ok(Ok(other)) => (ServingState::NotServing, format!("{other:?}")),
                 Ok(Err(status)) => (ServingState::Unreachable, status.message().to_owned()),
                 Err(_) => (

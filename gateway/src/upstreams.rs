@@ -1,5 +1,6 @@
 //! The gateway's upstream services: typed clients with trace propagation and the internal
-//! token, and the raw channels used for health probes (health needs no token).
+//! token, the raw channels used for health probes (health needs no token), and the probe of
+//! whether an upstream takes this gateway's internal token.
 
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
@@ -18,6 +19,30 @@ pub struct Upstream {
     pub url: String,
     /// Channel without interceptors (health probes).
     pub channel: Channel,
+    /// The same channel sending the internal token.
+    pub internal: TracedChannel,
+}
+
+/// A method no ploke service has: behind a backend's internal-token check it answers
+/// UNIMPLEMENTED, and before it UNAUTHENTICATED.
+const TOKEN_PROBE: &str = "/ploke.probe.v1.Probe/InternalToken";
+
+impl Upstream {
+    /// `Err` with the backend's refusal when it does not take this gateway's internal token
+    /// (health is open to all, so a deployment whose services hold different tokens looked
+    /// healthy while every call failed); `Ok` when it does, or when it cannot be asked.
+    pub async fn takes_internal_token(&self) -> Result<(), tonic::Status> {
+        let mut grpc = tonic::client::Grpc::new(self.internal.clone());
+        if grpc.ready().await.is_err() {
+            return Ok(());
+        }
+        let codec = tonic_prost::ProstCodec::<(), ()>::default();
+        let path = http::uri::PathAndQuery::from_static(TOKEN_PROBE);
+        match grpc.unary(tonic::Request::new(()), path, codec).await {
+            Err(s) if s.code() == tonic::Code::Unauthenticated => Err(s),
+            Ok(_) | Err(_) => Ok(()),
+        }
+    }
 }
 
 /// Every upstream the gateway forwards to.
@@ -57,16 +82,19 @@ impl Upstreams {
                 Upstream {
                     service: "ploke.session.v1.LlmSession",
                     url: config.llm_session_url.clone(),
+                    internal: internal(session.clone(), tokens),
                     channel: session,
                 },
                 Upstream {
                     service: "ploke.tools.v1.ToolExecutor",
                     url: config.tool_executor_url.clone(),
+                    internal: internal(tools.clone(), tokens),
                     channel: tools,
                 },
                 Upstream {
                     service: "ploke.rag.v1.RagSearch",
                     url: config.rag_search_url.clone(),
+                    internal: internal(rag.clone(), tokens),
                     channel: rag,
                 },
             ],

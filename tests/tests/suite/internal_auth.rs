@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use ploke_e2e::Sandbox;
-use ploke_proto::gateway::v1::GetSystemStatusRequest;
 use ploke_proto::gateway::v1::gateway_client::GatewayClient;
+use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState};
 use ploke_proto::rag::v1::IndexStatusRequest;
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
 use ploke_proto::session::v1::ListSessionsRequest;
@@ -196,13 +196,50 @@ async fn a_gateway_with_another_internal_token_says_the_deployment_is_misconfigu
              different internal tokens"
         )
     );
-    // Health needs no token: the gateway still sees its upstreams serving.
+    // Health needs no token, so each upstream is asked for a call behind its token too: the
+    // status says none of them takes this gateway's (it said SERVING while every call failed).
     let status = gateway
         .get_system_status(GetSystemStatusRequest {})
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(status.services.len(), 3);
+    let seen: Vec<(String, ServingState, String)> = status
+        .services
+        .iter()
+        .map(|s| (s.service.clone(), s.state(), s.message.clone()))
+        .collect();
+    let refused = |service: &str| {
+        (
+            service.to_owned(),
+            ServingState::NotServing,
+            "refuses this gateway's internal token (invalid internal token \
+             (x-ploke-internal-token)); the services of this deployment are configured with \
+             different internal tokens"
+                .to_owned(),
+        )
+    };
+    assert_eq!(
+        seen,
+        vec![
+            refused("ploke.session.v1.LlmSession"),
+            refused("ploke.tools.v1.ToolExecutor"),
+            refused("ploke.rag.v1.RagSearch"),
+        ]
+    );
+    // The deployment's own gateway sees them serving.
+    let status = sandbox
+        .gateway()
+        .get_system_status(GetSystemStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        status
+            .services
+            .iter()
+            .all(|s| s.state() == ServingState::Serving && s.message.is_empty()),
+        "{status:?}"
+    );
     shutdown.trigger();
     task.await.unwrap().unwrap();
     sandbox.stop().await.unwrap();
