@@ -99,16 +99,21 @@ pub fn is_storage_error(e: &sqlx::Error) -> bool {
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
-            // 08 connection, 53 insufficient resources (disk full), 57 operator intervention
-            // (shutdown), 58 system error; 25006 read-only transaction (a standby).
-            ["08", "53", "57", "58"]
-                .iter()
-                .any(|class| c.starts_with(class))
-                || c == "25006"
-        }),
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| is_storage_code(&c)),
         _ => false,
     }
+}
+
+/// Whether a SQLSTATE says the database cannot be used now, whatever the statement: 08
+/// connection, 28 invalid authorization (a password rotated, a role dropped while running), 53
+/// insufficient resources (disk full), 57 operator intervention (shutdown), 58 system error;
+/// 25006 read-only transaction (a standby), 3D000 no such database (dropped), 42501 no
+/// privilege (a grant revoked).
+fn is_storage_code(code: &str) -> bool {
+    ["08", "28", "53", "57", "58"]
+        .iter()
+        .any(|class| code.starts_with(class))
+        || ["25006", "3D000", "42501"].contains(&code)
 }
 
 /// Connects to `url` and brings `component`'s tables up to date with `migrations`.
@@ -284,5 +289,23 @@ impl PgDatabase {
     /// Closes the pool once in-flight queries finish.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_storage_code;
+
+    #[test]
+    fn database_states_that_stop_every_statement_are_storage_faults() {
+        for code in [
+            "08006", "28P01", "28000", "53100", "57P01", "58030", "25006", "3D000", "42501",
+        ] {
+            assert!(is_storage_code(code), "{code}");
+        }
+        // A statement's own fault (a constraint, a syntax error, a lost race) is not.
+        for code in ["23505", "42601", "40001", "22021"] {
+            assert!(!is_storage_code(code), "{code}");
+        }
     }
 }
