@@ -260,7 +260,7 @@ impl SessionService {
             content: content.to_owned(),
             client_request_id: client_request_id.to_owned(),
         });
-        let event = self
+        let appended = self
             .append_turn_start(session_id, &correlation, message, |seq| Effects {
                 messages: vec![ChatMessage::text("user", content)],
                 request: (!client_request_id.is_empty())
@@ -269,7 +269,26 @@ impl SessionService {
                 running: Some(Some(parent_id.clone())),
                 usage: None,
             })
-            .await?;
+            .await;
+        let event = match appended {
+            Ok(event) => event,
+            // The same request sent to another replica at the same time started the turn
+            // there (its message and request id commit together): this is its retry.
+            Err(busy @ SessionError::Busy { .. }) if !client_request_id.is_empty() => {
+                return match self
+                    .store
+                    .find_request(session_id, client_request_id)
+                    .await?
+                {
+                    Some(mut first) => {
+                        first.duplicate = true;
+                        Ok(first)
+                    }
+                    None => Err(busy),
+                };
+            }
+            Err(e) => return Err(e),
+        };
         let response = answer(event.seq);
         let cancel = CancellationToken::new();
         let reason = Arc::new(std::sync::Mutex::new(String::new()));
