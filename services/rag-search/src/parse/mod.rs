@@ -38,6 +38,20 @@ pub fn parse_file(
     loc: Option<&ModuleLoc>,
     text: &str,
 ) -> (Vec<ParsedItem>, Vec<Reexport>) {
+    // The walks recurse once per nested block: a small file of thousands of nested `mod {}`s
+    // or namespaces overflowed the stack and aborted the whole process, at every start.
+    let parsed = matches!(
+        language,
+        "rust" | "python" | "go" | "typescript" | "javascript" | "java"
+    );
+    if parsed && loc.is_some() && too_deep(language, text) {
+        tracing::warn!(
+            file = rel,
+            max = MAX_NESTING,
+            "nested too deeply to parse; indexed as line windows"
+        );
+        return (line_windows(rel, text), Vec::new());
+    }
     let items = match (language, loc) {
         ("rust", Some(loc)) => return parse_rust_file(loc, text),
         ("python", Some(loc)) => {
@@ -49,6 +63,37 @@ pub fn parse_file(
         _ => line_windows(rel, text),
     };
     (items, Vec::new())
+}
+
+/// Deepest nesting of brackets (or, for Python, of indentation columns) a file is parsed at;
+/// real code stays far below it (2,000 nested blocks still parsed on a worker's stack).
+pub const MAX_NESTING: usize = 256;
+
+/// Whether `text` nests deeper than [`MAX_NESTING`]: brackets counted through strings and
+/// comments alike (an over-count only sends a file to line windows), and for Python the
+/// indentation of a line, in columns.
+fn too_deep(language: &str, text: &str) -> bool {
+    let mut depth = 0usize;
+    for b in text.bytes() {
+        match b {
+            b'{' | b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return true;
+                }
+            }
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    language == "python"
+        && text.lines().any(|l| {
+            l.bytes()
+                .take_while(|b| matches!(b, b' ' | b'\t'))
+                .map(|b| if b == b'\t' { 8 } else { 1 })
+                .sum::<usize>()
+                > MAX_NESTING
+        })
 }
 
 /// The signature and doc of the item named `name`, for parser tests.
@@ -210,3 +255,58 @@ impl ParsedItem {
 }
 
 pub use ploke_runtime::language::language_of;
+
+#[cfg(test)]
+mod nesting_tests {
+    use super::*;
+
+    fn loc() -> ModuleLoc {
+        ModuleLoc::default()
+    }
+
+    #[test]
+    fn blocks_nested_past_the_limit_are_line_windows_not_a_stack_overflow() {
+        let nested = |open: &str, n: usize, inner: &str| {
+            let mut s = String::new();
+            for i in 0..n {
+                s.push_str(&open.replace("{i}", &i.to_string()));
+            }
+            s.push_str(inner);
+            s.push_str(&"}\n".repeat(n));
+            s
+        };
+        for (rel, language, text) in [
+            (
+                "src/lib.rs",
+                "rust",
+                nested("mod m{i} {\n", 5_000, "pub fn f() {}\n"),
+            ),
+            (
+                "src/a.ts",
+                "typescript",
+                nested("namespace N{i} {\n", 3_000, "export function f() {}\n"),
+            ),
+            (
+                "src/D.java",
+                "java",
+                nested("class C{i} {\n", 20_000, "void f() {}\n"),
+            ),
+        ] {
+            let (items, _) = parse_file(rel, language, Some(&loc()), &text);
+            assert!(!items.is_empty(), "{rel}");
+            assert!(items.iter().all(|i| i.kind == Kind::TextWindow), "{rel}");
+        }
+        let python: String = (0..300)
+            .map(|i| format!("{}class C{i}:\n", " ".repeat(i)))
+            .collect();
+        assert!(too_deep("python", &python));
+        // Nesting real code reaches is parsed as before.
+        let (items, _) = parse_file(
+            "src/lib.rs",
+            "rust",
+            Some(&loc()),
+            &nested("mod m{i} {\n", 100, "pub fn deep() {}\n"),
+        );
+        assert!(items.iter().any(|i| i.name == "deep"), "{items:?}");
+    }
+}
