@@ -42,6 +42,13 @@ pub enum PathError {
     /// The path holds a NUL byte.
     #[error("contains a NUL byte")]
     Nul,
+    /// The path holds another control character (a newline, an escape): such a name would
+    /// forge lines of a diff a person reviews, or drive their terminal.
+    #[error("contains the control character U+{0:04X}; names with control characters are not supported")]
+    Control(u32),
+    /// A directory on the way may not be entered (its permissions).
+    #[error("cannot be resolved: a directory on the way may not be entered (permission denied)")]
+    Denied,
     /// The path is longer than [`MAX_PATH_BYTES`].
     #[error("is {0} bytes long; the limit is {MAX_PATH_BYTES}")]
     TooLong(usize),
@@ -101,6 +108,9 @@ pub fn protected(name: &std::ffi::OsStr) -> Option<&'static str> {
 pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
     if input.contains('\0') {
         return Err(PathError::Nul);
+    }
+    if let Some(c) = input.chars().find(|c| c.is_control()) {
+        return Err(PathError::Control(u32::from(c)));
     }
     if input.len() > MAX_PATH_BYTES {
         return Err(PathError::TooLong(input.len()));
@@ -195,6 +205,8 @@ fn classify(e: &std::io::Error) -> PathError {
         PathError::NameTooLong
     } else if e.kind() == std::io::ErrorKind::NotADirectory {
         PathError::ThroughFile
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        PathError::Denied
     } else {
         PathError::Io(e.kind().to_string())
     }

@@ -20,10 +20,11 @@ pub fn refused(field: &str, input: &str, e: &PathError) -> ToolFailure {
         | PathError::SymlinkEscape
         | PathError::Dangling => ToolFailure::new(ToolErrorCode::OutsideWorkspace, field, message)
             .hint("use a path relative to the workspace root, without `..` that leaves it"),
-        PathError::Protected(_) => {
+        PathError::Protected(_) | PathError::Denied => {
             ToolFailure::new(ToolErrorCode::PermissionDenied, field, message)
         }
         PathError::Nul
+        | PathError::Control(_)
         | PathError::TooLong(_)
         | PathError::NameTooLong
         | PathError::Loop

@@ -38,6 +38,8 @@ fn traversal_absolute_elsewhere_nul_and_long_paths_are_refused() {
         ("src/../../x", PathError::Climbs),
         ("/etc/passwd", PathError::AbsoluteOutside),
         ("src/\0x", PathError::Nul),
+        ("src/evil\n+++ b/src/lib.rs", PathError::Control(0x0a)),
+        ("src/\u{1b}]0;title\u{7}.rs", PathError::Control(0x1b)),
         (long.as_str(), PathError::TooLong(long.len())),
     ] {
         assert_eq!(resolve(&root, bad).unwrap_err(), want);
