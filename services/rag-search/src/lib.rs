@@ -163,12 +163,7 @@ pub async fn serve(
     };
     let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     host.require_internal(&config.internal)?;
-    for root in &config.workspaces {
-        let reason = match std::fs::metadata(root) {
-            Ok(m) if m.is_dir() => continue,
-            Ok(_) => "is not a directory".to_owned(),
-            Err(e) => e.to_string(),
-        };
+    if let Err((root, reason)) = ploke_runtime::workspaces::check_roots(&config.workspaces) {
         return Err(StartError::Workspace {
             root: root.display().to_string(),
             reason,

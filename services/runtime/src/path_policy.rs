@@ -44,7 +44,9 @@ pub enum PathError {
     Nul,
     /// The path holds another control character (a newline, an escape): such a name would
     /// forge lines of a diff a person reviews, or drive their terminal.
-    #[error("contains the control character U+{0:04X}; names with control characters are not supported")]
+    #[error(
+        "contains the control character U+{0:04X}; names with control characters are not supported"
+    )]
     Control(u32),
     /// A directory on the way may not be entered (its permissions).
     #[error("cannot be resolved: a directory on the way may not be entered (permission denied)")]

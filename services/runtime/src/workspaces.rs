@@ -123,6 +123,47 @@ fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
+/// Why the configured roots cannot be served, if they cannot: one that is not a directory, a
+/// git directory (a `.git`, a bare repository or anything inside one: serving it would hand
+/// its config, credentials in remote URLs included, and its hooks to every tool), or one given
+/// twice (by another spelling or a link). Relative roots are taken from the current directory.
+pub fn check_roots(roots: &[PathBuf]) -> Result<(), (PathBuf, String)> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for root in roots {
+        let refuse = |reason: String| Err((root.clone(), reason));
+        let canon = match std::fs::canonicalize(cwd.join(root)) {
+            Ok(c) => c,
+            Err(e) => return refuse(e.to_string()),
+        };
+        if !canon.is_dir() {
+            return refuse("is not a directory".into());
+        }
+        if let Some(reason) = git_internals(&canon) {
+            return refuse(reason);
+        }
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canon) {
+            return refuse(format!(
+                "is {} again (given twice, as {} resolves to)",
+                first.display(),
+                canon.display()
+            ));
+        }
+        seen.push((canon, root));
+    }
+    Ok(())
+}
+
+/// Why the directory `dir` (canonical) is git's own state rather than a working tree, if it is.
+pub fn git_internals(dir: &Path) -> Option<String> {
+    if dir.components().any(|c| c.as_os_str() == ".git") {
+        return Some("is inside a .git directory; serve the working tree that holds it".into());
+    }
+    let bare =
+        dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir();
+    bare.then(|| "is a bare git repository (no working tree); serve a checkout of it".into())
+}
+
 impl Workspaces {
     /// The given roots; relative ones are taken from the current directory.
     pub fn new(roots: &[PathBuf]) -> Self {
@@ -280,6 +321,47 @@ impl Workspaces {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_directories_and_roots_given_twice_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(ws.join(".git/refs")).unwrap();
+        std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let bare = dir.path().join("bare.git");
+        std::fs::create_dir_all(bare.join("objects")).unwrap();
+        std::fs::create_dir_all(bare.join("refs")).unwrap();
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::os::unix::fs::symlink(&ws, dir.path().join("link")).unwrap();
+        assert_eq!(check_roots(std::slice::from_ref(&ws)), Ok(()));
+        let refused = |roots: &[PathBuf]| check_roots(roots).unwrap_err().1;
+        assert_eq!(
+            refused(&[ws.join(".git")]),
+            "is inside a .git directory; serve the working tree that holds it"
+        );
+        assert_eq!(
+            refused(&[ws.join(".git/refs")]),
+            "is inside a .git directory; serve the working tree that holds it"
+        );
+        assert_eq!(
+            refused(std::slice::from_ref(&bare)),
+            "is a bare git repository (no working tree); serve a checkout of it"
+        );
+        let canon = ws.canonicalize().unwrap();
+        assert_eq!(
+            refused(&[ws.clone(), dir.path().join("link")]),
+            format!(
+                "is {} again (given twice, as {} resolves to)",
+                ws.display(),
+                canon.display()
+            )
+        );
+        assert_eq!(
+            refused(&[dir.path().join("missing")]),
+            "No such file or directory (os error 2)"
+        );
+    }
 
     #[test]
     fn resolves_default_configured_and_refuses_others() {

@@ -93,6 +93,16 @@ pub enum StartError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
+    /// A configured workspace cannot be served.
+    #[error(
+        "workspace {root}: {reason} (configured by --workspace, by PLOKE_WORKSPACES with `:` between roots, or by `workspaces` in ploke.toml)"
+    )]
+    Workspace {
+        /// The root as configured.
+        root: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Serves tool-executor on `listener` until `shutdown` resolves.
@@ -103,6 +113,12 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     let mut host = ServiceHost::new(config.limits, &[SERVICE_NAME]).await;
     let tokens = host.require_internal(&config.internal)?;
+    if let Err((root, reason)) = ploke_runtime::workspaces::check_roots(&config.workspaces) {
+        return Err(StartError::Workspace {
+            root: root.display().to_string(),
+            reason,
+        });
+    }
     let registry = ToolRegistry::global()?;
     let rag_channel = ploke_runtime::client::internal_channel(&config.rag_search_url, &tokens)?;
     let rag = rag::Rag::new(rag_channel.clone(), config.limits.max_message_bytes);

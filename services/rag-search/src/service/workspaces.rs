@@ -321,6 +321,9 @@ impl RagService {
         if dir.parent().is_none() {
             return Err(bad("path", "must not be the root of the file system"));
         }
+        if let Some(reason) = ploke_runtime::workspaces::git_internals(&dir) {
+            return Err(bad("path", reason));
+        }
         let data = canonical(&self.opening.data_dir);
         if dir.starts_with(&data) {
             return Err(bad(
