@@ -240,9 +240,9 @@ fn write_one(
     if let Some(dir) = w.abs.parent() {
         fs::create_dir_all(dir).map_err(|e| (e, false))?;
     }
-    let mode = fs::metadata(&w.abs).ok().map(|m| m.permissions());
+    let was = fs::metadata(&w.abs).ok();
     let tmp = temp_path(&w.abs);
-    let written = write_synced(&tmp, w.content.as_bytes(), mode)
+    let written = write_synced(&tmp, w.content.as_bytes(), Like::of(was.as_ref(), None))
         .and_then(|()| before_rename())
         .and_then(|()| fs::rename(&tmp, &w.abs));
     if let Err(e) = written {
@@ -256,9 +256,9 @@ fn atomic_write(path: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
-    let mode = mode.or_else(|| fs::metadata(path).ok().map(|m| m.permissions()));
+    let was = fs::metadata(path).ok();
     let tmp = temp_path(path);
-    let result = write_synced(&tmp, bytes, mode)
+    let result = write_synced(&tmp, bytes, Like::of(was.as_ref(), mode))
         .and_then(|()| fs::rename(&tmp, path))
         .and_then(|()| sync_dir(path));
     if result.is_err() {
@@ -267,12 +267,38 @@ fn atomic_write(path: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std
     result
 }
 
-fn write_synced(tmp: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std::io::Result<()> {
+/// What a file written in place of another keeps of it: its mode and its owner.
+struct Like {
+    mode: Option<fs::Permissions>,
+    owner: Option<(u32, u32)>,
+}
+
+impl Like {
+    /// Of the file `was` (if it exists), with `mode` given instead of its own.
+    fn of(was: Option<&fs::Metadata>, mode: Option<fs::Permissions>) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            mode: mode.or_else(|| was.map(fs::Metadata::permissions)),
+            owner: was.map(|m| (m.uid(), m.gid())),
+        }
+    }
+}
+
+/// Writes `tmp` with the mode (set before the content: a 0600 file's new content is never
+/// readable at the umask's mode) and the owner of the file it replaces. An owner this process
+/// may not give (it runs as another user) stays its own.
+fn write_synced(tmp: &Path, bytes: &[u8], like: Like) -> std::io::Result<()> {
     let mut f = File::create(tmp)?;
-    f.write_all(bytes)?;
-    if let Some(mode) = mode {
+    if let Some(mode) = like.mode {
         f.set_permissions(mode)?;
     }
+    if let Some((uid, gid)) = like.owner
+        && let Err(e) = std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
+        && e.kind() != std::io::ErrorKind::PermissionDenied
+    {
+        return Err(e);
+    }
+    f.write_all(bytes)?;
     f.sync_all()
 }
 
@@ -401,6 +427,31 @@ mod tests {
         assert!(record.exists());
         discard(&record);
         assert!(!record.exists());
+    }
+
+    #[test]
+    fn a_written_file_keeps_its_owner_and_mode() {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.rs");
+        fs::write(&file, "a\n").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
+        // Another user's file (the tests run as root; elsewhere there is nothing to check).
+        if std::os::unix::fs::chown(&file, Some(4321), Some(4322)).is_err() {
+            return;
+        }
+        let writes = [write(dir.path(), "a.rs", Some("a\n"), "A\n")];
+        let originals = check(&writes).unwrap();
+        write_all(&writes, originals, &dir.path().join("undo/p.json"), &|_| {
+            Ok(())
+        })
+        .unwrap();
+        let after = fs::metadata(&file).unwrap();
+        assert_eq!(
+            (after.uid(), after.gid(), after.mode() & 0o7777),
+            (4321, 4322, 0o640)
+        );
+        assert_eq!(fs::read_to_string(&file).unwrap(), "A\n");
     }
 
     #[test]
