@@ -48,8 +48,20 @@ pub fn search_note(found: &SearchResponse, dense_asked: bool) -> Option<String> 
 /// none.
 pub fn search_hits(found: &SearchResponse) -> Vec<String> {
     let mut lines = Vec::new();
+    let indexing = found.index_state == ploke_proto::rag::v1::IndexState::Indexing as i32;
     if found.hits.is_empty() {
-        lines.push("no matches".to_owned());
+        lines.push(
+            if indexing {
+                "no matches yet: the index is still being built (try again when it is ready)"
+            } else {
+                "no matches"
+            }
+            .to_owned(),
+        );
+    } else if indexing {
+        lines.push(
+            "(the index is still being built: these are the files indexed so far)".to_owned(),
+        );
     }
     for (i, hit) in found.hits.iter().enumerate() {
         let part = hit.part.clone().unwrap_or_default();
@@ -76,10 +88,24 @@ pub fn search_hits(found: &SearchResponse) -> Vec<String> {
             signature_line(&part.snippet)
         };
         if let Some(first) = first {
-            lines.push(format!("       {}", first.trim()));
+            lines.push(format!("       {}", preview(first)));
         }
     }
     lines
+}
+
+/// Characters of a hit's line shown as its preview.
+const PREVIEW_CHARS: usize = 160;
+
+/// A line of a file as a terminal may show it: trimmed, cut to [`PREVIEW_CHARS`] (a minified
+/// file's one line printed a megabyte per hit), control characters (an escape sequence in the
+/// file would drive the terminal) shown as `?`.
+fn preview(line: &str) -> String {
+    let clipped = ploke_runtime::text::clip(line.trim(), PREVIEW_CHARS);
+    clipped
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// An item's first line of code: past its doc comments (`///`, `//`, `/** … */`), attributes,
@@ -226,6 +252,32 @@ mod tests {
         assert_eq!(
             search_hits(&found)[0],
             "  1. src/lib.rs:1-4  crate::add (function)  score 0.250"
+        );
+    }
+
+    #[test]
+    fn a_preview_is_one_short_line_that_cannot_drive_the_terminal() {
+        let long = format!("const data = [{}];", "1, ".repeat(100_000));
+        let found = SearchResponse {
+            hits: vec![hit("src/min.js", "", (1, 1), &long)],
+            ..Default::default()
+        };
+        let preview = &search_hits(&found)[1];
+        assert!(preview.chars().count() < 200, "{preview}");
+        assert!(preview.ends_with("…(300016 bytes)"), "{preview}");
+        let found = SearchResponse {
+            hits: vec![hit("a.rs", "", (1, 1), "let s = \"\u{1b}]0;PWNED\u{7}\";")],
+            ..Default::default()
+        };
+        assert_eq!(search_hits(&found)[1], "       let s = \"?]0;PWNED?\";");
+        // While the index is being built, an empty answer says so.
+        let indexing = SearchResponse {
+            index_state: ploke_proto::rag::v1::IndexState::Indexing as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            search_hits(&indexing),
+            ["no matches yet: the index is still being built (try again when it is ready)"]
         );
     }
 }
