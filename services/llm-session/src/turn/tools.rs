@@ -200,7 +200,7 @@ impl ToolRunner {
                 self.timeout.as_millis() as u32
             },
         };
-        let mut proposal_id = None;
+        let mut proposal_id: Option<String> = None;
         let run = async {
             let mut stream = self
                 .client
@@ -209,11 +209,17 @@ impl ToolRunner {
                 .await
                 .map_err(|s| Ended::Tool(call_failed(&s)))?
                 .into_inner();
-            while let Some(e) = stream
-                .message()
-                .await
-                .map_err(|s| Ended::Tool(call_failed(&s)))?
-            {
+            loop {
+                let next = match stream.message().await {
+                    Ok(next) => next,
+                    Err(s) => {
+                        return Err(Ended::Tool(match &proposal_id {
+                            Some(id) => still_pending(id, s.message()),
+                            None => call_failed(&s),
+                        }));
+                    }
+                };
+                let Some(e) = next else { break };
                 match e.event {
                     Some(execute_tool_event::Event::Progress(p)) => {
                         scope
@@ -246,11 +252,14 @@ impl ToolRunner {
                     None => {}
                 }
             }
-            Err(Ended::Tool(ToolError {
-                code: ToolErrorCode::Internal as i32,
-                field: String::new(),
-                message: "tool-executor ended the call without an outcome".into(),
-                retry_hint: String::new(),
+            Err(Ended::Tool(match &proposal_id {
+                Some(id) => still_pending(id, "the call ended without an outcome"),
+                None => ToolError {
+                    code: ToolErrorCode::Internal as i32,
+                    field: String::new(),
+                    message: "tool-executor ended the call without an outcome".into(),
+                    retry_hint: String::new(),
+                },
             }))
         };
         // The ids travel as x-ploke-* metadata too (the client interceptor reads this scope).
@@ -352,6 +361,25 @@ enum Ended {
     Tool(ToolError),
     /// An event could not be recorded: the turn fails.
     Store(StoreError),
+}
+
+/// The call's stream broke after its proposal was stored (the tool-executor replica died, a
+/// connection dropped): the proposal's fate is not known here, and another replica can still
+/// decide it, so the model is told it may still be pending rather than that it failed (it was
+/// told "failed", and the edit was then applied).
+fn still_pending(proposal_id: &str, why: &str) -> ToolError {
+    ToolError {
+        code: ToolErrorCode::Unavailable as i32,
+        field: String::new(),
+        message: format!(
+            "the connection to tool-executor broke while proposal {proposal_id} waited for a \
+             decision ({why}); it may still be pending"
+        ),
+        retry_hint: format!(
+            "do not propose the same edit again; the user can see and decide {proposal_id} \
+             with `ploke edits`"
+        ),
+    }
 }
 
 /// Records how an edit proposal ended.

@@ -1,6 +1,7 @@
 //! llm-session against the fake OpenAI provider: whole turns through real gRPC, with
 //! tool-executor and rag-search running in the Sandbox.
 
+mod broken_tools;
 mod events;
 mod limits;
 mod loop_;
