@@ -91,7 +91,7 @@ pub async fn call_tool(
         .map(Resume::decode)
         .transpose()?;
     let correlation = Correlation {
-        session_id: server.session_id(&ctx),
+        session_id: super::MCP_SESSION.to_owned(),
         request_id: resume.as_ref().map_or_else(
             || uuid::Uuid::now_v7().to_string(),
             |r| r.request_id.clone(),

@@ -50,15 +50,12 @@ pub struct Options {
 pub struct McpServer {
     backend: Arc<dyn Backend>,
     options: Arc<Options>,
-    /// The correlation session of calls without an MCP session id.
-    session: String,
 }
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
             .field("options", &self.options)
-            .field("session", &self.session)
             .finish()
     }
 }
@@ -70,11 +67,7 @@ fn parts(ctx: &RequestContext<RoleServer>) -> Option<&::http::request::Parts> {
 impl McpServer {
     /// A server calling `backend`.
     pub fn new(backend: Arc<dyn Backend>, options: Arc<Options>) -> Self {
-        Self {
-            backend,
-            options,
-            session: format!("mcp-{}", uuid::Uuid::now_v7()),
-        }
+        Self { backend, options }
     }
 
     /// Who the request is from and the trace it continues.
@@ -136,18 +129,14 @@ impl McpServer {
             }
         )))
     }
-
-    /// The correlation session of a request: its MCP session, else this server's.
-    fn session_id(&self, ctx: &RequestContext<RoleServer>) -> String {
-        parts(ctx)
-            .and_then(|p| p.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| {
-                !v.is_empty() && v.len() + 4 <= ploke_proto::status::MAX_ID_BYTES && v.is_ascii()
-            })
-            .map_or_else(|| self.session.clone(), |s| format!("mcp-{s}"))
-    }
 }
+
+/// The session every MCP call acts in: one per principal (the gateway tags it with the
+/// principal), whichever MCP session or stateless request it comes from. Its overlay holds
+/// every edit the principal approved over MCP; one per MCP session (and per request, for a
+/// stateless client) used up the principal's overlays within a day, after which the
+/// developer's own `ploke ask` could not send their changes.
+const MCP_SESSION: &str = "mcp-edits";
 
 /// The client's name for messages ("declined in Claude Code").
 fn client_name(ctx: &RequestContext<RoleServer>) -> String {

@@ -159,7 +159,7 @@ pub async fn read(
         .map_err(|s| status_error(&s))?;
     let request = ExecuteToolRequest {
         correlation: Some(Correlation {
-            session_id: server.session_id(ctx),
+            session_id: super::MCP_SESSION.to_owned(),
             request_id: uuid::Uuid::now_v7().to_string(),
             call_id: uuid::Uuid::now_v7().to_string(),
             ..Correlation::default()

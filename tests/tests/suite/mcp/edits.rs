@@ -214,5 +214,29 @@ async fn in_a_shared_deployment_an_approved_edit_is_delivered_not_written_on_the
             .contains("a.wrapping_add(b)")
     );
     mcp.cancel().await.unwrap();
+    // Another MCP session of the same developer (a restarted client) edits in the same
+    // overlay: one per principal, not one per MCP session (or per stateless request), which
+    // used up the developer's overlays.
+    let answer =
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": "approve"}));
+    let again = connect(
+        &d.url(),
+        ALICE,
+        TestClient::new(Era::Modern, Some(answer)).0,
+    )
+    .await;
+    let create = CallToolRequestParams::new("create_file").with_arguments(args(json!({
+        "file_path": "src/more.rs",
+        "content": "pub fn more() {}\n"
+    })));
+    let r = again.call_tool(create).await.unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let sessions: std::collections::BTreeSet<String> = proposals(&d)
+        .await
+        .into_iter()
+        .map(|p| p.correlation.unwrap_or_default().session_id)
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    again.cancel().await.unwrap();
     d.sandbox.stop().await.unwrap();
 }
