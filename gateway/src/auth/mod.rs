@@ -225,10 +225,11 @@ impl Authenticator {
         let value = header
             .to_str()
             .map_err(|_| Status::unauthenticated("malformed authorization header"))?;
+        // The scheme's case does not matter (RFC 7235): `BEARER x` is `Bearer x`.
         let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .map(str::trim)
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
             .ok_or_else(|| Status::unauthenticated("authorization is not a bearer token"))?;
         if token.is_empty() {
             return Err(Status::unauthenticated("empty bearer token"));
@@ -365,6 +366,23 @@ mod tests {
         })
         .unwrap();
         assert_eq!(auth.authenticate(&bearer(a)).unwrap().name, "alice");
+        for scheme in ["BEARER", "bearer", "BeArEr"] {
+            let mut h = http::HeaderMap::new();
+            h.insert(
+                http::header::AUTHORIZATION,
+                format!("{scheme} {a}").parse().unwrap(),
+            );
+            assert_eq!(auth.authenticate(&h).unwrap().name, "alice", "{scheme}");
+        }
+        let mut basic = http::HeaderMap::new();
+        basic.insert(
+            http::header::AUTHORIZATION,
+            format!("Basic {a}").parse().unwrap(),
+        );
+        assert_eq!(
+            auth.authenticate(&basic).unwrap_err().message(),
+            "authorization is not a bearer token"
+        );
         assert_eq!(
             auth.authenticate(&bearer(b)).unwrap_err().message(),
             "invalid bearer token"
