@@ -62,6 +62,36 @@ pub struct NewSession {
     pub title: String,
 }
 
+/// The locks that serialise the starts and ends of one session's turns: a session's is one of
+/// [`TURN_LOCKS`], by a hash of its id. One lock for the whole replica, held across the store's
+/// round trips, made a session whose row another replica held locked stall every
+/// `SendMessage` of this replica.
+#[derive(Debug)]
+struct TurnLocks(Vec<tokio::sync::Mutex<()>>);
+
+/// How many locks [`TurnLocks`] spreads sessions over.
+const TURN_LOCKS: usize = 64;
+
+impl Default for TurnLocks {
+    fn default() -> Self {
+        Self(
+            (0..TURN_LOCKS)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+        )
+    }
+}
+
+impl TurnLocks {
+    /// The lock of `session_id`'s turns.
+    fn of(&self, session_id: &str) -> &tokio::sync::Mutex<()> {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut h = std::hash::DefaultHasher::new();
+        session_id.hash(&mut h);
+        &self.0[(h.finish() % TURN_LOCKS as u64) as usize]
+    }
+}
+
 /// The llm-session domain service.
 #[derive(Clone)]
 pub struct SessionService {
@@ -73,8 +103,9 @@ pub struct SessionService {
     running: Arc<std::sync::Mutex<HashMap<String, Running>>>,
     /// Turn ends waiting for storage, by session.
     pending: Arc<std::sync::Mutex<HashMap<String, PendingEnd>>>,
-    /// Serialises turn starts and ends so that "running" and the event log agree.
-    turns: Arc<tokio::sync::Mutex<()>>,
+    /// Serialises each session's turn starts and ends so that "running" and the event log
+    /// agree.
+    turns: Arc<TurnLocks>,
 }
 
 impl std::fmt::Debug for SessionService {
@@ -206,7 +237,7 @@ impl SessionService {
         client_request_id: &str,
     ) -> Result<SendMessageResponse, SessionError> {
         let session = self.own_session(session_id).await?;
-        let _turns = self.turns.lock().await;
+        let _turns = self.turns.of(session_id).lock().await;
         if !client_request_id.is_empty()
             && let Some(mut first) = self
                 .store
@@ -347,7 +378,7 @@ impl SessionService {
     async fn finish_turn(self, spec: TurnSpec) {
         let mut usage = TokenUsage::default();
         let end = turn::run(&self.deps, &spec, &mut usage).await;
-        let _turns = self.turns.lock().await;
+        let _turns = self.turns.of(&spec.session_id).lock().await;
         let correlation = Correlation {
             session_id: spec.session_id.clone(),
             request_id: String::new(),
@@ -473,13 +504,13 @@ impl SessionService {
 
     /// Records every held turn end (storage recovered).
     pub async fn flush_pending(&self) {
-        let _turns = self.turns.lock().await;
         let sessions: Vec<String> = self
             .pending
             .lock()
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
         for session_id in sessions {
+            let _turns = self.turns.of(&session_id).lock().await;
             if let Err(e) = self.flush_pending_of(&session_id).await {
                 tracing::warn!(session_id, error = %e, "turn end still not recorded");
                 return;
@@ -554,5 +585,23 @@ impl SessionService {
                 Ok((true, parent_id))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnLocks;
+
+    #[test]
+    fn a_session_s_turn_lock_leaves_other_sessions_free() {
+        let locks = TurnLocks::default();
+        let held = locks.of("0193-a").try_lock().unwrap();
+        // The same session waits; of 100 others, those on other locks (nearly all) do not.
+        assert!(locks.of("0193-a").try_lock().is_err());
+        let free = (0..100)
+            .filter(|i| locks.of(&format!("0193-{i}")).try_lock().is_ok())
+            .count();
+        assert!(free >= 90, "{free}");
+        drop(held);
     }
 }

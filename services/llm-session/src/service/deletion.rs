@@ -79,7 +79,7 @@ impl SessionService {
         reason: &'static str,
     ) -> Result<Option<u64>, SessionError> {
         // No turn of this replica starts or ends meanwhile.
-        let _turns = self.turns.lock().await;
+        let _turns = self.turns.of(session_id).lock().await;
         let busy = |parent_id: String| SessionError::Busy {
             session_id: session_id.to_owned(),
             parent_id,
