@@ -184,7 +184,10 @@ impl StorageHealth {
     }
 
     /// One probe: the file must be the one opened; while broken, `probe` (a small write) must
-    /// succeed too before storage counts as recovered.
+    /// succeed too before storage counts as recovered. A remote database is probed while
+    /// healthy too, and a failed probe breaks it: nothing else notices a server that went away
+    /// while no call wrote (tool-executor stayed SERVING with PostgreSQL stopped until a call
+    /// failed).
     pub async fn probe<F>(&self, probe: impl FnOnce() -> F)
     where
         F: Future<Output = Result<(), String>>,
@@ -193,13 +196,20 @@ impl StorageHealth {
             self.broken(reason);
             return;
         }
-        if matches!(self.state(), StorageState::Broken(_)) {
-            match probe().await {
+        let remote = self.inner.identity.is_none();
+        match self.state() {
+            StorageState::Broken(_) => match probe().await {
                 Ok(()) => self.recovered(),
                 Err(e) => {
                     tracing::debug!(path = %self.inner.path.display(), error = %e, "storage probe write failed")
                 }
+            },
+            StorageState::Healthy if remote => {
+                if let Err(e) = probe().await {
+                    self.broken(format!("{}: {e}", self.inner.path.display()));
+                }
             }
+            StorageState::Healthy => {}
         }
     }
 
@@ -284,5 +294,29 @@ mod tests {
         rt.block_on(health.probe(|| async { Ok(()) }));
         assert_eq!(health.state(), StorageState::Healthy);
         assert_eq!(health.writable(), Ok(()));
+    }
+
+    #[test]
+    fn a_remote_database_is_probed_while_healthy_and_a_failed_probe_breaks_it() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let remote = StorageHealth::remote("postgres 127.0.0.1:5432/ploke");
+        rt.block_on(remote.probe(|| async { Ok(()) }));
+        assert_eq!(remote.state(), StorageState::Healthy);
+        rt.block_on(remote.probe(|| async { Err("pool timed out".to_owned()) }));
+        assert_eq!(
+            remote.state(),
+            StorageState::Broken("postgres 127.0.0.1:5432/ploke: pool timed out".into())
+        );
+        rt.block_on(remote.probe(|| async { Ok(()) }));
+        assert_eq!(remote.state(), StorageState::Healthy);
+        // A local file is not written to while healthy: its identity is checked instead.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        std::fs::write(&path, "x").unwrap();
+        let local = StorageHealth::new(&path).unwrap();
+        rt.block_on(local.probe(|| async { Err("not asked".to_owned()) }));
+        assert_eq!(local.state(), StorageState::Healthy);
     }
 }
