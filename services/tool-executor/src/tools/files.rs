@@ -166,8 +166,12 @@ pub fn list_dir(
         if overlaid.contains_key(&name) {
             continue; // the overlay's version (or its deletion) replaces it
         }
-        let Ok(meta) = entry.path().symlink_metadata() else {
-            continue; // vanished while listing
+        let meta = match entry.path().symlink_metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // vanished meanwhile
+            // A directory that can be read but not entered lists names it cannot describe:
+            // said so, not answered as an empty directory.
+            Err(e) => return Err(ToolFailure::io("path", shown, &e)),
         };
         let kind = if meta.is_symlink() {
             EntryKind::Symlink
