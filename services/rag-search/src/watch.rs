@@ -3,9 +3,10 @@
 //! refreshed incrementally once the workspace has been indexed; ignored files stay ignored.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use crate::scan;
@@ -40,44 +41,58 @@ pub fn spawn(
     roots: Vec<PathBuf>,
     debounce: Duration,
 ) -> Result<Watcher, notify::Error> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<PathBuf>>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(bool, Vec<PathBuf>)>();
     let mut watcher =
         notify::recommended_watcher(move |result: notify::Result<notify::Event>| match result {
             Ok(event) => {
                 if !matches!(event.kind, EventKind::Access(_)) {
-                    let _ = tx.send(event.paths);
+                    // A directory made or moved in gets watches of its own.
+                    let arrived = event.kind.is_create()
+                        || matches!(event.kind, EventKind::Modify(ModifyKind::Name(_)));
+                    let _ = tx.send((arrived, event.paths));
                 }
             }
             Err(e) => tracing::warn!(error = %e, "file watcher error"),
         })?;
     for root in &roots {
-        watcher.watch(root, RecursiveMode::Recursive)?;
+        watch_tree(&mut watcher, root, root);
     }
     let mut changes = service.workspace_changes();
     let task = tokio::spawn(async move {
         loop {
-            let first = tokio::select! {
+            let first: (bool, Vec<PathBuf>) = tokio::select! {
                 first = rx.recv() => match first {
                     Some(first) => first,
                     None => return,
                 },
                 change = changes.recv() => {
                     if let Ok((root, added)) = change {
-                        let outcome = if added {
-                            watcher.watch(&root, RecursiveMode::Recursive)
-                        } else {
-                            watcher.unwatch(&root)
-                        };
-                        if let Err(e) = outcome {
-                            tracing::warn!(root = %root.display(), added, error = %e, "file watcher not updated");
+                        if added {
+                            watch_tree(&mut watcher, &root, &root);
+                        } else if let Err(e) = watcher.unwatch(&root) {
+                            tracing::warn!(root = %root.display(), error = %e, "file watcher not updated");
                         }
                     }
                     continue;
                 }
             };
-            let mut paths: BTreeSet<PathBuf> = first.into_iter().collect();
+            let mut created = Vec::new();
+            let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
+            let mut take = |(create, batch): (bool, Vec<PathBuf>)| {
+                if create {
+                    created.extend(batch.iter().cloned());
+                }
+                paths.extend(batch);
+            };
+            take(first);
             while let Ok(Some(more)) = tokio::time::timeout(debounce, rx.recv()).await {
-                paths.extend(more);
+                take(more);
+            }
+            // A directory made since is watched too (with what it already holds).
+            for dir in created.iter().filter(|p| p.is_dir()) {
+                if let Some(root) = service.roots().into_iter().find(|r| dir.starts_with(r)) {
+                    watch_tree(&mut watcher, &root, dir);
+                }
             }
             for root in &service.roots() {
                 let rels: BTreeSet<String> = paths
@@ -107,4 +122,89 @@ pub fn spawn(
         }
     });
     Ok(Watcher { task })
+}
+
+/// Watches every directory under `start` (in the workspace `root`) that the index walks: not
+/// hidden, not ignored. One watch per directory, each on its own: a directory that may not be
+/// read (a database volume in the repository) or the kernel's limit on watches leaves that
+/// directory unwatched, not the whole workspace (a recursive watch failed as a whole, and so
+/// did the watcher of every workspace), and ignored trees (`target/`, `node_modules/`) take
+/// no watches at all.
+fn watch_tree(watcher: &mut impl notify::Watcher, root: &Path, start: &Path) {
+    let rules = std::sync::Arc::new(ploke_runtime::path_policy::ignores::IgnoreRules::new(root));
+    let (mut watched, mut failed) = (0u64, Vec::new());
+    for entry in rules.walker(start).build().flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_dir()) {
+            continue;
+        }
+        match watcher.watch(entry.path(), RecursiveMode::NonRecursive) {
+            Ok(()) => watched += 1,
+            Err(e) => failed.push((entry.path().to_owned(), e)),
+        }
+    }
+    if let Some((first, e)) = failed.first() {
+        tracing::warn!(
+            root = %root.display(),
+            watched,
+            unwatched = failed.len(),
+            first = %first.display(),
+            error = %e,
+            "some directories are not watched; changes in them need RefreshFiles"
+        );
+    } else {
+        tracing::debug!(root = %root.display(), start = %start.display(), watched, "watching");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records the directories watched; refuses those named `locked`.
+    struct Recording(Vec<PathBuf>);
+
+    impl notify::Watcher for Recording {
+        fn new<F: notify::EventHandler>(_: F, _: notify::Config) -> notify::Result<Self> {
+            Ok(Self(Vec::new()))
+        }
+
+        fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
+            assert_eq!(mode, RecursiveMode::NonRecursive);
+            if path.ends_with("locked") {
+                return Err(notify::Error::io(std::io::Error::from(
+                    std::io::ErrorKind::PermissionDenied,
+                )));
+            }
+            self.0.push(path.to_owned());
+            Ok(())
+        }
+
+        fn unwatch(&mut self, _: &Path) -> notify::Result<()> {
+            Ok(())
+        }
+
+        fn kind() -> notify::WatcherKind {
+            notify::WatcherKind::NullWatcher
+        }
+    }
+
+    #[test]
+    fn each_walked_directory_is_watched_on_its_own_and_one_refused_leaves_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["src/net", "locked/inner", "target/debug", ".github", "docs"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        let mut w = Recording(Vec::new());
+        watch_tree(&mut w, root, root);
+        let mut watched: Vec<String> =
+            w.0.iter()
+                .map(|p| crate::scan::relative(root, p).unwrap_or_default())
+                .collect();
+        watched.sort();
+        // The refused directory is left out, and so are what the index never reads (ignored,
+        // hidden); everything else is watched. (Its subdirectory, walked, is watched too.)
+        assert_eq!(watched, ["", "docs", "locked/inner", "src", "src/net"]);
+    }
 }
