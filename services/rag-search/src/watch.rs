@@ -104,6 +104,30 @@ pub fn spawn(
                     continue;
                 }
                 let root_text = root.display().to_string();
+                // Ignore rules changed: what is indexed (and watched) may change anywhere, so
+                // the whole workspace is walked again (only changed files are parsed); the
+                // changed rules were only applied by a full `ploke index` before.
+                if rels.iter().any(|rel| is_ignore_file(rel)) {
+                    watch_tree(&mut watcher, root, root);
+                    let changed: Vec<String> =
+                        rels.into_iter().filter(|rel| is_ignore_file(rel)).collect();
+                    let (service, root) = (service.clone(), root.clone());
+                    tokio::spawn(async move {
+                        let root_text = root.display().to_string();
+                        match service.rewalk(root, changed).await {
+                            Ok(s) => tracing::info!(
+                                root = %root_text,
+                                added = s.files_indexed,
+                                removed = s.files_removed,
+                                "ignore rules changed; workspace walked again"
+                            ),
+                            Err(e) => {
+                                tracing::warn!(root = %root_text, error = %e, "walking the workspace again after its ignore rules changed failed")
+                            }
+                        }
+                    });
+                    continue;
+                }
                 match service
                     .refresh(&root_text, rels.into_iter().collect())
                     .await
@@ -122,6 +146,12 @@ pub fn spawn(
         }
     });
     Ok(Watcher { task })
+}
+
+/// Whether `rel` is a file of ignore rules the index follows.
+fn is_ignore_file(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name == ".gitignore" || name == ".ignore"
 }
 
 /// Watches every directory under `start` (in the workspace `root`) that the index walks: not

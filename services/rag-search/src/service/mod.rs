@@ -273,6 +273,25 @@ impl RagService {
         self.refreshed.subscribe()
     }
 
+    /// Walks the workspace at `root` again because its ignore files `changed` (what is indexed
+    /// may change anywhere); reported to [`Self::subscribe_refreshes`] as a refresh of them.
+    pub(crate) async fn rewalk(
+        &self,
+        root: PathBuf,
+        changed: Vec<String>,
+    ) -> Result<Summary, RagError> {
+        let (progress, _) = tokio::sync::mpsc::channel(1);
+        let summary = self
+            .index(&root.display().to_string(), false, progress)
+            .await?;
+        let _ = self.refreshed.send(Refreshed {
+            root,
+            paths: changed,
+            summary: summary.clone(),
+        });
+        Ok(summary)
+    }
+
     fn dense_reason(&self) -> String {
         if self.embedder.is_some() {
             String::new()

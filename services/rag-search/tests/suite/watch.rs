@@ -138,4 +138,22 @@ async fn the_watcher_keeps_the_index_fresh() {
     .await
     .expect("the watcher saw the ignored file");
     assert!(top(&service, "ignored scratch work").await.is_empty());
+
+    // The ignore rules change: the workspace is walked again. A directory newly ignored
+    // leaves the index, one no longer ignored joins it.
+    write(
+        &root,
+        "src/generated/out.rs",
+        "pub fn generated_table() {}\n",
+    );
+    until(&mut rx, || async {
+        !top(&service, "generated table").await.is_empty()
+    })
+    .await;
+    write(&root, ".gitignore", "src/generated/\n");
+    until(&mut rx, || async {
+        top(&service, "generated table").await.is_empty()
+            && !top(&service, "ignored scratch work").await.is_empty()
+    })
+    .await;
 }
