@@ -516,19 +516,11 @@ impl WorkspaceIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bm25::Boosts;
-    use crate::rank::LengthPrior;
 
     #[test]
     fn commits_wait_for_a_change_and_for_four_times_their_own_cost() {
         let (ws, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let mut index = WorkspaceIndex::open(
-            ws.path(),
-            data.path(),
-            (Boosts::default(), LengthPrior::default()),
-            None,
-        )
-        .unwrap();
+        let mut index = WorkspaceIndex::open_plain(ws.path(), data.path());
         let cell = RefCell::new(&mut index);
         let mut run = Run::new(&cell);
         let ago = |secs| {

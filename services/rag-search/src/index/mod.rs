@@ -440,6 +440,13 @@ impl WorkspaceIndex {
             .map_or(0, |f| u32::try_from(f.item_ids.len()).unwrap_or(u32::MAX))
     }
 
+    /// An index of `ws` in `data` with the default ranking and no vectors, for tests.
+    #[cfg(test)]
+    pub(crate) fn open_plain(ws: &Path, data: &Path) -> Self {
+        let ranking = (crate::bm25::Boosts::default(), crate::rank::LengthPrior::default());
+        Self::open(ws, data, ranking, None).expect("a test index opens")
+    }
+
     /// Where the index's files are.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -1,6 +1,5 @@
 use super::*;
-use crate::bm25::{Boosts, Filters};
-use crate::rank::LengthPrior;
+use crate::bm25::Filters;
 
 fn slot() -> (tempfile::TempDir, tempfile::TempDir, Slot) {
     let (ws, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -10,13 +9,7 @@ fn slot() -> (tempfile::TempDir, tempfile::TempDir, Slot) {
         "/// Loads the settings.\npub fn load_settings() {}\n\npub fn start() {}\n",
     )
     .unwrap();
-    let mut index = WorkspaceIndex::open(
-        ws.path(),
-        data.path(),
-        (Boosts::default(), LengthPrior::default()),
-        None,
-    )
-    .unwrap();
+    let mut index = WorkspaceIndex::open_plain(ws.path(), data.path());
     index.index_all(false, None, &mut |_| {}).unwrap();
     (ws, data, Slot::new(index, IndexState::Ready))
 }

@@ -95,8 +95,6 @@ impl Guarded for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bm25::Boosts;
-    use crate::rank::LengthPrior;
 
     #[test]
     fn while_a_writer_holds_the_index_its_counts_are_those_the_last_write_left() {
@@ -107,13 +105,7 @@ mod tests {
             "pub fn a() {}\npub fn b() {}\n",
         )
         .unwrap();
-        let mut index = WorkspaceIndex::open(
-            ws.path(),
-            data.path(),
-            (Boosts::default(), LengthPrior::default()),
-            None,
-        )
-        .unwrap();
+        let mut index = WorkspaceIndex::open_plain(ws.path(), data.path());
         index.index_all(false, None, &mut |_| {}).unwrap();
         let slot = Slot::new(index, IndexState::Ready);
         let first = slot.counts().unwrap();
