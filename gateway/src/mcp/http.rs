@@ -32,6 +32,11 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// decision (tool-executor's approval timeout), so a waiting call keeps its session.
 const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
+/// Legacy sessions one principal keeps open; opening another closes its least recently used
+/// (each holds ~50 KB for [`SESSION_IDLE`]: any token could grow the gateway by 160 MB with
+/// 3,000 `initialize` requests in a second).
+const SESSIONS_PER_PRINCIPAL: usize = 32;
+
 /// The session header of Streamable HTTP.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -56,11 +61,29 @@ impl Owners {
         }
     }
 
-    fn opened(&self, session: &str, principal: &str) {
-        if let Ok(mut map) = self.0.lock() {
-            map.retain(|_, (_, seen)| seen.elapsed() < SESSION_IDLE);
-            map.insert(session.to_owned(), (principal.to_owned(), Instant::now()));
+    /// Records that `principal` opened `session`; the principal's sessions past
+    /// [`SESSIONS_PER_PRINCIPAL`], least recently used first, to close.
+    fn opened(&self, session: &str, principal: &str) -> Vec<String> {
+        let Ok(mut map) = self.0.lock() else {
+            return Vec::new();
+        };
+        map.retain(|_, (_, seen)| seen.elapsed() < SESSION_IDLE);
+        map.insert(session.to_owned(), (principal.to_owned(), Instant::now()));
+        let mut theirs: Vec<(Instant, String)> = map
+            .iter()
+            .filter(|(_, (owner, _))| owner == principal)
+            .map(|(id, (_, seen))| (*seen, id.clone()))
+            .collect();
+        if theirs.len() <= SESSIONS_PER_PRINCIPAL {
+            return Vec::new();
         }
+        theirs.sort();
+        let excess = theirs.len() - SESSIONS_PER_PRINCIPAL;
+        let evicted: Vec<String> = theirs.into_iter().take(excess).map(|(_, id)| id).collect();
+        for id in &evicted {
+            map.remove(id);
+        }
+        evicted
     }
 
     fn closed(&self, session: &str) {
@@ -162,9 +185,10 @@ pub async fn serve(
     let options = Arc::new(endpoint.options);
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let sessions = Arc::new(sessions);
     let mcp = StreamableHttpService::new(
         move || Ok(McpServer::new(Arc::clone(&backend), Arc::clone(&options))),
-        Arc::new(sessions),
+        Arc::clone(&sessions),
         config,
     );
     let owners = Arc::new(Owners::default());
@@ -186,13 +210,11 @@ pub async fn serve(
             },
         };
         let (mcp, auth, stop) = (mcp.clone(), auth.clone(), shutdown.clone());
-        let owners = Arc::clone(&owners);
+        let state = Arc::new((Arc::clone(&owners), Arc::clone(&sessions)));
         connections.spawn(async move {
             let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                let (mut mcp, auth, owners) = (mcp.clone(), auth.clone(), Arc::clone(&owners));
-                async move {
-                    Ok::<_, Infallible>(handle(&mut mcp, &auth, &owners, req, peer).await)
-                }
+                let (mut mcp, auth, state) = (mcp.clone(), auth.clone(), Arc::clone(&state));
+                async move { Ok::<_, Infallible>(handle(&mut mcp, &auth, &state, req, peer).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
@@ -221,7 +243,7 @@ pub async fn serve(
 async fn handle(
     mcp: &mut StreamableHttpService<McpServer, LocalSessionManager>,
     auth: &Authenticator,
-    owners: &Owners,
+    (owners, sessions): &(Arc<Owners>, Arc<LocalSessionManager>),
     mut req: http::Request<Incoming>,
     peer: std::net::SocketAddr,
 ) -> http::Response<Body> {
@@ -285,7 +307,12 @@ async fn handle(
         (Some(s), _) if closing => owners.closed(s),
         (None, Some(opened)) => {
             if let Ok(opened) = opened.to_str() {
-                owners.opened(opened, &name);
+                for old in owners.opened(opened, &name) {
+                    use rmcp::transport::streamable_http_server::session::SessionManager as _;
+                    if let Err(e) = sessions.close_session(&old.as_str().into()).await {
+                        tracing::debug!(session = old, error = %e, "closing an evicted mcp session failed");
+                    }
+                }
             }
         }
         _ => {}
@@ -304,11 +331,26 @@ mod tests {
             owners.check("s1", "alice"),
             "unknown sessions are the manager's to refuse"
         );
-        owners.opened("s1", "alice");
+        assert_eq!(owners.opened("s1", "alice"), Vec::<String>::new());
         assert!(owners.check("s1", "alice"));
         assert!(!owners.check("s1", "bob"));
         owners.closed("s1");
         assert!(owners.check("s1", "bob"));
+    }
+
+    #[test]
+    fn a_principal_s_sessions_past_the_limit_close_least_recently_used_first() {
+        let owners = Owners::default();
+        for i in 0..SESSIONS_PER_PRINCIPAL {
+            assert!(owners.opened(&format!("a{i}"), "alice").is_empty());
+        }
+        // Bob's sessions do not count against alice's.
+        assert!(owners.opened("b0", "bob").is_empty());
+        // a0 is used again: a1 is now the least recently used.
+        assert!(owners.check("a0", "alice"));
+        assert_eq!(owners.opened("a-new", "alice"), ["a1"]);
+        assert_eq!(owners.opened("a-newer", "alice"), ["a2"]);
+        assert!(owners.check("a0", "alice") && owners.check("b0", "bob"));
     }
 
     #[test]

@@ -443,7 +443,10 @@ impl WorkspaceIndex {
     /// An index of `ws` in `data` with the default ranking and no vectors, for tests.
     #[cfg(test)]
     pub(crate) fn open_plain(ws: &Path, data: &Path) -> Self {
-        let ranking = (crate::bm25::Boosts::default(), crate::rank::LengthPrior::default());
+        let ranking = (
+            crate::bm25::Boosts::default(),
+            crate::rank::LengthPrior::default(),
+        );
         Self::open(ws, data, ranking, None).expect("a test index opens")
     }
 
