@@ -16,7 +16,11 @@ pub enum ExecutorError {
     #[error("proposal {0}")]
     NoSuchProposal(String),
     /// The proposal was decided already (or expired).
-    #[error("proposal {id} is {} ({reason}); only a pending proposal can be decided", state.as_str_name())]
+    #[error(
+        "proposal {id} is {}{}; only a pending proposal can be decided",
+        state.as_str_name().trim_start_matches("PROPOSAL_STATE_").to_lowercase(),
+        if reason.is_empty() { String::new() } else { format!(" ({reason})") }
+    )]
     NotPending {
         /// Proposal id.
         id: String,
@@ -42,4 +46,31 @@ pub enum ExecutorError {
     /// An unexpected failure.
     #[error("{0}")]
     Internal(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decided_proposal_names_its_state_and_a_reason_only_when_there_is_one() {
+        let raced = ExecutorError::NotPending {
+            id: "edit-1".into(),
+            state: ProposalState::Approved,
+            reason: String::new(),
+        };
+        assert_eq!(
+            raced.to_string(),
+            "proposal edit-1 is approved; only a pending proposal can be decided"
+        );
+        let stale = ExecutorError::NotPending {
+            id: "edit-2".into(),
+            state: ProposalState::Stale,
+            reason: "src/lib.rs changed".into(),
+        };
+        assert_eq!(
+            stale.to_string(),
+            "proposal edit-2 is stale (src/lib.rs changed); only a pending proposal can be decided"
+        );
+    }
 }
