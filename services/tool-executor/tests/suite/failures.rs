@@ -97,7 +97,13 @@ async fn decisions_on_unknown_decided_or_out_of_range_proposals_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
-    assert!(e.message().contains("PROPOSAL_STATE_DENIED"), "{e:?}");
+    assert_eq!(
+        e.message(),
+        format!(
+            "proposal {} is denied (denied by the user); only a pending proposal can be decided",
+            p.proposal_id
+        )
+    );
     finish(stream).await;
     let e = tools
         .list_edits(ListEditsRequest {
