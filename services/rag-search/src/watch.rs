@@ -54,9 +54,12 @@ pub fn spawn(
             }
             Err(e) => tracing::warn!(error = %e, "file watcher error"),
         })?;
+    // Watching when this returns, as a recursive watch did; later walks (a workspace added, a
+    // directory made, ignore rules changed) read the disk on a blocking thread.
     for root in &roots {
         watch_tree(&mut watcher, root, root);
     }
+    let watcher = std::sync::Arc::new(std::sync::Mutex::new(watcher));
     let mut changes = service.workspace_changes();
     let task = tokio::spawn(async move {
         loop {
@@ -68,8 +71,10 @@ pub fn spawn(
                 change = changes.recv() => {
                     if let Ok((root, added)) = change {
                         if added {
-                            watch_tree(&mut watcher, &root, &root);
-                        } else if let Err(e) = watcher.unwatch(&root) {
+                            watch_blocking(&watcher, root.clone(), root).await;
+                        } else if let Ok(mut w) = watcher.lock()
+                            && let Err(e) = w.unwatch(&root)
+                        {
                             tracing::warn!(root = %root.display(), error = %e, "file watcher not updated");
                         }
                     }
@@ -89,9 +94,9 @@ pub fn spawn(
                 take(more);
             }
             // A directory made since is watched too (with what it already holds).
-            for dir in created.iter().filter(|p| p.is_dir()) {
+            for dir in created.into_iter().filter(|p| p.is_dir()) {
                 if let Some(root) = service.roots().into_iter().find(|r| dir.starts_with(r)) {
-                    watch_tree(&mut watcher, &root, dir);
+                    watch_blocking(&watcher, root, dir).await;
                 }
             }
             for root in &service.roots() {
@@ -108,7 +113,7 @@ pub fn spawn(
                 // the whole workspace is walked again (only changed files are parsed); the
                 // changed rules were only applied by a full `ploke index` before.
                 if rels.iter().any(|rel| is_ignore_file(rel)) {
-                    watch_tree(&mut watcher, root, root);
+                    watch_blocking(&watcher, root.clone(), root.clone()).await;
                     let changed: Vec<String> =
                         rels.into_iter().filter(|rel| is_ignore_file(rel)).collect();
                     let (service, root) = (service.clone(), root.clone());
@@ -146,6 +151,24 @@ pub fn spawn(
         }
     });
     Ok(Watcher { task })
+}
+
+/// [`watch_tree`] on a blocking thread.
+async fn watch_blocking(
+    watcher: &std::sync::Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
+    root: PathBuf,
+    start: PathBuf,
+) {
+    let watcher = std::sync::Arc::clone(watcher);
+    let walked = tokio::task::spawn_blocking(move || {
+        if let Ok(mut w) = watcher.lock() {
+            watch_tree(&mut *w, &root, &start);
+        }
+    })
+    .await;
+    if let Err(e) = walked {
+        tracing::warn!(error = %e, "watching a directory tree failed");
+    }
 }
 
 /// Whether `rel` is a file of ignore rules the index follows.
