@@ -228,6 +228,26 @@ impl SessionService {
         Ok(session)
     }
 
+    /// The first answer to `client_request_id` in the session, marked as a duplicate; `None`
+    /// for a request not seen (or no id).
+    async fn answered(
+        &self,
+        session_id: &str,
+        client_request_id: &str,
+    ) -> Result<Option<SendMessageResponse>, SessionError> {
+        if client_request_id.is_empty() {
+            return Ok(None);
+        }
+        let first = self
+            .store
+            .find_request(session_id, client_request_id)
+            .await?;
+        Ok(first.map(|mut first| {
+            first.duplicate = true;
+            first
+        }))
+    }
+
     /// Records the user's message and starts a turn; the same `client_request_id` again
     /// returns the first answer and starts nothing.
     pub async fn send(
@@ -238,13 +258,7 @@ impl SessionService {
     ) -> Result<SendMessageResponse, SessionError> {
         let session = self.own_session(session_id).await?;
         let _turns = self.turns.of(session_id).lock().await;
-        if !client_request_id.is_empty()
-            && let Some(mut first) = self
-                .store
-                .find_request(session_id, client_request_id)
-                .await?
-        {
-            first.duplicate = true;
+        if let Some(first) = self.answered(session_id, client_request_id).await? {
             return Ok(first);
         }
         if let Some(parent_id) = self
@@ -305,18 +319,11 @@ impl SessionService {
             Ok(event) => event,
             // The same request sent to another replica at the same time started the turn
             // there (its message and request id commit together): this is its retry.
-            Err(busy @ SessionError::Busy { .. }) if !client_request_id.is_empty() => {
-                return match self
-                    .store
-                    .find_request(session_id, client_request_id)
+            Err(busy @ SessionError::Busy { .. }) => {
+                return self
+                    .answered(session_id, client_request_id)
                     .await?
-                {
-                    Some(mut first) => {
-                        first.duplicate = true;
-                        Ok(first)
-                    }
-                    None => Err(busy),
-                };
+                    .ok_or(busy);
             }
             Err(e) => return Err(e),
         };
