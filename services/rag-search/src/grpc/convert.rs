@@ -390,6 +390,58 @@ pub(super) fn summary_to_pb(s: &Summary, dense_available: bool) -> pb::IndexSumm
     }
 }
 
+/// The last line of an index run: what it did, naming files left out and removed only when
+/// there were any (a developer otherwise cannot tell a skipped file from one with no items).
+pub(super) fn done_message(s: &Summary) -> String {
+    let mut files = format!("{} unchanged", s.files_unchanged);
+    if s.files_skipped > 0 {
+        files.push_str(&format!(
+            ", {} skipped as too large, binary or unreadable",
+            s.files_skipped
+        ));
+    }
+    if s.files_removed > 0 {
+        files.push_str(&format!(", {} removed", s.files_removed));
+    }
+    format!(
+        "indexed {} files ({files}), {} items, {} embedded ({} reused) in {} ms",
+        s.files_indexed,
+        s.items_total,
+        s.items_embedded,
+        s.embeddings_reused,
+        s.duration.as_millis()
+    )
+}
+
 pub(super) fn timestamp(t: SystemTime) -> prost_types::Timestamp {
     prost_types::Timestamp::from(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_line_of_a_run_names_skipped_and_removed_files_when_there_are_any() {
+        let mut s = Summary {
+            files_indexed: 12,
+            files_unchanged: 3,
+            items_total: 40,
+            items_embedded: 30,
+            embeddings_reused: 10,
+            duration: std::time::Duration::from_millis(250),
+            ..Summary::default()
+        };
+        assert_eq!(
+            done_message(&s),
+            "indexed 12 files (3 unchanged), 40 items, 30 embedded (10 reused) in 250 ms"
+        );
+        s.files_skipped = 2;
+        s.files_removed = 1;
+        assert_eq!(
+            done_message(&s),
+            "indexed 12 files (3 unchanged, 2 skipped as too large, binary or unreadable, \
+             1 removed), 40 items, 30 embedded (10 reused) in 250 ms"
+        );
+    }
 }

@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use convert::{
-    assembled_to_pb, hit_to_pb, item_to_pb, kind_from_pb, progress_to_pb, state_to_pb,
-    strategy_to_pb, summary_to_pb, timestamp,
+    assembled_to_pb, done_message, hit_to_pb, item_to_pb, kind_from_pb, progress_to_pb,
+    state_to_pb, strategy_to_pb, summary_to_pb, timestamp,
 };
 
 use crate::context::Budget;
@@ -229,15 +229,7 @@ impl RagSearch for RagSearchGrpc {
                     embed_done: summary.items_embedded,
                     eta: Some(prost_types::Duration::default()),
                     elapsed: prost_types::Duration::try_from(summary.duration).ok(),
-                    message: format!(
-                        "indexed {} files ({} unchanged), {} items, {} embedded ({} reused) in {} ms",
-                        summary.files_indexed,
-                        summary.files_unchanged,
-                        summary.items_total,
-                        summary.items_embedded,
-                        summary.embeddings_reused,
-                        summary.duration.as_millis()
-                    ),
+                    message: done_message(&summary),
                     summary: Some(summary_to_pb(&summary, dense_available)),
                 }),
                 Err(e) => Err(to_status(e)),
