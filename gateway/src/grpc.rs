@@ -539,8 +539,7 @@ impl GatewayGrpc {
     /// Health of every upstream. Where the services run and why one fails are the operators'
     /// business: only admins and a one-person setup's `default` see endpoints and messages.
     async fn system_status(&self) -> SystemStatus {
-        let internals = principal::current()
-            .is_none_or(|p| p.is_admin() || p.name == principal::DEFAULT_PRINCIPAL);
+        let internals = principal::sees_internals();
         let probes = self.upstreams.all.iter().map(|u| async move {
             let started = Instant::now();
             let probe = tokio::time::timeout(

@@ -6,6 +6,7 @@ use std::pin::Pin;
 use ploke_proto::session::v1::llm_session_server::LlmSession;
 use ploke_proto::session::v1::{self as pb};
 use ploke_proto::status::{at_most, id_text, invalid_argument, not_found};
+use ploke_runtime::principal;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -43,15 +44,16 @@ fn to_status(e: SessionError) -> Status {
         SessionError::NoSuchSession(id) => not_found(format!("session {id}")),
         SessionError::Denied(d) => d.to_status(),
         e @ SessionError::Busy { .. } => Status::failed_precondition(e.to_string()),
-        SessionError::Store(e) => store_status(&e),
+        SessionError::Store(e) => store_status(&e, principal::sees_internals()),
         e @ SessionError::Task(_) => Status::internal(e.to_string()),
     }
 }
 
-/// UNAVAILABLE while storage is broken (the message names storage), INTERNAL otherwise.
-fn store_status(e: &StoreError) -> Status {
+/// UNAVAILABLE while storage is broken (the message names storage, and why only to a caller
+/// who sees `internals`), INTERNAL otherwise.
+fn store_status(e: &StoreError, internals: bool) -> Status {
     match e {
-        StoreError::Unavailable(_) => Status::unavailable(e.to_string()),
+        StoreError::Unavailable(_) => Status::unavailable(e.shown_to(internals)),
         StoreError::Db(_) | StoreError::Corrupt(_) | StoreError::NotNext { .. } => {
             Status::internal(e.to_string())
         }
@@ -177,7 +179,10 @@ impl LlmSession for LlmSessionGrpc {
             .events(id, r.after_seq, !r.no_follow)
             .await
             .map_err(to_status)?;
-        let stream = ReceiverStream::new(rx).map(|e| e.map_err(|e| store_status(&e)));
+        // Errors come after this call returned, outside its principal: decided now.
+        let internals = principal::sees_internals();
+        let stream =
+            ReceiverStream::new(rx).map(move |e| e.map_err(|e| store_status(&e, internals)));
         Ok(Response::new(Box::pin(stream)))
     }
 

@@ -273,15 +273,20 @@ impl PgDatabase {
             let pool = pool.clone();
             let id = id.clone();
             async move {
-                sqlx::query(
+                let written = sqlx::query(
                     "INSERT INTO ploke_storage_probe (id, at) VALUES ($1, now())
                      ON CONFLICT (id) DO UPDATE SET at = excluded.at",
                 )
                 .bind(id)
                 .execute(&pool)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+                .await;
+                match written {
+                    Ok(_) => Ok(()),
+                    Err(e @ sqlx::Error::PoolTimedOut) => {
+                        Err(format!("{e}; {}", connect_once(&pool).await))
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
             }
         })
     }
@@ -292,9 +297,48 @@ impl PgDatabase {
     }
 }
 
+/// Why a pool that timed out gets no connection: one connection made outside the pool, whose
+/// error names the cause the pool's retries hide (connection refused, a password refused, no
+/// such host).
+async fn connect_once(pool: &PgPool) -> String {
+    let options = pool.connect_options();
+    match tokio::time::timeout(ACQUIRE_TIMEOUT, sqlx::PgConnection::connect_with(&options)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            "a connection outside the pool succeeds (every pooled connection is busy)".to_owned()
+        }
+        Ok(Err(e)) => format!("connecting: {e}"),
+        Err(_) => format!(
+            "connecting: no answer within {} s",
+            ACQUIRE_TIMEOUT.as_secs()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::is_storage_code;
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pool_that_times_out_is_told_why_by_one_connection_of_its_own() {
+        // A port nothing listens on: connections are refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let pool = PgPoolOptions::new()
+            .acquire_timeout(Duration::from_millis(200))
+            .connect_lazy(&format!("postgres://ploke@127.0.0.1:{port}/ploke"))
+            .unwrap();
+        let e = pool.acquire().await.unwrap_err();
+        assert!(matches!(e, sqlx::Error::PoolTimedOut), "{e}");
+        let why = connect_once(&pool).await;
+        assert!(
+            why.starts_with("connecting: ") && why.contains("refused"),
+            "{why}"
+        );
+    }
 
     #[test]
     fn database_states_that_stop_every_statement_are_storage_faults() {

@@ -206,6 +206,14 @@ pub fn current() -> Option<Principal> {
     CURRENT.try_with(Clone::clone).ok().flatten()
 }
 
+/// Whether the current caller may see a deployment's internals (where services run, their
+/// files and database address, why they fail): admins, a one-person setup's
+/// [`DEFAULT_PRINCIPAL`] and trusted callers without a principal; not a plain principal of a
+/// shared deployment.
+pub fn sees_internals() -> bool {
+    current().is_none_or(|p| p.is_admin() || p.name == DEFAULT_PRINCIPAL)
+}
+
 /// Runs `fut` with `principal` as the current one; calls to other ploke services made inside
 /// carry it.
 pub async fn scope<F: Future>(principal: Option<Principal>, fut: F) -> F::Output {

@@ -32,6 +32,28 @@ pub struct StorageFault {
     pub reason: String,
 }
 
+impl StorageFault {
+    /// What the current caller is told: the cause for those who may see a deployment's
+    /// internals ([`crate::principal::sees_internals`]); a plain principal of a shared
+    /// deployment only that storage is unavailable, since the cause names the server's files or
+    /// database address. The cause is in the log and the health check either way.
+    pub fn shown(&self) -> String {
+        self.shown_to(crate::principal::sees_internals())
+    }
+
+    /// [`Self::shown`] for a caller decided before (a stream answered after its call returned,
+    /// outside the call's principal).
+    pub fn shown_to(&self, internals: bool) -> String {
+        if internals {
+            self.to_string()
+        } else {
+            "storage unavailable: the service cannot use its database now; the operators see \
+             why in its health check and log"
+                .to_owned()
+        }
+    }
+}
+
 /// The storage state a service reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageState {
@@ -201,7 +223,17 @@ impl StorageHealth {
             StorageState::Broken(_) => match probe().await {
                 Ok(()) => self.recovered(),
                 Err(e) => {
-                    tracing::debug!(path = %self.inner.path.display(), error = %e, "storage probe write failed")
+                    tracing::debug!(path = %self.inner.path.display(), error = %e, "storage probe write failed");
+                    // The latest cause is the one to act on (a statement that first saw "pool
+                    // timed out" is followed by a probe that names the refused connection).
+                    let reason = format!("{}: {e}", self.inner.path.display());
+                    self.inner.state.send_if_modified(|s| match s {
+                        StorageState::Broken(old) if *old != reason => {
+                            *old = reason;
+                            true
+                        }
+                        StorageState::Broken(_) | StorageState::Healthy => false,
+                    });
                 }
             },
             StorageState::Healthy if remote => {
@@ -309,6 +341,19 @@ mod tests {
             remote.state(),
             StorageState::Broken("postgres 127.0.0.1:5432/ploke: pool timed out".into())
         );
+        // While broken, the latest probe's cause replaces the first one.
+        rt.block_on(
+            remote.probe(|| async {
+                Err("pool timed out; connecting: connection refused".to_owned())
+            }),
+        );
+        assert_eq!(
+            remote.state(),
+            StorageState::Broken(
+                "postgres 127.0.0.1:5432/ploke: pool timed out; connecting: connection refused"
+                    .into()
+            )
+        );
         rt.block_on(remote.probe(|| async { Ok(()) }));
         assert_eq!(remote.state(), StorageState::Healthy);
         // A local file is not written to while healthy: its identity is checked instead.
@@ -318,5 +363,32 @@ mod tests {
         let local = StorageHealth::new(&path).unwrap();
         rt.block_on(local.probe(|| async { Err("not asked".to_owned()) }));
         assert_eq!(local.state(), StorageState::Healthy);
+    }
+
+    #[test]
+    fn only_callers_who_see_internals_are_told_why_storage_failed() {
+        use crate::principal::{DEFAULT_PRINCIPAL, Principal, Role, scope};
+        let fault = StorageFault {
+            reason: "postgres db.internal:5432/ploke: pool timed out".into(),
+        };
+        let full = "storage unavailable: postgres db.internal:5432/ploke: pool timed out";
+        let told = |who: Option<Principal>| {
+            let fault = fault.clone();
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(scope(who, async move { fault.shown() }))
+        };
+        assert_eq!(told(None), full);
+        assert_eq!(told(Some(Principal::everywhere("root", Role::Admin))), full);
+        assert_eq!(
+            told(Some(Principal::everywhere(DEFAULT_PRINCIPAL, Role::User))),
+            full
+        );
+        assert_eq!(
+            told(Some(Principal::everywhere("alice", Role::User))),
+            "storage unavailable: the service cannot use its database now; the operators see \
+             why in its health check and log"
+        );
     }
 }

@@ -73,7 +73,7 @@ fn to_status(e: ExecutorError) -> Status {
         ExecutorError::NoSuchProposal(id) => not_found(format!("proposal {id}")),
         e @ ExecutorError::NotPending { .. } => Status::failed_precondition(e.to_string()),
         e @ ExecutorError::BadEditIndex { .. } => invalid_argument("edit_indices", e),
-        e @ ExecutorError::Store(StoreError::Unavailable(_)) => Status::unavailable(e.to_string()),
+        ExecutorError::Store(e @ StoreError::Unavailable(_)) => Status::unavailable(e.shown()),
         e @ ExecutorError::Store(_) => Status::internal(e.to_string()),
         ExecutorError::Denied(d) => d.to_status(),
         ExecutorError::Internal(m) => Status::internal(m),

@@ -177,7 +177,7 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
                 StoreError::Unavailable(_) => TurnFailureReason::Storage,
                 _ => TurnFailureReason::Internal,
             },
-            e.to_string(),
+            e.shown(),
             "not finished: the session store failed",
         ),
     };

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ploke_proto::session::v1::CreateSessionRequest;
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
+use ploke_runtime::principal::{Principal, Role};
 use ploke_runtime::testing::RunningBinary;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -173,6 +174,23 @@ async fn a_removed_data_dir_is_a_clean_error_and_not_serving_without_a_crash() {
         status.message()
     );
     not_serving(&mut health).await;
+    // A plain principal of a shared deployment is told that storage is unavailable, not
+    // where the service keeps its files (the cause is in the log and the health check).
+    let mut as_alice = tonic::Request::new(CreateSessionRequest::default());
+    Principal::everywhere("alice", Role::User).write_headers(as_alice.metadata_mut().as_mut());
+    let told = service
+        .sessions()
+        .create_session(as_alice)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (told.code(), told.message()),
+        (
+            Code::Unavailable,
+            "session store: storage unavailable: the service cannot use its database now; the \
+             operators see why in its health check and log"
+        )
+    );
     // What was recorded before still reads; nothing more is written.
     let got = service
         .sessions()

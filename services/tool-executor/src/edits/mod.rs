@@ -514,7 +514,7 @@ async fn wait_final(rx: &mut watch::Receiver<Option<EditProposal>>) -> Option<Ed
 
 fn store_failure(e: StoreError) -> ToolFailure {
     match e {
-        e @ StoreError::Unavailable(_) => ToolFailure::unavailable(e.to_string()),
+        e @ StoreError::Unavailable(_) => ToolFailure::unavailable(e.shown()),
         e => ToolFailure::internal(e.to_string()),
     }
 }

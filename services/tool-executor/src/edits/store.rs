@@ -41,6 +41,23 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// The message for the current caller: a storage fault's cause (files, the database's
+    /// address) only to those who may see the deployment's internals
+    /// ([`StorageFault::shown`]).
+    pub fn shown(&self) -> String {
+        self.shown_to(ploke_runtime::principal::sees_internals())
+    }
+
+    /// [`Self::shown`] for a caller decided before ([`StorageFault::shown_to`]).
+    pub fn shown_to(&self, internals: bool) -> String {
+        match self {
+            Self::Unavailable(f) => format!("proposal store: {}", f.shown_to(internals)),
+            e => e.to_string(),
+        }
+    }
+}
+
 impl From<DbError> for StoreError {
     fn from(e: DbError) -> Self {
         match e {
