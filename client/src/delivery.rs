@@ -28,8 +28,8 @@ pub enum Delivered {
     Written(Vec<String>),
     /// Every file already had the delivered content.
     AlreadyThere,
-    /// Nothing written: a local file changed since the proposal was made; the delivered
-    /// contents are saved in `saved`.
+    /// Nothing written: a local file changed since the proposal was made, or is read-only;
+    /// the delivered contents are saved in `saved`.
     Stale {
         /// Why, naming the file.
         reason: String,
@@ -143,7 +143,8 @@ pub fn write(
         Ok(()) => Ok(Delivered::Written(
             todo.into_iter().map(|f| f.rel).collect(),
         )),
-        Err(e @ ApplyError::Stale { .. }) => {
+        // Not written, but nothing lost: the approved contents are kept for the developer.
+        Err(e @ (ApplyError::Stale { .. } | ApplyError::ReadOnly { .. })) => {
             let saved = state.join("deliveries").join(proposal_id);
             for f in files {
                 // Checked above: relative, inside, normal components only.
@@ -276,6 +277,36 @@ mod tests {
         assert_eq!(
             write(&root, state.path(), id, &ok).unwrap(),
             Delivered::AlreadyThere
+        );
+    }
+
+    #[test]
+    fn a_read_only_file_is_not_written_and_the_approved_content_is_kept() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let file = root.join("gen.rs");
+        std::fs::write(&file, "old\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let id = "edit-0123456789abcdef0123";
+        let mut d = delivery("gen.rs", b"new\n");
+        d.base_hash = hash(b"old\n");
+        let got = write(&root, state.path(), id, &[d]).unwrap();
+        let saved = state.path().join("deliveries").join(id);
+        assert_eq!(
+            got,
+            Delivered::Stale {
+                reason: "gen.rs is read-only (mode 444); nothing was written: make it writable \
+                         (chmod u+w) to edit it"
+                    .into(),
+                saved: saved.clone(),
+            }
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
+        assert_eq!(
+            std::fs::read_to_string(saved.join("gen.rs")).unwrap(),
+            "new\n"
         );
     }
 }

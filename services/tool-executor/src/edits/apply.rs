@@ -38,6 +38,17 @@ pub enum ApplyError {
         /// What happened to it.
         why: &'static str,
     },
+    /// A file is read-only (no write permission for anyone): someone made it so on purpose
+    /// (generated, vendored, locked), and replacing it would not ask. Nothing was written.
+    #[error(
+        "{file} is read-only (mode {mode:o}); nothing was written: make it writable (chmod u+w) to edit it"
+    )]
+    ReadOnly {
+        /// The file.
+        file: String,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// Writing failed; every file that had been written was restored.
     #[error("writing {file} failed ({reason}); every file was restored")]
     Failed {
@@ -89,6 +100,12 @@ pub fn check(writes: &[FileWrite]) -> Result<Vec<Option<String>>, ApplyError> {
                 if blake3::hash(&bytes).to_hex().as_str() != hash {
                     return Err(stale("changed"));
                 }
+                if let Some(mode) = read_only(&w.abs) {
+                    return Err(ApplyError::ReadOnly {
+                        file: w.rel.clone(),
+                        mode,
+                    });
+                }
                 originals.push(Some(
                     String::from_utf8(bytes).map_err(|_| stale("changed"))?,
                 ));
@@ -96,6 +113,15 @@ pub fn check(writes: &[FileWrite]) -> Result<Vec<Option<String>>, ApplyError> {
         }
     }
     Ok(originals)
+}
+
+/// The permission bits of the file at `abs` when nobody may write it (a file replaced by
+/// rename would otherwise lose that without anyone being asked); `None` when it is writable or
+/// cannot be looked at (the write then says why).
+pub fn read_only(abs: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = fs::symlink_metadata(abs).ok()?.permissions().mode() & 0o7777;
+    (mode & 0o222 == 0).then_some(mode)
 }
 
 /// Writes `writes` whose current contents are `originals` (from [`check`]). `fault` runs before
@@ -452,6 +478,44 @@ mod tests {
             (4321, 4322, 0o640)
         );
         assert_eq!(fs::read_to_string(&file).unwrap(), "A\n");
+    }
+
+    #[test]
+    fn a_read_only_file_is_refused_and_left_as_it_was() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.rs"), dir.path().join("b.rs"));
+        fs::write(&a, "a\n").unwrap();
+        fs::write(&b, "b\n").unwrap();
+        fs::set_permissions(&b, fs::Permissions::from_mode(0o444)).unwrap();
+        let writes = [
+            write(dir.path(), "a.rs", Some("a\n"), "A\n"),
+            write(dir.path(), "b.rs", Some("b\n"), "B\n"),
+        ];
+        let e = check(&writes).unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::ReadOnly {
+                file: "b.rs".into(),
+                mode: 0o444
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "b.rs is read-only (mode 444); nothing was written: make it writable (chmod u+w) to \
+             edit it"
+        );
+        assert_eq!(
+            (
+                fs::read_to_string(&a).unwrap(),
+                fs::read_to_string(&b).unwrap()
+            ),
+            ("a\n".into(), "b\n".into())
+        );
+        // Writable by its owner only is writable.
+        fs::set_permissions(&b, fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_only(&b), None);
+        assert!(check(&writes).is_ok());
     }
 
     #[test]

@@ -71,7 +71,11 @@ impl Edits {
                 p.state = ProposalState::Stale as i32;
                 p.state_reason = e.to_string();
             }
-            Err(e @ (ApplyError::Failed { .. } | ApplyError::RestoreFailed { .. })) => {
+            Err(
+                e @ (ApplyError::ReadOnly { .. }
+                | ApplyError::Failed { .. }
+                | ApplyError::RestoreFailed { .. }),
+            ) => {
                 p.state = ProposalState::Failed as i32;
                 p.state_reason = e.to_string();
             }
@@ -156,7 +160,11 @@ impl Edits {
                 p.state_reason = e.to_string();
                 None
             }
-            Err(e @ (ApplyError::Failed { .. } | ApplyError::RestoreFailed { .. })) => {
+            Err(
+                e @ (ApplyError::ReadOnly { .. }
+                | ApplyError::Failed { .. }
+                | ApplyError::RestoreFailed { .. }),
+            ) => {
                 p.state = ProposalState::Failed as i32;
                 p.state_reason = e.to_string();
                 None

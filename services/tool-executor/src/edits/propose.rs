@@ -192,7 +192,9 @@ pub fn plan_create_file(
     finish(plan, &originals)
 }
 
-/// Reads `file` once per plan (refusing directories, big and non-UTF-8 files).
+/// Reads `file` once per plan (refusing directories, big, non-UTF-8 and read-only files: an
+/// edit the apply would refuse is refused before anyone reviews it; a session's overlay is the
+/// developer's checkout, whose files' modes the developer's client checks on delivery).
 fn load<'a>(
     files: &Files<'_>,
     field: &str,
@@ -202,6 +204,16 @@ fn load<'a>(
 ) -> Result<(String, &'a Original), ToolFailure> {
     let path = resolve(files.root, field, input)?;
     if !originals.contains_key(&path.rel) {
+        if files.view.is_none()
+            && let Some(mode) = super::apply::read_only(&path.abs)
+        {
+            return Err(ToolFailure::new(
+                ToolErrorCode::PermissionDenied,
+                field,
+                format!("{} is read-only (mode {mode:o})", path.rel),
+            )
+            .hint("edit another file, or ask the user to make this one writable"));
+        }
         let (text, hash) =
             overlay::read_text(files.view, &path, field, files.limits.max_file_bytes)?;
         order.push(path.rel.clone());

@@ -227,6 +227,64 @@ async fn a_file_changed_after_the_proposal_makes_it_stale_and_untouched() {
 }
 
 #[tokio::test]
+async fn a_read_only_file_is_refused_when_proposed_and_when_approved() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let h = Harness::start().await;
+    let before = h.read("src/lib.rs");
+    let lock = |mode| {
+        std::fs::set_permissions(h.path("src/lib.rs"), std::fs::Permissions::from_mode(mode))
+            .unwrap()
+    };
+    // Read-only before: the model is told at once, and nothing is staged.
+    lock(0o444);
+    let e = h
+        .err(edit_call(vec![search_replace("src/lib.rs", "41", "42")]))
+        .await;
+    assert_eq!(
+        (
+            code(&e),
+            e.field.as_str(),
+            e.message.as_str(),
+            e.retry_hint.as_str()
+        ),
+        (
+            ToolErrorCode::PermissionDenied,
+            "edits[0].search_replace.file_path",
+            "src/lib.rs is read-only (mode 444)",
+            "edit another file, or ask the user to make this one writable"
+        )
+    );
+    // Made read-only while the proposal waits: approving it writes nothing and says why.
+    lock(0o644);
+    let (p, stream) = h
+        .propose(
+            "req-1",
+            "call-1",
+            edit_call(vec![search_replace("src/lib.rs", "41", "42")]),
+        )
+        .await;
+    lock(0o444);
+    let decided = h.decide(&p.proposal_id, Decision::Approve, &[]).await;
+    assert_eq!(
+        (decided.state(), decided.state_reason.as_str()),
+        (
+            ProposalState::Failed,
+            "src/lib.rs is read-only (mode 444); nothing was written: make it writable (chmod \
+             u+w) to edit it"
+        )
+    );
+    let e = failed(finish(stream).await);
+    assert!(e.message.contains("is read-only"), "{e:?}");
+    assert_eq!(h.read("src/lib.rs"), before);
+    let mode = std::fs::metadata(h.path("src/lib.rs"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o444);
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn no_decision_within_the_timeout_expires_the_proposal() {
     let h = Harness::start().await;
     let mut req = request(
