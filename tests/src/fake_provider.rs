@@ -129,6 +129,11 @@ impl Reply {
         }
     }
 
+    /// A 200 SSE stream of exactly these event payloads (what some other server sends).
+    pub fn events(payloads: &[&str]) -> Self {
+        Self::stream(payloads.iter().map(|p| (*p).to_owned()).collect())
+    }
+
     /// Text streamed in the given pieces, then `stop`.
     pub fn text(pieces: &[&str]) -> Self {
         Self::text_with_finish(pieces, "stop")

@@ -4,6 +4,7 @@
 //! The API key is read from the environment variable the provider names and never appears in
 //! a log, an error or an event.
 
+mod reply;
 pub mod stream;
 pub mod wire;
 
@@ -44,6 +45,16 @@ pub enum ProviderError {
     /// A chunk was not valid JSON.
     #[error("provider sent an invalid chunk: {0}")]
     Protocol(String),
+    /// The provider reported an error inside the stream: the reply stopped there.
+    #[error("provider {url} reported an error in the middle of its reply: {message}")]
+    InStream {
+        /// The provider's base URL, without credentials or query.
+        url: String,
+        /// What it said.
+        message: String,
+        /// Whether it may pass (not a 4xx code other than 429).
+        retryable: bool,
+    },
     /// The key's environment variable is not set.
     #[error("environment variable {0} (the provider's api_key_env) is not set")]
     MissingKey(String),
@@ -58,6 +69,7 @@ impl ProviderError {
         match self {
             ProviderError::Status { status, .. } => *status == 429 || *status >= 500,
             ProviderError::Transport(_) | ProviderError::Idle(_) | ProviderError::Truncated => true,
+            ProviderError::InStream { retryable, .. } => *retryable,
             ProviderError::Protocol(_)
             | ProviderError::MissingKey(_)
             | ProviderError::OutputLimit(_) => false,
@@ -126,6 +138,9 @@ pub struct ChatStream {
     done: bool,
     budget: u64,
     spent: u64,
+    /// The provider's public URL and key, to name it and redact the key in its errors.
+    url: String,
+    key: Option<Secret>,
 }
 
 impl std::fmt::Debug for ChatStream {
@@ -177,7 +192,8 @@ impl Provider {
             self.config.base_url.trim_end_matches('/')
         );
         let mut builder = self.http.post(url).json(request);
-        if let Some(key) = self.key()? {
+        let key = self.key()?;
+        if let Some(key) = &key {
             builder = builder.bearer_auth(key.expose());
         }
         for (k, v) in &self.config.headers {
@@ -190,12 +206,12 @@ impl Provider {
         let status = response.status();
         if !status.is_success() {
             let retry_after = ploke_runtime::retry::retry_after(response.headers());
-            let body = response.text().await.unwrap_or_default();
+            let body = reply::error_body(response, self.idle).await;
             return Err(ProviderError::Status {
                 url: public_url(&self.config.base_url),
                 status: status.as_u16(),
                 retry_after,
-                body: body.chars().take(500).collect(),
+                body: reply::shown(&body, key.as_ref().map(Secret::expose)),
             });
         }
         debug_assert!(status == StatusCode::OK || status.is_success());
@@ -208,6 +224,8 @@ impl Provider {
             done: false,
             budget: u64::MAX,
             spent: 0,
+            url: public_url(&self.config.base_url),
+            key,
         })
     }
 }
@@ -265,6 +283,7 @@ impl ChatStream {
                 }
                 let chunk: Chunk = serde_json::from_str(&payload)
                     .map_err(|e| ProviderError::Protocol(format!("{e}: {}", truncate(&payload))))?;
+                self.reported(&chunk)?;
                 if let Some(a) = self.assembler.as_mut() {
                     let text = a.push(chunk);
                     self.spent = a.output_bytes() as u64;
@@ -315,6 +334,26 @@ impl ChatStream {
                 }
             }
         }
+    }
+
+    /// An error the provider reports in `chunk` (`error`, or a choice that finished with
+    /// `error`): the reply is not complete.
+    fn reported(&self, chunk: &Chunk) -> Result<(), ProviderError> {
+        let choice_error = chunk.choices.iter().find_map(|c| {
+            c.error.clone().or_else(|| {
+                (c.finish_reason.as_deref() == Some("error"))
+                    .then(|| serde_json::json!({"message": "the reply finished with \"error\""}))
+            })
+        });
+        let Some(error) = chunk.error.clone().or(choice_error) else {
+            return Ok(());
+        };
+        let (message, retryable) = reply::in_stream(&error, self.key.as_ref().map(Secret::expose));
+        Err(ProviderError::InStream {
+            url: self.url.clone(),
+            message,
+            retryable,
+        })
     }
 
     fn complete(&mut self) -> Option<StreamItem> {

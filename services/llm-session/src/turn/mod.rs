@@ -189,11 +189,18 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
     {
         tracing::error!(session_id = %spec.session_id, parent_id = %spec.parent_id, error = %e, "closing the turn's open tool calls in the history failed");
     }
-    ploke_runtime::metrics::record::turn_finished(
-        reason
-            .as_str_name()
-            .trim_start_matches("TURN_FAILURE_REASON_"),
-    );
+    let label = reason
+        .as_str_name()
+        .trim_start_matches("TURN_FAILURE_REASON_");
+    // What an operator needs to see without asking the user (the turn's span names the
+    // session and the owner).
+    match reason {
+        TurnFailureReason::Cancelled | TurnFailureReason::Interrupted => {
+            tracing::info!(reason = label, message = %message, "turn ended early");
+        }
+        _ => tracing::warn!(reason = label, message = %message, "turn failed"),
+    }
+    ploke_runtime::metrics::record::turn_finished(label);
     TurnEnd::Failed(TurnFailed {
         reason: reason as i32,
         message,

@@ -74,6 +74,14 @@ pub(super) async fn request(
                     e.retry_after(),
                 );
                 record::provider_retry(&spec.provider.name, failure(&e));
+                tracing::warn!(
+                    provider = %spec.provider.name,
+                    model = %spec.model,
+                    attempt,
+                    delay_ms = delay.as_millis() as u64,
+                    error = %e,
+                    "provider request failed, retrying"
+                );
                 append_notice(
                     deps,
                     spec,
@@ -89,7 +97,18 @@ pub(super) async fn request(
                 tokio::time::sleep(delay).await;
                 attempt += 1;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                if let StepError::Provider(p) = &e {
+                    tracing::warn!(
+                        provider = %spec.provider.name,
+                        model = %spec.model,
+                        attempt,
+                        error = %p,
+                        "provider request failed"
+                    );
+                }
+                return Err(e);
+            }
         }
     }
 }
@@ -114,6 +133,7 @@ fn failure(e: &ProviderError) -> &'static str {
         ProviderError::Idle(_) => "idle",
         ProviderError::Truncated => "truncated",
         ProviderError::Protocol(_) => "protocol",
+        ProviderError::InStream { .. } => "in_stream",
         ProviderError::MissingKey(_) => "missing_key",
         ProviderError::OutputLimit(_) => "output_limit",
     }

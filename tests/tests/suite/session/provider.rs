@@ -19,7 +19,7 @@ async fn rate_limited_then_success_honours_retry_after() {
     assert_eq!(
         notices(&events),
         vec![format!(
-            "provider {} answered HTTP 429: {{\"error\":{{\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached\",\"type\":\"requests\"}}}}; retrying in 1.0 s (try 2 of 3)",
+            "provider {} answered HTTP 429: Rate limit reached; retrying in 1.0 s (try 2 of 3)",
             c.fake.url()
         )]
     );
@@ -103,15 +103,28 @@ async fn a_stream_cut_off_midway_is_retried() {
 async fn the_api_key_is_sent_but_never_recorded() {
     let c = chat().await;
     let key = std::env::var(KEY_ENV).unwrap();
+    // A provider that echoes the key it was sent (some do, in their 401's message).
+    let echo = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {key}","type":"invalid_request_error"}}}}"#
+    );
     c.fake
-        .push([Reply::status(401, "invalid key"), Reply::text(&["unused"])]);
+        .push([Reply::status(401, &echo), Reply::text(&["unused"])]);
     let events = c.turn("hi").await;
     assert_eq!(
         c.requests()[0].authorization.as_deref(),
         Some(format!("Bearer {key}").as_str())
     );
     let f = failure(&events);
-    assert_eq!(f.reason(), TurnFailureReason::Provider);
+    assert_eq!(
+        (f.reason(), f.message.clone()),
+        (
+            TurnFailureReason::Provider,
+            format!(
+                "provider {} answered HTTP 401: Incorrect API key provided: [redacted]",
+                c.fake.url()
+            )
+        )
+    );
     let all = format!("{:?}", c.all_events(0).await);
     assert!(!all.contains(&key), "the key leaked into events");
     c.sandbox.stop().await.unwrap();
@@ -302,5 +315,76 @@ async fn list_models_reports_the_configured_providers_and_why_one_cannot_be_used
         .await
         .unwrap();
     assert_eq!(through.into_inner(), expected);
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn chunks_with_nulls_as_proxies_send_them_complete_the_turn() {
+    let c = chat().await;
+    c.fake.push([Reply::events(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel","tool_calls":null},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":null,"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}],"usage":null}"#,
+        r#"{"choices":null,"usage":{"prompt_tokens":12.0,"completion_tokens":2,"total_tokens":null}}"#,
+        "[DONE]",
+    ])]);
+    let events = c.turn("hi").await;
+    let Some(session_event::Event::TurnCompleted(done)) = &events.last().unwrap().event else {
+        panic!("{events:?}");
+    };
+    let usage = done.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (12, 2));
+    let text: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Some(session_event::Event::AssistantMessage(m)) => Some(m.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, vec!["Hello"]);
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_error_inside_the_stream_is_not_taken_for_the_whole_reply() {
+    let c = chat().await;
+    let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"The ans"},"finish_reason":null}]}"#;
+    c.fake.push([
+        // OpenRouter: the choice finishes with "error" and says why; worth another try.
+        Reply::events(&[
+            role,
+            r#"{"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error","error":{"code":502,"message":"upstream went away"}}]}"#,
+            "[DONE]",
+        ]),
+        // OpenAI: an `error` object instead of a chunk; a 400 is not worth another.
+        Reply::events(&[
+            role,
+            r#"{"error":{"message":"maximum context length exceeded","type":"invalid_request_error","code":400}}"#,
+        ]),
+    ]);
+    let events = c.turn("hi").await;
+    let notices = notices(&events);
+    let retry = format!(
+        "provider {} reported an error in the middle of its reply: upstream went away (code 502); retrying in ",
+        c.fake.url()
+    );
+    assert!(
+        notices.len() == 1
+            && notices[0].starts_with(&retry)
+            && notices[0].ends_with("(try 2 of 3)"),
+        "{notices:?}"
+    );
+    let f = failure(&events);
+    assert_eq!(
+        (f.reason(), f.message.clone()),
+        (
+            TurnFailureReason::Provider,
+            format!(
+                "provider {} reported an error in the middle of its reply: maximum context length exceeded (code 400)",
+                c.fake.url()
+            )
+        )
+    );
+    assert_eq!(c.requests().len(), 2);
     c.sandbox.stop().await.unwrap();
 }
