@@ -29,13 +29,19 @@ use ploke_runtime::storage_health::StorageFault;
 /// a notification was lost.
 pub const REMOTE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Live events buffered per session before a slow subscriber falls back to the store.
-const LIVE_BUFFER: usize = 1024;
+/// Live events buffered per session before a slow subscriber falls back to the store. The
+/// buffer keeps the last events it carried until they are overwritten, so it is also what an
+/// idle session's channel holds until [`EventLog`] lets it go.
+const LIVE_BUFFER: usize = 256;
+/// Channels kept before idle ones are let go (then twice as many as remain, at least this).
+const SWEEP_AT: usize = 256;
 /// Events read from the store per query while replaying.
 const REPLAY_BATCH: u32 = 500;
 /// Events buffered per subscriber stream.
 const SUBSCRIBER_BUFFER: usize = 256;
 
+/// What the log keeps of a session while it is in use: no more than a cache (the store has
+/// every event), let go when idle ([`Channel::idle`]).
 struct Channel {
     tx: broadcast::Sender<SessionEvent>,
     /// The last seq written; `None` = read it from the store (at first, and after a failed
@@ -48,11 +54,26 @@ struct Channel {
     unrecorded: watch::Sender<Option<StorageFault>>,
 }
 
+impl Channel {
+    /// Whether nothing needs this channel: nobody follows it, no append or subscription holds
+    /// it (`held_by_map`: only the map's reference is left; every other is taken under the
+    /// map's lock, which the caller holds), and no turn end is held back. Its last seq is then
+    /// read from the store again when the session is used next.
+    fn idle(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) == 1
+            && self.tx.receiver_count() == 0
+            && self.wake.receiver_count() == 0
+            && self.unrecorded.borrow().is_none()
+    }
+}
+
 /// Appends and streams session events.
 #[derive(Clone)]
 pub struct EventLog {
     store: Arc<dyn SessionStore>,
     channels: Arc<std::sync::Mutex<HashMap<String, Arc<Channel>>>>,
+    /// How many channels may be kept before idle ones are let go.
+    sweep_at: Arc<std::sync::atomic::AtomicUsize>,
     bounds: EventBounds,
     /// Whether other replicas write to the store.
     shared: bool,
@@ -86,6 +107,7 @@ impl EventLog {
         Self {
             store,
             channels,
+            sweep_at: Arc::new(std::sync::atomic::AtomicUsize::new(SWEEP_AT)),
             bounds,
             shared,
             _dispatch: dispatch,
@@ -134,7 +156,19 @@ impl EventLog {
     }
 
     fn channel(&self, session_id: &str) -> Arc<Channel> {
-        self.lock()
+        use std::sync::atomic::Ordering;
+        let mut channels = self.lock();
+        if let Some(c) = channels.get(session_id) {
+            return c.clone();
+        }
+        // Every session ever used would otherwise keep a channel (and the last events its
+        // buffer carried) until it is deleted.
+        if channels.len() >= self.sweep_at.load(Ordering::Relaxed) {
+            channels.retain(|_, c| !c.idle());
+            self.sweep_at
+                .store((channels.len() * 2).max(SWEEP_AT), Ordering::Relaxed);
+        }
+        channels
             .entry(session_id.to_owned())
             .or_insert_with(|| {
                 Arc::new(Channel {
@@ -145,6 +179,12 @@ impl EventLog {
                 })
             })
             .clone()
+    }
+
+    /// Sessions whose channel is kept now.
+    #[cfg(test)]
+    pub(crate) fn channels_kept(&self) -> usize {
+        self.lock().len()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Channel>>> {
@@ -411,5 +451,69 @@ async fn replay(
         if n < REPLAY_BATCH as usize {
             return true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteStore;
+    use ploke_proto::session::v1::{Notice, Session};
+
+    #[tokio::test]
+    async fn idle_sessions_do_not_keep_their_channels() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            SqliteStore::open(&dir.path().join("s.sqlite"))
+                .await
+                .unwrap(),
+        );
+        let log = EventLog::new(store.clone(), EventBounds::default());
+        let notice = || {
+            session_event::Event::Notice(Notice {
+                text: "n".into(),
+                ..Default::default()
+            })
+        };
+        // One session followed throughout; 1,000 others used once each.
+        let followed = "followed".to_owned();
+        store
+            .create_session(&Session {
+                session_id: followed.clone(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut live = log.subscribe(&followed, 0, true).await.unwrap();
+        for i in 0..1000 {
+            let id = format!("s{i}");
+            store
+                .create_session(&Session {
+                    session_id: id.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            log.append(&id, &Correlation::default(), notice())
+                .await
+                .unwrap();
+        }
+        assert!(
+            log.channels_kept() <= SWEEP_AT + 1,
+            "{}",
+            log.channels_kept()
+        );
+        // The followed session kept its channel: its subscriber sees what comes next.
+        let e = log
+            .append(&followed, &Correlation::default(), notice())
+            .await
+            .unwrap();
+        assert_eq!(live.recv().await.unwrap().unwrap(), e);
+        // A session let go numbers its next event after what the store has.
+        let again = log
+            .append("s0", &Correlation::default(), notice())
+            .await
+            .unwrap();
+        assert_eq!(again.seq, 2);
     }
 }
