@@ -236,8 +236,10 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                 Some(SessionsCommand::List { everyone: asked }) => SessionsCommand::List {
                     everyone: everyone || asked,
                 },
-                Some(SessionsCommand::Rm { .. }) if everyone => {
-                    anyhow::bail!("--everyone lists every principal's sessions; `rm` takes ids")
+                Some(SessionsCommand::Rm { .. } | SessionsCommand::Cancel { .. }) if everyone => {
+                    anyhow::bail!(
+                        "--everyone lists every principal's sessions; `rm` and `cancel` take ids"
+                    )
                 }
                 Some(other) => other,
             };

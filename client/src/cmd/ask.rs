@@ -1,17 +1,19 @@
 //! `ploke ask`: one question, the answer on stdout (streamed on a terminal, whole messages when
 //! piped), tool calls summarised on stderr, edits shown as diffs and decided (a prompt on a
 //! terminal, `--approve`, else denied); exits non-zero when the turn fails. A broken event
-//! stream is resumed from the last seq.
+//! stream is resumed from the last seq. Ctrl-C (or SIGTERM, or the terminal closing) cancels
+//! the running turn on the server and waits for its end; a second one stops waiting.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::bail;
 use ploke_proto::session::v1::{
-    CreateSessionRequest, DeleteSessionRequest, EditDecided, SendMessageRequest,
+    CancelTurnRequest, CreateSessionRequest, DeleteSessionRequest, EditDecided, SendMessageRequest,
     session_event::Event,
 };
 use ploke_proto::tools::v1::{DecideEditRequest, Decision, EditProposal, ProposalState};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::{Conn, Gateway, Target, edits, providers};
 use ploke_client::gateway::{Followed, SessionEvents};
@@ -90,6 +92,10 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
             };
         eprintln!("({synced})");
     }
+    // From the turn's start on, a signal must not leave it running on the server (and its
+    // provider request billing) for as long as its limits allow: one that comes while the
+    // message is sent is taken once the turn is known.
+    let mut stop = Interrupts::new()?;
     let sent = conn
         .gateway
         .send_message(SendMessageRequest {
@@ -109,9 +115,32 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
     let mut open_line = false;
     let live = std::io::stdout().is_terminal();
     let mut asking = Asking::new(args.approve);
+    let mut cancelling = false;
     loop {
         let followed = tokio::select! {
             followed = events.next() => followed,
+            () = stop.next() => {
+                if open_line {
+                    println!();
+                    open_line = false;
+                }
+                if cancelling {
+                    bail!(
+                        "stopped waiting; the turn of session {} may still be ending",
+                        session.session_id
+                    );
+                }
+                cancelling = true;
+                eprintln!("(cancelling the turn; Ctrl-C again to stop waiting)");
+                conn.gateway
+                    .cancel_turn(CancelTurnRequest {
+                        session_id: session.session_id.clone(),
+                        reason: "cancelled with Ctrl-C in `ploke ask`".to_owned(),
+                    })
+                    .await
+                    .map_err(|s| anyhow::anyhow!("cancelling the turn: {}", s.message()))?;
+                continue;
+            }
             answer = asking.answer(), if asking.waiting() => {
                 if let Some((p, decision)) = asking.answered(answer) {
                     decide_edit(conn, &p, decision, overlay.as_ref()).await?;
@@ -195,6 +224,33 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 bail!("the turn failed ({reason}): {}", f.message);
             }
             Event::UserMessage(_) | Event::ToolCallProgress(_) | Event::ContextPlan(_) => {}
+        }
+    }
+}
+
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed), as one stream.
+struct Interrupts {
+    signals: [Signal; 3],
+}
+
+impl Interrupts {
+    fn new() -> anyhow::Result<Self> {
+        Ok(Self {
+            signals: [
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::hangup())?,
+            ],
+        })
+    }
+
+    /// The next signal.
+    async fn next(&mut self) {
+        let [int, term, hup] = &mut self.signals;
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
         }
     }
 }

@@ -60,6 +60,7 @@ pub struct Target {
         long,
         value_name = "NAME",
         env = "PLOKE_SERVER_WORKSPACE",
+        hide_env_values = true,
         global = true
     )]
     pub server_workspace: Option<String>,

@@ -1,7 +1,10 @@
-//! `ploke sessions`: list the caller's sessions (an admin's: everyone's), delete them.
+//! `ploke sessions`: list the caller's sessions (an admin's: everyone's), cancel a running turn,
+//! delete them.
 
 use ploke_client::sessions::find_session;
-use ploke_proto::session::v1::{DeleteSessionRequest, ListSessionsRequest, SessionState};
+use ploke_proto::session::v1::{
+    CancelTurnRequest, DeleteSessionRequest, ListSessionsRequest, SessionState,
+};
 
 use super::{Conn, Target};
 
@@ -14,7 +17,14 @@ pub enum SessionsCommand {
         #[arg(long)]
         everyone: bool,
     },
-    /// Delete sessions with their events and history (not while a turn runs).
+    /// Cancel the turn a session is running (its model request is dropped; the turn ends as
+    /// cancelled).
+    Cancel {
+        /// Session id, or its start as `ploke sessions` shows it.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
+    /// Delete sessions with their events and history (not while a turn runs: cancel it first).
     Rm {
         /// Session ids, or the start of each as `ploke sessions` shows it.
         #[arg(required = true, value_name = "ID")]
@@ -27,6 +37,7 @@ pub async fn run(target: &Target, command: SessionsCommand) -> anyhow::Result<()
     let mut conn = Conn::open_unindexed(target).await?;
     let result = match command {
         SessionsCommand::List { everyone } => list(&mut conn, everyone).await,
+        SessionsCommand::Cancel { id } => cancel(&mut conn, &id).await,
         SessionsCommand::Rm { ids } => remove(&mut conn, &ids).await,
     };
     conn.close().await?;
@@ -68,6 +79,27 @@ async fn list(conn: &mut Conn, everyone: bool) -> anyhow::Result<()> {
             usage.input_tokens + usage.output_tokens,
             s.title
         );
+    }
+    Ok(())
+}
+
+/// Cancels the session's running turn.
+async fn cancel(conn: &mut Conn, id: &str) -> anyhow::Result<()> {
+    let session = find_session(&mut conn.gateway, id).await?;
+    let cancelled = conn
+        .gateway
+        .cancel_turn(CancelTurnRequest {
+            session_id: session.session_id.clone(),
+            reason: "cancelled with `ploke sessions cancel`".to_owned(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("session {}: {}", session.session_id, s.message()))?
+        .into_inner()
+        .cancelled;
+    if cancelled {
+        println!("cancelled the turn of {}", session.session_id);
+    } else {
+        println!("{} is not running a turn", session.session_id);
     }
     Ok(())
 }

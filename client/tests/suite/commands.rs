@@ -166,6 +166,67 @@ async fn a_failed_turn_exits_non_zero() {
 }
 
 #[tokio::test]
+async fn ctrl_c_cancels_the_turn_on_the_server_and_the_provider_request_with_it() {
+    let e = env().await;
+    e.fake.push([Reply::deltas_forever(
+        "more ",
+        std::time::Duration::from_millis(20),
+    )]);
+    let first_byte = e.fake.first_byte();
+    let started = first_byte.notified();
+    let url = e.sandbox.addrs().url(ServiceKind::Gateway);
+    let child = super::command(
+        e.sandbox.workspace_root(),
+        vec![
+            "ask".into(),
+            "tell me everything".into(),
+            "--gateway".into(),
+            url,
+        ],
+        &[("PLOKE_TOKEN", ploke_e2e::TOKEN)],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    started.await;
+    let pid = child.id().to_string();
+    let signalled = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    // The provider sees its client leave: the model request is dropped, not left running.
+    e.fake.disconnected().await;
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("(cancelling the turn; Ctrl-C again to stop waiting)")
+            && stderr.contains("the turn failed (cancelled): cancelled with Ctrl-C in `ploke ask`"),
+        "{stderr}"
+    );
+    // Nothing runs any more: the session can be deleted at once.
+    let listed = e.ploke(&["sessions"]).await;
+    let id = text(&listed.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(!text(&listed.stdout).contains("(running)"));
+    let cancel = e.ploke(&["sessions", "cancel", &id]).await;
+    assert_eq!(
+        text(&cancel.stdout),
+        format!("{id} is not running a turn\n")
+    );
+    let rm = e.ploke(&["sessions", "rm", &id]).await;
+    assert!(rm.status.success(), "{}", text(&rm.stderr));
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn edits_lists_pending_proposals_and_approves_them() {
     let e = env().await;
     let request = ExecuteToolRequest {

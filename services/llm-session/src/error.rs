@@ -42,7 +42,7 @@ pub enum SessionError {
     Denied(#[from] ploke_runtime::principal::Denied),
     /// A turn is running in the session.
     #[error(
-        "session {session_id} is running a turn (parent {parent_id}); wait for it to end or cancel it"
+        "session {session_id} is running a turn (parent {parent_id}); wait for it to end or cancel it (`ploke sessions cancel {session_id}`)"
     )]
     Busy {
         /// Session id.
