@@ -1,6 +1,8 @@
 //! Fitting the history into the model's context window: tokens counted with tiktoken for
 //! OpenAI-family models (chars/4 otherwise); the system prompt and the current turn always go
-//! in; older turns are dropped whole, oldest first; what was dropped is reported.
+//! in; older turns are dropped whole, oldest first; a current turn that alone is too large
+//! (many tool calls in one reply) has its oldest tool results left out, each replaced by a
+//! line saying so; what was dropped is reported.
 
 use ploke_proto::session::v1::{ContextPlan, DroppedMessage};
 
@@ -75,7 +77,8 @@ pub struct Fitted {
 }
 
 /// Fits `system` (always kept), `history` (older turns dropped whole, oldest first; the
-/// turn `current_parent` always kept) and `tools_tokens` into `window - reserve`.
+/// turn `current_parent` always kept, its oldest tool results left out while it does not fit)
+/// and `tools_tokens` into `window - reserve`.
 pub fn fit(
     counter: &TokenCounter,
     system: &[ChatMessage],
@@ -109,12 +112,43 @@ pub fn fit(
             break;
         }
     }
+    // Tool results of the current turn left out, oldest first, while it does not fit.
+    let mut left_out = std::collections::HashMap::new();
+    if used > budget
+        && let Some(current) = turns.iter().find(|t| t[0].0.parent_id == current_parent)
+    {
+        for (m, tokens) in current.iter().filter(|(m, _)| m.message.role == "tool") {
+            if used <= budget {
+                break;
+            }
+            let stub = ChatMessage {
+                content: Some(format!(
+                    "[this tool result ({tokens} tokens) was left out to fit the context window; \
+                     call the tool again, asking for less, if you still need it]"
+                )),
+                ..m.message.clone()
+            };
+            let smaller = counter.message(&stub);
+            if smaller < *tokens {
+                used -= tokens - smaller;
+                left_out.insert(m.seq, stub);
+            }
+        }
+    }
     let mut messages = system.to_vec();
     let mut dropped = Vec::new();
     let mut included = 0;
     for (t, kept) in turns.iter().zip(&keep) {
         for (m, tokens) in t {
-            if *kept {
+            if let Some(stub) = left_out.remove(&m.seq) {
+                messages.push(stub);
+                included += 1;
+                dropped.push(DroppedMessage {
+                    seq: m.seq,
+                    role: m.message.role.clone(),
+                    tokens: *tokens,
+                });
+            } else if *kept {
                 messages.push(m.message.clone());
                 included += 1;
             } else {
@@ -244,5 +278,48 @@ mod tests {
         // Even a current turn over budget is sent whole.
         let f = fit(&counter, &system, &history, "t3", 0, 50, 40);
         assert_eq!((f.messages.len(), f.plan.dropped.len()), (2, 4));
+    }
+
+    #[test]
+    fn a_current_turn_too_large_leaves_out_its_oldest_tool_results() {
+        let counter = TokenCounter::for_model("unknown");
+        let result = "r".repeat(4000); // 1,000 tokens + 4
+        let mut history = vec![stored(1, "t1", "user", "question")];
+        let mut calls = ChatMessage::text("assistant", "");
+        calls.tool_calls = (0..3)
+            .map(|i| crate::provider::wire::WireToolCall {
+                id: format!("c{i}"),
+                kind: "function".into(),
+                function: crate::provider::wire::WireFunction {
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                },
+            })
+            .collect();
+        history.push(StoredMessage {
+            seq: 2,
+            parent_id: "t1".into(),
+            message: calls,
+        });
+        for i in 0..3u64 {
+            history.push(StoredMessage {
+                seq: 3 + i,
+                parent_id: "t1".into(),
+                message: ChatMessage::tool(&format!("c{i}"), result.clone()),
+            });
+        }
+        // Room for about one result and a half: the two oldest are left out.
+        let f = fit(&counter, &[], &history, "t1", 0, 1700, 100);
+        let stubbed: Vec<(u64, u32)> = f.plan.dropped.iter().map(|d| (d.seq, d.tokens)).collect();
+        assert_eq!(stubbed, vec![(3, 1004), (4, 1004)]);
+        assert_eq!(f.messages.len(), 5);
+        assert!(
+            f.messages[2].content.as_deref().unwrap().starts_with(
+                "[this tool result (1004 tokens) was left out to fit the context window"
+            )
+        );
+        assert_eq!(f.messages[2].tool_call_id.as_deref(), Some("c0"));
+        assert_eq!(f.messages[4].content.as_deref(), Some(result.as_str()));
+        assert!(f.plan.prompt_tokens <= 1600, "{}", f.plan.prompt_tokens);
     }
 }

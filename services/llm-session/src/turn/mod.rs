@@ -31,6 +31,10 @@ use tools::{CallOutcome, CallScope, ToolRunner};
 /// The text appended when a reply was cut at the length limit.
 pub const CONTINUE_PROMPT: &str = "Continue exactly where you stopped.";
 
+/// Tool calls of one model reply that run; the others are answered as not run (a reply of
+/// thousands of calls would otherwise run them all at once).
+pub const MAX_CALLS_PER_REPLY: usize = 32;
+
 /// What every turn shares.
 #[derive(Debug, Clone)]
 pub struct TurnDeps {
@@ -364,13 +368,35 @@ async fn steps(
             let scope = call_scope(deps, spec, &correlation);
             // A call whose events cannot be recorded fails the step; the others are dropped
             // (their ExecuteTool calls cancelled).
+            let (run, over) = calls.split_at(calls.len().min(MAX_CALLS_PER_REPLY));
+            if !over.is_empty() {
+                append_notice(
+                    deps,
+                    spec,
+                    &correlation,
+                    NoticeLevel::Warn,
+                    format!(
+                        "the model asked for {} tool calls in one reply; the first {MAX_CALLS_PER_REPLY} ran",
+                        calls.len()
+                    ),
+                )
+                .await?;
+            }
             let outcomes: Vec<CallOutcome> =
-                futures::future::try_join_all(calls.iter().map(|c| deps.tools.run(&scope, c)))
+                futures::future::try_join_all(run.iter().map(|c| deps.tools.run(&scope, c)))
                     .await
                     .map_err(StepError::Store)?;
+            let not_run = format!(
+                "not run: at most {MAX_CALLS_PER_REPLY} tool calls run per reply; ask for this \
+                 one again in your next reply if you still need it"
+            );
             let messages = outcomes
                 .iter()
                 .map(|o| ChatMessage::tool(&o.call_id, o.text.clone()))
+                .chain(
+                    over.iter()
+                        .map(|c| ChatMessage::tool(&c.id, not_run.clone())),
+                )
                 .collect();
             remember(deps, spec, messages).await?;
             correlation.request_id = uuid::Uuid::now_v7().to_string();

@@ -180,3 +180,52 @@ async fn an_oversized_user_message_is_refused_naming_the_field() {
     assert!(c.all_events(0).await.is_empty());
     c.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_reply_of_many_tool_calls_runs_the_first_32_and_answers_the_rest_as_not_run() {
+    // 40 reads of the library in one reply.
+    let c = chat_with(|_| {}).await;
+    let calls: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("call_{i}"), r#"{"file": "src/lib.rs"}"#.to_owned()))
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "read_file", args.as_str()))
+        .collect();
+    c.fake
+        .push([Reply::tool_calls(&calls), Reply::text(&["done"])]);
+    let events = c.turn("read it all").await;
+    assert!(
+        matches!(
+            events.last().unwrap().event,
+            Some(session_event::Event::TurnCompleted(_))
+        ),
+        "{events:?}"
+    );
+    let ran = events
+        .iter()
+        .filter(|e| matches!(e.event, Some(session_event::Event::ToolCallRequested(_))))
+        .count();
+    assert_eq!(ran, 32);
+    assert!(
+        super::notices(&events).contains(
+            &"the model asked for 40 tool calls in one reply; the first 32 ran".to_owned()
+        )
+    );
+    // The second request answers every call, the last 8 as not run.
+    let second = &c.requests()[1].body["messages"];
+    let answers: Vec<&str> = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers.len(), 40);
+    assert!(
+        answers[32..]
+            .iter()
+            .all(|a| a.starts_with("not run: at most 32 tool calls"))
+    );
+    c.sandbox.stop().await.unwrap();
+}
