@@ -232,15 +232,49 @@ fn parse_filter(text: &str) -> Result<EnvFilter, String> {
         "quiet",
         "silent",
     ];
+    const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
     for directive in text.split(',').map(str::trim) {
-        if LEVELISH.contains(&directive.to_ascii_lowercase().as_str()) {
+        let word = directive.to_ascii_lowercase();
+        // A bare word a typo away from a level (`inof`, `debugg`, `warnn`) is one too.
+        let misspelt = !directive.contains(['=', ':', '['])
+            && !LEVELS.contains(&word.as_str())
+            && LEVELS.iter().any(|l| edit_distance(&word, l) <= 2);
+        if misspelt || LEVELISH.contains(&word.as_str()) {
             return Err(format!(
                 "`{directive}` is not a level; the levels are off, error, warn, info, debug and \
                  trace (a bare word names a module, logged at every level while all else is off)"
             ));
         }
     }
-    EnvFilter::try_new(text).map_err(|e| e.to_string())
+    // The file watcher's crate warns once per directory removed from a watched tree (its
+    // watch is gone with it: `WatchNotFound`), which reads as a fault in a terminal and the
+    // TUI. Its own failures reach ploke as errors; its log is kept to errors unless named.
+    let text = if text.contains("notify") {
+        text.to_owned()
+    } else if text.trim().is_empty() {
+        "notify=error".to_owned()
+    } else {
+        format!("{text},notify=error")
+    };
+    EnvFilter::try_new(&text).map_err(|e| e.to_string())
+}
+
+/// Levenshtein distance of two short words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -267,6 +301,12 @@ mod tests {
             )
         );
         assert!(parse_filter("verbose").is_err());
+        for typo in ["inof", "debugg", "warnn", "eror", "tarce"] {
+            assert!(parse_filter(typo).is_err(), "{typo}");
+        }
+        for module in ["tokio", "hyper", "h2", "notify", "tower", "sqlx", "tonic"] {
+            assert!(parse_filter(module).is_ok(), "{module}");
+        }
         // A level after `=` is EnvFilter's to check.
         assert!(parse_filter("ploke=bogus").is_err());
     }

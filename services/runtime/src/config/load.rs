@@ -61,12 +61,25 @@ pub const KNOWN_ENV: &[&str] = &[
     "PLOKE_MCP_LISTEN",
 ];
 
+/// A parse error of `text` as `line L, column C: what`, without the parser's quote of the
+/// line: the line may hold a secret (`api_key = "sk-…"` is an unknown key, and its error would
+/// print the key into terminals and logs).
+fn parse_message(e: &toml::de::Error, text: &str) -> String {
+    let Some(span) = e.span() else {
+        return e.message().to_owned();
+    };
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!("line {line}, column {column}: {}", e.message().trim_end())
+}
+
 impl PlokeConfig {
     /// Parses a `ploke.toml` text (unknown keys are errors).
     pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string(),
+            message: parse_message(&e, text),
         })
     }
 
@@ -143,7 +156,7 @@ impl PlokeConfig {
             Self::from_toml(&text, path)?;
             let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
                 path: path.clone(),
-                message: e.to_string(),
+                message: parse_message(&e, &text),
             })?;
             merge(&mut merged, table.clone());
             tables.push((path.clone(), table));
@@ -153,7 +166,7 @@ impl PlokeConfig {
                 .try_into()
                 .map_err(|e: toml::de::Error| ConfigError::Parse {
                     path: files.last().cloned().unwrap_or_default(),
-                    message: format!("the files together: {e}"),
+                    message: format!("the files together: {}", e.message()),
                 })?;
         let mut with_env = files_only.clone();
         with_env.apply_env(service, env)?;
@@ -403,7 +416,8 @@ impl Layers {
                 } else {
                     "derived".to_owned()
                 };
-                let secret = value.as_str().is_some_and(|v| v.starts_with("***"));
+                let secret =
+                    value.as_str().is_some_and(|v| v.starts_with("***")) || credential_header(&key);
                 Explained {
                     key,
                     value: if secret {
@@ -416,6 +430,19 @@ impl Layers {
             })
             .collect()
     }
+}
+
+/// Whether `key` is a provider header that carries a credential (`Authorization`, `X-Api-Key`,
+/// a token, a secret, a cookie): a way to keep a key in a file, so never printed.
+fn credential_header(key: &str) -> bool {
+    let Some((table, name)) = key.rsplit_once(".headers.") else {
+        return false;
+    };
+    let name = name.to_ascii_lowercase();
+    table.starts_with("providers.")
+        && ["auth", "key", "token", "secret", "cookie", "password"]
+            .iter()
+            .any(|w| name.contains(w))
 }
 
 impl Layers {

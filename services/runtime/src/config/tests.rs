@@ -146,6 +146,22 @@ fn unknown_key_in_file_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_parse_error_names_the_line_without_quoting_it() {
+    // A key pasted as `api_key` is an unknown field: the error must not print the key.
+    let err = PlokeConfig::from_toml(
+        "[providers.openai]\nbase_url = \"https://api.openai.com/v1\"\napi_key = \"sk-live-secret\"\n",
+        Path::new("ploke.toml"),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(!text.contains("sk-live-secret"), "{text}");
+    assert!(
+        text.starts_with("ploke.toml: line 3, column 1: unknown field `api_key`"),
+        "{text}"
+    );
+}
+
+#[test]
 fn unknown_ploke_env_vars_are_found_for_a_warning() {
     let names: Vec<String> = ["PLOKE_WORKSPACE", "PLOKE_LISTEN", "HOME", "PLOKE_TOKEN"]
         .iter()
@@ -511,9 +527,12 @@ fn secrets_are_never_printed_by_explain() {
         config: Some(file.path().to_owned()),
         ..Default::default()
     };
-    let layers = PlokeConfig::load_layers(ServiceKind::Gateway, &[], &args, &|k| {
-        (k == "PLOKE_STORAGE_URL").then(|| "postgres://u:s3cret@db/ploke".to_owned())
-    })
+    let layers = PlokeConfig::load_layers(
+        ServiceKind::Gateway,
+        &[file.path().to_owned()],
+        &args,
+        &|k| (k == "PLOKE_STORAGE_URL").then(|| "postgres://u:s3cret@db/ploke".to_owned()),
+    )
     .unwrap();
     let explained = layers.explain(&layers.config);
     let url = explained.iter().find(|e| e.key == "storage.url").unwrap();
@@ -522,6 +541,35 @@ fn secrets_are_never_printed_by_explain() {
         ("\"***\"", "environment")
     );
     assert!(!explained.iter().any(|e| e.value.contains("filepass")));
+    // A provider header that carries a credential is a secret too; others are shown.
+    std::fs::write(
+        file.path(),
+        "[providers.p]\nbase_url = \"http://127.0.0.1:1/v1\"\n[providers.p.headers]\n\
+         Authorization = \"Bearer sk-in-a-file\"\nX-Title = \"ploke\"\n",
+    )
+    .unwrap();
+    let files = [file.path().to_owned()];
+    let layers =
+        PlokeConfig::load_layers(ServiceKind::LlmSession, &files, &args, &|_| None).unwrap();
+    let shown: Vec<(String, String)> = layers
+        .explain(&layers.config)
+        .into_iter()
+        .filter(|e| e.key.contains(".headers."))
+        .map(|e| (e.key, e.value))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (
+                "providers.p.headers.Authorization".to_owned(),
+                "\"***\"".to_owned()
+            ),
+            (
+                "providers.p.headers.X-Title".to_owned(),
+                "\"ploke\"".to_owned()
+            ),
+        ]
+    );
 }
 
 #[test]
