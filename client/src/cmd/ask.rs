@@ -113,6 +113,9 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
     );
     let mut resumes = 0;
     let mut open_line = false;
+    // Piped: the text of the attempt in progress, printed whole when its message ends (the
+    // message event is bounded, the deltas are not) or when the turn fails.
+    let mut piped = String::new();
     let live = std::io::stdout().is_terminal();
     let mut asking = Asking::new(args.approve);
     let mut cancelling = false;
@@ -174,11 +177,16 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 let _ = std::io::stdout().flush();
                 open_line = !d.text.ends_with('\n');
             }
-            Event::AssistantDelta(_) => {}
+            Event::AssistantDelta(d) => piped.push_str(&d.text),
             Event::AssistantMessage(m) => {
-                if !live && !m.text.is_empty() {
-                    print!("{}", m.text);
-                    open_line = !m.text.ends_with('\n');
+                let text = if piped.is_empty() {
+                    m.text
+                } else {
+                    std::mem::take(&mut piped)
+                };
+                if !live && !text.is_empty() {
+                    print!("{text}");
+                    open_line = !text.ends_with('\n');
                 }
                 if open_line {
                     println!();
@@ -202,6 +210,8 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
             }
             Event::EditDecided(d) => asking.decided_elsewhere(&d, overlay.is_some()),
             Event::Notice(n) => {
+                // A notice comes before another attempt: what was streamed is not the answer.
+                piped.clear();
                 if open_line {
                     println!();
                     open_line = false;
@@ -220,6 +230,9 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 return Ok(());
             }
             Event::TurnFailed(f) => {
+                if !piped.is_empty() {
+                    println!("{piped}");
+                }
                 let reason = crate::describe::turn_failure(f.reason);
                 bail!("the turn failed ({reason}): {}", f.message);
             }

@@ -298,7 +298,25 @@ async fn serve(
         return Err(why_stopped(embedded, e).await);
     }
     if check {
+        // Judged once the index is done: at the start a service may still be binding its port.
+        let after = system_status(&mut gateway).await;
+        let failing: Vec<String> = match &after {
+            Ok(status) => status
+                .services
+                .iter()
+                .filter(|s| s.state != ServingState::Serving as i32)
+                .map(|s| s.service.clone())
+                .collect(),
+            Err(e) => vec![format!("the gateway ({e})")],
+        };
+        if let (Ok(status), false) = (&after, failing.is_empty()) {
+            println!("after indexing:");
+            print_status(&url, status);
+        }
         embedded.stop().await?;
+        if !failing.is_empty() {
+            anyhow::bail!("not serving: {}", failing.join(", "));
+        }
         return Ok(());
     }
     // Handlers first: a signal right after the line below must drain, not kill.

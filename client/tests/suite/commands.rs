@@ -113,6 +113,24 @@ async fn a_piped_answer_holds_only_the_retry_that_completed() {
 }
 
 #[tokio::test]
+async fn a_piped_answer_larger_than_one_event_is_printed_whole() {
+    let e = env().await;
+    // 3 MiB of text: more than one stored message event holds (2 MiB), within the turn's
+    // output limit (4 MiB).
+    let piece = "0123456789abcdef\n".repeat(64 * 1024);
+    e.fake.push([Reply::text(&[
+        piece.as_str(),
+        piece.as_str(),
+        piece.as_str(),
+    ])]);
+    let out = e.ploke(&["ask", "print a lot"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(out.stdout.len(), piece.len() * 3);
+    assert!(text(&out.stdout) == piece.repeat(3));
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn ask_without_a_terminal_denies_edits_and_says_so() {
     let e = env().await;
     let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a - b"}}]}"#;
