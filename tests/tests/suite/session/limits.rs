@@ -229,3 +229,30 @@ async fn a_reply_of_many_tool_calls_runs_the_first_32_and_answers_the_rest_as_no
     );
     c.sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn small_fragments_that_come_while_text_is_written_go_out_together() {
+    let c = chat_with(|_| {}).await;
+    // 2,000 fragments of a few bytes, sent as fast as the socket takes them: far faster than
+    // one event write each.
+    let pieces: Vec<String> = (0..2000).map(|i| format!("{} ", i % 10)).collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    c.fake.push([Reply::text(&pieces)]);
+    let events = c.turn("count").await;
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Some(session_event::Event::AssistantDelta(d)) => Some(d.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas.concat(), pieces.concat());
+    assert!(deltas.iter().all(|d| d.len() <= 1024));
+    assert!(
+        deltas.len() < pieces.len(),
+        "{} events for {} fragments",
+        deltas.len(),
+        pieces.len()
+    );
+    c.sandbox.stop().await.unwrap();
+}
