@@ -94,6 +94,22 @@ struct Remote {
     overlays: bool,
 }
 
+/// `e`, said for a person when it is the lock of another process on this workspace's data:
+/// another command running its own services here (without a `ploke up`, each command starts
+/// them, and one at a time may hold a workspace's index and stores).
+fn in_use(e: anyhow::Error) -> anyhow::Error {
+    if e.chain()
+        .any(|c| c.to_string().contains("locked by another process"))
+    {
+        e.context(
+            "another ploke command is using this workspace's index right now; wait for it to \
+             end, or start `ploke up` here once: every command then uses it",
+        )
+    } else {
+        e
+    }
+}
+
 /// `PLOKE_TOKEN`, when set and not empty.
 fn token() -> Option<String> {
     std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty())
@@ -200,7 +216,9 @@ impl Conn {
         }
         // MCP is served by `ploke up` or `ploke mcp`, never by a command's own services.
         cfg.gateway.mcp_listen = None;
-        let embedded = Embedded::start(cfg).await?;
+        let embedded = Embedded::start(cfg)
+            .await
+            .map_err(|e| in_use(anyhow::Error::from(e)))?;
         let url = embedded.addrs.url(ServiceKind::Gateway);
         let started = async {
             let mut gateway = connect(&url, None).await?;
@@ -211,7 +229,7 @@ impl Conn {
         };
         let gateway = match started.await {
             Ok(gateway) => gateway,
-            Err(e) => return Err(up::why_stopped(embedded, e).await),
+            Err(e) => return Err(in_use(up::why_stopped(embedded, e).await)),
         };
         Ok(Self {
             gateway,
@@ -328,4 +346,23 @@ pub fn tui_logging(
     };
     let guard = ploke_runtime::telemetry::init_to("ploke", telemetry, Some(sink))?;
     Ok((guard, rx, dir))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn another_commands_lock_on_the_workspace_is_said_for_a_person() {
+        let locked = anyhow::anyhow!(
+            "bm25 index /w/.ploke/bm25 is locked by another process; each rag-search needs a data dir of its own"
+        )
+        .context("starting rag-search");
+        let said = super::in_use(locked);
+        assert_eq!(
+            said.to_string(),
+            "another ploke command is using this workspace's index right now; wait for it to \
+             end, or start `ploke up` here once: every command then uses it"
+        );
+        let other = super::in_use(anyhow::anyhow!("no such file"));
+        assert_eq!(other.to_string(), "no such file");
+    }
 }
