@@ -299,8 +299,31 @@ pub fn workspace_key(root: &Path) -> String {
 const KEY_NAME_MAX: usize = 64;
 
 impl WorkspaceIndex {
-    /// Opens (or creates) the index of `root` in `dir`; with `dense`, also its vectors.
+    /// Opens (or creates) the index of `root` in `dir`; with `dense`, also its vectors. An
+    /// index whose files are damaged is moved aside and built again ([`damage`]).
     pub fn open(
+        root: &Path,
+        dir: &Path,
+        ranking: (Boosts, LengthPrior),
+        dense: Option<DenseSpec<'_>>,
+    ) -> Result<Self, IndexError> {
+        match Self::open_as_is(root, dir, ranking, dense) {
+            Err(e) if damage::damaged(&e) && dir.exists() => {
+                let aside = damage::move_aside(dir).map_err(io(dir))?;
+                tracing::error!(
+                    root = %root.display(),
+                    moved_to = %aside.display(),
+                    error = %e,
+                    "index files damaged; moved aside, indexing the workspace again"
+                );
+                Self::open_as_is(root, dir, ranking, dense)
+            }
+            opened => opened,
+        }
+    }
+
+    /// [`Self::open`] of what `dir` holds, damaged or not.
+    fn open_as_is(
         root: &Path,
         dir: &Path,
         (boosts, prior): (Boosts, LengthPrior),
@@ -577,6 +600,7 @@ pub(crate) fn hex_hash(hex: &str) -> TextHash {
 
 mod build;
 mod contents;
+mod damage;
 mod dense;
 mod items;
 mod layers;

@@ -667,3 +667,40 @@ fn disk_bytes_count_every_file_of_the_index_vectors_included() {
     std::os::unix::fs::symlink("/usr", dir.path().join("dense/elsewhere")).unwrap();
     assert_eq!(super::dir_bytes(dir.path()), 1110);
 }
+
+#[test]
+fn damaged_index_files_are_moved_aside_and_the_workspace_indexed_again() {
+    let f = Fixture::new();
+    let dir = f.data.path().join("idx");
+    let open = || {
+        WorkspaceIndex::open(
+            f.ws.path(),
+            &dir,
+            (Boosts::default(), LengthPrior::default()),
+            None,
+        )
+    };
+    for damaged in [META_FILE, "bm25/meta.json"] {
+        let mut index = open().unwrap();
+        index.index_all(false, None, &mut |_| {}).unwrap();
+        assert_eq!(index.item_count(), 5);
+        drop(index);
+        // Cut short, as a crash or a full disk leaves it.
+        let file = dir.join(damaged);
+        let len = std::fs::metadata(&file).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+        let mut index = open().unwrap_or_else(|e| panic!("{damaged}: {e}"));
+        assert_eq!(index.item_count(), 0, "{damaged}");
+        assert!(f.data.path().join("idx.damaged").join(damaged).exists());
+        index.index_all(false, None, &mut |_| {}).unwrap();
+        assert_eq!(
+            top(&index, "load settings")[0],
+            "crate::config::Config::load_settings"
+        );
+    }
+}
