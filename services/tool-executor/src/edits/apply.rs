@@ -147,23 +147,48 @@ pub fn write_all(
     let first = writes.first().map(|w| w.rel.as_str()).unwrap_or("");
     write_record(record_path, &record).map_err(|e| failed(first, &format!("undo record: {e}")))?;
     for (i, w) in writes.iter().enumerate() {
-        if let Err((e, replaced)) = write_one(w, || fault(i)) {
-            // The files before this one were replaced, and this one too if it failed after
-            // its rename; a file never replaced is not written again (on a full disk that
-            // write would fail too, and report a restore that was never needed as failed).
-            return Err(match restore(&record, i + usize::from(replaced)) {
-                Ok(()) => {
-                    let _ = fs::remove_file(record_path);
-                    failed(&w.rel, &e)
-                }
-                Err(r) => ApplyError::RestoreFailed {
-                    file: w.rel.clone(),
-                    reason: e.to_string(),
-                    restore: r.to_string(),
-                    record: record_path.display().to_string(),
-                },
-            });
-        }
+        let (e, replaced) = match write_one(w, || fault(i)) {
+            Ok(()) => continue,
+            Err(WriteError::Io(e, replaced)) => (e, replaced),
+            // Saved by someone between the check and the write: left as they saved it, and
+            // the files written before it put back.
+            Err(WriteError::Changed) => {
+                return Err(match restore(&record, i) {
+                    Ok(()) => {
+                        let _ = fs::remove_file(record_path);
+                        ApplyError::Stale {
+                            file: w.rel.clone(),
+                            why: if w.base_hash.is_some() {
+                                "changed"
+                            } else {
+                                "was created"
+                            },
+                        }
+                    }
+                    Err(r) => ApplyError::RestoreFailed {
+                        file: w.rel.clone(),
+                        reason: "it changed while the edit was written".to_owned(),
+                        restore: r.to_string(),
+                        record: record_path.display().to_string(),
+                    },
+                });
+            }
+        };
+        // The files before this one were replaced, and this one too if it failed after its
+        // rename; a file never replaced is not written again (on a full disk that write would
+        // fail too, and report a restore that was never needed as failed).
+        return Err(match restore(&record, i + usize::from(replaced)) {
+            Ok(()) => {
+                let _ = fs::remove_file(record_path);
+                failed(&w.rel, &e)
+            }
+            Err(r) => ApplyError::RestoreFailed {
+                file: w.rel.clone(),
+                reason: e.to_string(),
+                restore: r.to_string(),
+                record: record_path.display().to_string(),
+            },
+        });
     }
     Ok(())
 }
@@ -257,25 +282,97 @@ fn restore(record: &UndoRecord, count: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes one file through a temporary sibling renamed over it; on failure, whether the
-/// rename had happened (the file holds the new content).
+/// Why one file was not written.
+enum WriteError {
+    /// Writing failed; whether the file had been replaced (it holds the new content).
+    Io(std::io::Error, bool),
+    /// The file changed (or was created) after the check: it was left as it is now.
+    Changed,
+}
+
+/// Writes one file through a temporary sibling put in its place: swapped with it
+/// (`RENAME_EXCHANGE`), so that what it held can be checked against the hash the edit was made
+/// over and swapped back when someone saved it meanwhile; a new file only where none exists
+/// (`RENAME_NOREPLACE`). A plain rename after a last check where the file system has neither.
 fn write_one(
     w: &FileWrite,
     before_rename: impl FnOnce() -> std::io::Result<()>,
-) -> Result<(), (std::io::Error, bool)> {
+) -> Result<(), WriteError> {
     if let Some(dir) = w.abs.parent() {
-        fs::create_dir_all(dir).map_err(|e| (e, false))?;
+        fs::create_dir_all(dir).map_err(|e| WriteError::Io(e, false))?;
     }
     let was = fs::metadata(&w.abs).ok();
     let tmp = temp_path(&w.abs);
     let written = write_synced(&tmp, w.content.as_bytes(), Like::of(was.as_ref(), None))
-        .and_then(|()| before_rename())
-        .and_then(|()| fs::rename(&tmp, &w.abs));
+        .and_then(|()| before_rename());
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
-        return Err((e, false));
+        return Err(WriteError::Io(e, false));
     }
-    sync_dir(&w.abs).map_err(|e| (e, true))
+    put_in_place(&tmp, w)?;
+    sync_dir(&w.abs).map_err(|e| WriteError::Io(e, true))
+}
+
+/// Puts the written `tmp` at `w.abs` if the file there is still what the edit was made over,
+/// and removes `tmp` (the new content not used, or what was replaced) — unless a save swapped
+/// out could not be swapped back: it is then left at `tmp` and the error says where.
+fn put_in_place(tmp: &Path, w: &FileWrite) -> Result<(), WriteError> {
+    let placed = place(tmp, w);
+    if !matches!(placed, Err(WriteError::Io(_, true))) {
+        let _ = fs::remove_file(tmp);
+    }
+    placed
+}
+
+fn place(tmp: &Path, w: &FileWrite) -> Result<(), WriteError> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    let unsupported = |e: rustix::io::Errno| {
+        [
+            rustix::io::Errno::INVAL,
+            rustix::io::Errno::NOSYS,
+            rustix::io::Errno::NOTSUP,
+        ]
+        .contains(&e)
+    };
+    let io = |e: rustix::io::Errno| WriteError::Io(e.into(), false);
+    let Some(base) = &w.base_hash else {
+        return match renameat_with(CWD, tmp, CWD, &w.abs, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(()),
+            Err(rustix::io::Errno::EXIST) => Err(WriteError::Changed),
+            Err(e) if unsupported(e) => match fs::symlink_metadata(&w.abs) {
+                Ok(_) => Err(WriteError::Changed),
+                Err(_) => fs::rename(tmp, &w.abs).map_err(|e| WriteError::Io(e, false)),
+            },
+            Err(e) => Err(io(e)),
+        };
+    };
+    let holds_base = |path: &Path| {
+        read_regular(path, CHECK_MAX_BYTES)
+            .is_ok_and(|bytes| blake3::hash(&bytes).to_hex().as_str() == base)
+    };
+    match renameat_with(CWD, tmp, CWD, &w.abs, RenameFlags::EXCHANGE) {
+        Ok(()) if holds_base(tmp) => Ok(()),
+        Ok(()) => {
+            // Swapped out a save made since the check: swap it back.
+            renameat_with(CWD, tmp, CWD, &w.abs, RenameFlags::EXCHANGE).map_err(|e| {
+                let kept = std::io::Error::other(format!(
+                    "{} changed while the edit was written and could not be put back ({e}); \
+                     the changed file is at {}",
+                    w.rel,
+                    tmp.display()
+                ));
+                WriteError::Io(kept, true)
+            })?;
+            Err(WriteError::Changed)
+        }
+        Err(e) if unsupported(e) => {
+            if !holds_base(&w.abs) {
+                return Err(WriteError::Changed);
+            }
+            fs::rename(tmp, &w.abs).map_err(|e| WriteError::Io(e, false))
+        }
+        Err(e) => Err(io(e)),
+    }
 }
 
 fn atomic_write(path: &Path, bytes: &[u8], mode: Option<fs::Permissions>) -> std::io::Result<()> {
@@ -478,6 +575,62 @@ mod tests {
             (4321, 4322, 0o640)
         );
         assert_eq!(fs::read_to_string(&file).unwrap(), "A\n");
+    }
+
+    #[test]
+    fn a_save_between_the_check_and_the_write_is_kept_and_the_edit_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.rs"), dir.path().join("b.rs"));
+        fs::write(&a, "a\n").unwrap();
+        fs::write(&b, "b\n").unwrap();
+        let writes = [
+            write(dir.path(), "a.rs", Some("a\n"), "A\n"),
+            write(dir.path(), "b.rs", Some("b\n"), "B\n"),
+        ];
+        let record = dir.path().join("undo/p.json");
+        // The developer saves b.rs after the check, just before its write.
+        let originals = check(&writes).unwrap();
+        let e = write_all(&writes, originals, &record, &|i| {
+            if i == 1 {
+                fs::write(&b, "saved by the developer\n")?;
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::Stale {
+                file: "b.rs".into(),
+                why: "changed"
+            }
+        );
+        assert_eq!(
+            (
+                fs::read_to_string(&a).unwrap(),
+                fs::read_to_string(&b).unwrap()
+            ),
+            ("a\n".into(), "saved by the developer\n".into())
+        );
+        // A file created meanwhile where the edit creates one is not replaced either.
+        let c = dir.path().join("c.rs");
+        let writes = [write(dir.path(), "c.rs", None, "C\n")];
+        let originals = check(&writes).unwrap();
+        let e = write_all(&writes, originals, &record, &|_| fs::write(&c, "mine\n")).unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::Stale {
+                file: "c.rs".into(),
+                why: "was created"
+            }
+        );
+        assert_eq!(fs::read_to_string(&c).unwrap(), "mine\n");
+        // Nothing of the attempts is left behind.
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, vec!["a.rs", "b.rs", "c.rs", "undo"]);
     }
 
     #[test]
