@@ -49,6 +49,15 @@ pub enum ApplyError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The undo record could not be written (the data dir is full or read-only): nothing was
+    /// written, and the same decision may be made again once it can be.
+    #[error("the undo record {record} could not be written ({reason}); nothing was written")]
+    Unrecorded {
+        /// Where the record goes.
+        record: String,
+        /// Why.
+        reason: String,
+    },
     /// Writing failed; every file that had been written was restored.
     #[error("writing {file} failed ({reason}); every file was restored")]
     Failed {
@@ -144,8 +153,10 @@ pub fn write_all(
         file: file.to_owned(),
         reason: e.to_string(),
     };
-    let first = writes.first().map(|w| w.rel.as_str()).unwrap_or("");
-    write_record(record_path, &record).map_err(|e| failed(first, &format!("undo record: {e}")))?;
+    write_record(record_path, &record).map_err(|e| ApplyError::Unrecorded {
+        record: record_path.display().to_string(),
+        reason: e.to_string(),
+    })?;
     for (i, w) in writes.iter().enumerate() {
         let (e, replaced) = match write_one(w, || fault(i)) {
             Ok(()) => continue,

@@ -15,8 +15,10 @@ use super::Edits;
 use super::apply::{self, ApplyError};
 use super::outcome::applied_reason;
 use super::plan::Plan;
+use super::store::StoreError;
 use crate::error::ExecutorError;
 use crate::paths::resolve;
+use ploke_runtime::storage_health::StorageFault;
 
 impl Edits {
     pub(super) async fn apply(
@@ -56,6 +58,19 @@ impl Edits {
         })
         .await
         .map_err(|e| ExecutorError::Internal(format!("apply task failed: {e}")))?;
+        if let Err(e @ ApplyError::Unrecorded { .. }) = &written {
+            // Nothing was written and nothing is lost: the proposal waits again, and the one
+            // who decided is told storage is short (UNAVAILABLE), to decide again later.
+            let fault = StorageFault {
+                reason: e.to_string(),
+            };
+            tracing::error!(proposal_id = %p.proposal_id, reason = %fault.reason, "apply not started: no undo record");
+            p.state = ProposalState::Pending as i32;
+            p.decided_at = None;
+            p.decided_by = String::new();
+            self.store.transition(&p, ProposalState::Approved).await?;
+            return Err(ExecutorError::Store(StoreError::Unavailable(fault)));
+        }
         let denied: Vec<u32> = plan
             .all_indices()
             .into_iter()
@@ -73,6 +88,7 @@ impl Edits {
             }
             Err(
                 e @ (ApplyError::ReadOnly { .. }
+                | ApplyError::Unrecorded { .. }
                 | ApplyError::Failed { .. }
                 | ApplyError::RestoreFailed { .. }),
             ) => {
@@ -162,6 +178,7 @@ impl Edits {
             }
             Err(
                 e @ (ApplyError::ReadOnly { .. }
+                | ApplyError::Unrecorded { .. }
                 | ApplyError::Failed { .. }
                 | ApplyError::RestoreFailed { .. }),
             ) => {

@@ -285,6 +285,49 @@ async fn a_read_only_file_is_refused_when_proposed_and_when_approved() {
 }
 
 #[tokio::test]
+async fn an_undo_record_that_cannot_be_written_leaves_the_proposal_pending() {
+    let h = Harness::start().await;
+    let before = h.read("src/lib.rs");
+    let (p, stream) = h
+        .propose(
+            "req-1",
+            "call-1",
+            edit_call(vec![search_replace("src/lib.rs", "41", "42")]),
+        )
+        .await;
+    // Where the undo records go cannot hold one (as a full or read-only data dir).
+    let undo = h.undo_dir();
+    let _ = std::fs::remove_dir_all(&undo);
+    std::fs::write(&undo, "not a directory").unwrap();
+    let refused = h
+        .tools
+        .clone()
+        .decide_edit(DecideEditRequest {
+            proposal_id: p.proposal_id.clone(),
+            decision: Decision::Approve as i32,
+            edit_indices: vec![],
+            reason: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("could not be written")
+            && refused.message().contains("nothing was written"),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(h.read("src/lib.rs"), before);
+    // Once the data dir takes it again, the same decision applies.
+    std::fs::remove_file(&undo).unwrap();
+    let decided = h.decide(&p.proposal_id, Decision::Approve, &[]).await;
+    assert_eq!(decided.state(), ProposalState::Applied);
+    assert!(h.read("src/lib.rs").contains("42"));
+    applied(finish(stream).await);
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn no_decision_within_the_timeout_expires_the_proposal() {
     let h = Harness::start().await;
     let mut req = request(
