@@ -36,9 +36,22 @@ impl Editor {
         self.0.lines().len() <= 1
     }
 
-    /// Lines of the message (the input box grows with them).
-    pub fn line_count(&self) -> usize {
-        self.0.lines().len()
+    /// Rows the message takes wrapped at `width` columns (the input box grows with them): each
+    /// line its display width (wide characters count two) plus the cursor's cell, and a row
+    /// of slack for a wrapped one (words that do not fit move down whole).
+    pub fn rows(&self, width: u16) -> usize {
+        let width = usize::from(width.max(1));
+        self.0
+            .lines()
+            .iter()
+            .map(|line| {
+                let cells = ratatui::text::Line::from(line.as_str()).width() + 1;
+                match cells.div_ceil(width) {
+                    1 => 1,
+                    n => n + 1,
+                }
+            })
+            .sum()
     }
 
     /// Replaces the message, cursor at its end.
@@ -113,5 +126,26 @@ impl Editor {
     /// The widget to draw.
     pub fn widget(&self) -> &TextArea<'static> {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Editor;
+
+    #[test]
+    fn a_long_line_takes_the_rows_it_wraps_to() {
+        let mut e = Editor::default();
+        assert_eq!(e.rows(20), 1);
+        e.set_text("short");
+        assert_eq!(e.rows(20), 1);
+        // 45 cells and the cursor: three rows of 20, and one of slack.
+        e.set_text(&"word ".repeat(9));
+        assert_eq!(e.rows(20), 4);
+        // Wide characters take two cells each: 12 take 24, two rows and the slack.
+        e.set_text(&"漢".repeat(12));
+        assert_eq!(e.rows(20), 3);
+        e.set_text("one\ntwo");
+        assert_eq!(e.rows(20), 2);
     }
 }

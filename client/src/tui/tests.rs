@@ -691,3 +691,16 @@ fn workspace_lists_the_served_workspaces_and_names_one() {
             .into())
     );
 }
+
+#[test]
+fn a_long_one_line_message_shows_every_row_it_wraps_to() {
+    let mut app = app();
+    let message = "please look at the retry policy of the client and tell me why a request that \
+                   timed out is sent again even when it was not idempotent, and where to fix it";
+    app.editor.set_text(message);
+    let screen = screen(&app);
+    // Every word is on the screen, the last ones too (the box grew to hold them).
+    for word in ["please", "idempotent,", "where", "fix", "it"] {
+        assert!(screen.contains(word), "{word}\n{screen}");
+    }
+}

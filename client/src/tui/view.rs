@@ -17,7 +17,9 @@ const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 
 /// Draws `app` on the whole frame; returns how far the conversation can scroll up.
 pub fn draw(frame: &mut Frame, app: &App) -> u16 {
-    let input_rows = app.editor.line_count().clamp(1, 8) as u16 + 2;
+    // The box's inside is the frame's width less its two borders.
+    let inside = frame.area().width.saturating_sub(2);
+    let input_rows = app.editor.rows(inside).clamp(1, 8) as u16 + 2;
     let notice_rows = u16::from(app.notice.is_some());
     let rows = Layout::default()
         .direction(Direction::Vertical)

@@ -416,7 +416,7 @@ impl RagService {
 /// Below this much space left, a failed index write is put down to a full file system.
 const NEARLY_FULL_BYTES: u64 = 16 * 1024 * 1024;
 
-/// "no space left on the file system of DIR (N bytes free); " when the index write failed for
+/// "no space left on the file system of DIR (N bytes free now); " when the index write failed for
 /// want of space — its error says so, or the file system holding `data_dir` is nearly full —
 /// else empty. tantivy reports a full disk met by its indexing threads only as "an index
 /// writer was killed".
@@ -430,7 +430,7 @@ fn disk_full(data_dir: &Path, e: &IndexError) -> String {
     let free = fs4::available_space(existing).ok();
     if said || free.is_some_and(|f| f < NEARLY_FULL_BYTES) {
         let free = free
-            .map(|f| format!(" ({f} bytes free)"))
+            .map(|f| format!(" ({f} bytes free now)"))
             .unwrap_or_default();
         format!(
             "no space left on the file system of {}{free}; ",
@@ -458,7 +458,7 @@ mod disk_tests {
             note.starts_with(&format!(
                 "no space left on the file system of {} (",
                 data.display()
-            )) && note.ends_with(" bytes free); "),
+            )) && note.ends_with(" bytes free now); "),
             "{note}"
         );
         // Another failure on a file system with room says nothing of space (this test's
