@@ -476,6 +476,23 @@ impl GatewayConfig {
                 Self::MIN_MCP_RESULT_TOKENS
             ));
         }
+        // A token that guards a port others reach is guessed as easily as it is short.
+        let reachable = !self.listen.ip().is_loopback()
+            || self.mcp_listen.is_some_and(|a| !a.ip().is_loopback());
+        let min = crate::internal::MIN_TOKEN_BYTES;
+        for (what, tokens) in [
+            ("PLOKE_GATEWAY_TOKENS / tokens_file", &self.tokens),
+            ("PLOKE_GATEWAY_ADMIN_TOKENS", &self.admin_tokens),
+        ] {
+            if reachable && let Some(at) = tokens.iter().position(|t| t.expose().len() < min) {
+                return Err(format!(
+                    "{what}: token {} has fewer than {min} characters, and the gateway listens \
+                     beyond loopback ({}); use long random tokens (e.g. `openssl rand -hex 16`)",
+                    at + 1,
+                    self.listen
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -229,6 +229,41 @@ fn secrets_are_redacted_in_debug() {
 }
 
 #[test]
+fn short_gateway_tokens_are_refused_beyond_loopback_only() {
+    // On loopback (a developer's own `ploke up`, the tests): any token.
+    let local = load(
+        ServiceKind::Gateway,
+        &CommonArgs::default(),
+        &[("PLOKE_GATEWAY_TOKENS", "x")],
+    );
+    assert!(local.is_ok(), "{local:?}");
+    let args = CommonArgs {
+        listen: Some("0.0.0.0:50051".parse().unwrap()),
+        ..CommonArgs::default()
+    };
+    let err = load(
+        ServiceKind::Gateway,
+        &args,
+        &[("PLOKE_GATEWAY_TOKENS", "long-enough-token-1,x")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("token 2 has fewer than 16 characters, and the gateway listens beyond loopback (0.0.0.0:50051)"),
+        "{err}"
+    );
+    assert!(!err.contains("long-enough"), "{err}");
+    assert!(
+        load(
+            ServiceKind::Gateway,
+            &args,
+            &[("PLOKE_GATEWAY_TOKENS", "long-enough-token-1")]
+        )
+        .is_ok()
+    );
+}
+
+#[test]
 fn max_connection_age_is_off_by_default_and_set_in_limits() {
     assert_eq!(PlokeConfig::default().limits.max_connection_age_secs, 0);
     let c = PlokeConfig::from_toml(
