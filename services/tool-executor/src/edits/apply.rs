@@ -82,6 +82,20 @@ pub enum ApplyError {
     },
 }
 
+impl ApplyError {
+    /// The state a proposal ends in when its apply failed so.
+    pub fn state(&self) -> ploke_proto::tools::v1::ProposalState {
+        use ploke_proto::tools::v1::ProposalState;
+        match self {
+            ApplyError::Stale { .. } => ProposalState::Stale,
+            ApplyError::ReadOnly { .. }
+            | ApplyError::Unrecorded { .. }
+            | ApplyError::Failed { .. }
+            | ApplyError::RestoreFailed { .. } => ProposalState::Failed,
+        }
+    }
+}
+
 /// The undo record: every file's content before the write (`None` = it did not exist).
 #[derive(Debug, Serialize, Deserialize)]
 struct UndoRecord {

@@ -82,17 +82,8 @@ impl Edits {
                 p.applied_edits = chosen.to_vec();
                 p.state_reason = applied_reason(chosen, &denied, reason);
             }
-            Err(e @ ApplyError::Stale { .. }) => {
-                p.state = ProposalState::Stale as i32;
-                p.state_reason = e.to_string();
-            }
-            Err(
-                e @ (ApplyError::ReadOnly { .. }
-                | ApplyError::Unrecorded { .. }
-                | ApplyError::Failed { .. }
-                | ApplyError::RestoreFailed { .. }),
-            ) => {
-                p.state = ProposalState::Failed as i32;
+            Err(e) => {
+                p.state = e.state() as i32;
                 p.state_reason = e.to_string();
             }
         }
@@ -171,18 +162,8 @@ impl Edits {
                 p.state_reason = applied_reason(chosen, &denied, reason);
                 Some(deliveries)
             }
-            Err(e @ ApplyError::Stale { .. }) => {
-                p.state = ProposalState::Stale as i32;
-                p.state_reason = e.to_string();
-                None
-            }
-            Err(
-                e @ (ApplyError::ReadOnly { .. }
-                | ApplyError::Unrecorded { .. }
-                | ApplyError::Failed { .. }
-                | ApplyError::RestoreFailed { .. }),
-            ) => {
-                p.state = ProposalState::Failed as i32;
+            Err(e) => {
+                p.state = e.state() as i32;
                 p.state_reason = e.to_string();
                 None
             }
