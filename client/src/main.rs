@@ -31,7 +31,8 @@ struct Cli {
 enum Command {
     /// Run all four services in this process on loopback, for one workspace, and index it.
     Up {
-        /// The workspace (default: the current directory). State goes to DIR/.ploke.
+        /// The workspace (default: the nearest directory at or above the current one holding
+        /// ploke.toml, .ploke or .git, else the current directory). State goes to DIR/.ploke.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
         /// Config file (`ploke.toml`) [env: PLOKE_CONFIG].

@@ -41,8 +41,9 @@ pub struct Target {
         global = true
     )]
     pub gateway: Option<String>,
-    /// The workspace (default: the current directory; below a directory that a `ploke up`
-    /// serves, a command uses that `ploke up`). With --gateway: your checkout's root.
+    /// The workspace (default: the nearest directory at or above the current one holding
+    /// ploke.toml, .ploke or .git, else the current directory; below a directory that a
+    /// `ploke up` serves, a command uses that `ploke up`). With --gateway: your checkout's root.
     #[arg(long, value_name = "DIR", global = true)]
     pub workspace: Option<PathBuf>,
     /// Config file (`ploke.toml`) for services started in this process [env: PLOKE_CONFIG].

@@ -161,9 +161,31 @@ fn cached_model() -> Option<PathBuf> {
 pub fn workspace(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let dir = match dir {
         Some(d) => d,
-        None => std::env::current_dir().context("reading the current directory")?,
+        None => {
+            let here = std::env::current_dir().context("reading the current directory")?;
+            let here = std::fs::canonicalize(&here)
+                .with_context(|| format!("workspace {}", here.display()))?;
+            return Ok(enclosing(
+                &here,
+                std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+            ));
+        }
     };
     std::fs::canonicalize(&dir).with_context(|| format!("workspace {}", dir.display()))
+}
+
+/// The workspace a command run in `here` stands for: the nearest directory at or above it
+/// that holds `ploke.toml`, `.ploke/` or `.git` (a repository's root, as git and cargo find
+/// theirs), else `here`. The home directory and `/` are never taken (a dotfiles repository in
+/// `~` must not make every directory below it one workspace).
+pub fn enclosing(here: &Path, home: Option<&Path>) -> PathBuf {
+    here.ancestors()
+        .take_while(|d| d.parent().is_some() && Some(*d) != home)
+        .find(|d| {
+            d.join("ploke.toml").is_file() || d.join(".ploke").is_dir() || d.join(".git").exists()
+        })
+        .unwrap_or(here)
+        .to_owned()
 }
 
 /// `ploke up`.
@@ -504,6 +526,30 @@ pub fn print_status(gateway: &str, status: &SystemStatus) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_command_in_a_subdirectory_stands_for_its_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        let repo = home.join("repo");
+        let deep = repo.join("crates/core/src");
+        std::fs::create_dir_all(&deep).unwrap();
+        // No marker: the directory itself.
+        assert_eq!(super::enclosing(&deep, Some(&home)), deep);
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        assert_eq!(super::enclosing(&deep, Some(&home)), repo);
+        // A member with its own ploke.toml is a workspace of its own.
+        std::fs::write(repo.join("crates/core/ploke.toml"), "").unwrap();
+        assert_eq!(
+            super::enclosing(&deep, Some(&home)),
+            repo.join("crates/core")
+        );
+        // The home directory is never one, even with a .git (dotfiles).
+        std::fs::create_dir(home.join(".git")).unwrap();
+        let elsewhere = home.join("notes");
+        std::fs::create_dir(&elsewhere).unwrap();
+        assert_eq!(super::enclosing(&elsewhere, Some(&home)), elsewhere);
+    }
     #[test]
     fn the_progress_bar_fills_with_the_files_done() {
         assert_eq!(super::bar(0, 0), format!("[{}]", " ".repeat(24)));
