@@ -365,40 +365,7 @@ async fn steps(
                 return Err(StepError::MaxRounds(s.max_tool_rounds));
             }
             tool_rounds += 1;
-            let scope = call_scope(deps, spec, &correlation);
-            // A call whose events cannot be recorded fails the step; the others are dropped
-            // (their ExecuteTool calls cancelled).
-            let (run, over) = calls.split_at(calls.len().min(MAX_CALLS_PER_REPLY));
-            if !over.is_empty() {
-                append_notice(
-                    deps,
-                    spec,
-                    &correlation,
-                    NoticeLevel::Warn,
-                    format!(
-                        "the model asked for {} tool calls in one reply; the first {MAX_CALLS_PER_REPLY} ran",
-                        calls.len()
-                    ),
-                )
-                .await?;
-            }
-            let outcomes: Vec<CallOutcome> =
-                futures::future::try_join_all(run.iter().map(|c| deps.tools.run(&scope, c)))
-                    .await
-                    .map_err(StepError::Store)?;
-            let not_run = format!(
-                "not run: at most {MAX_CALLS_PER_REPLY} tool calls run per reply; ask for this \
-                 one again in your next reply if you still need it"
-            );
-            let messages = outcomes
-                .iter()
-                .map(|o| ChatMessage::tool(&o.call_id, o.text.clone()))
-                .chain(
-                    over.iter()
-                        .map(|c| ChatMessage::tool(&c.id, not_run.clone())),
-                )
-                .collect();
-            remember(deps, spec, messages).await?;
+            tool_round(deps, spec, &correlation, &calls).await?;
             correlation.request_id = uuid::Uuid::now_v7().to_string();
             continue;
         }
@@ -418,6 +385,50 @@ async fn steps(
         }
         return Ok(());
     }
+}
+
+/// One tool round: the reply's calls run concurrently (at most [`MAX_CALLS_PER_REPLY`]; the
+/// others are answered "not run", with a notice), and their answers go into the history in the
+/// order the model sent the calls. A call whose events cannot be recorded fails the step; the
+/// others are dropped (their ExecuteTool calls cancelled).
+async fn tool_round(
+    deps: &TurnDeps,
+    spec: &TurnSpec,
+    correlation: &Correlation,
+    calls: &[AssembledCall],
+) -> Result<(), StepError> {
+    let scope = call_scope(deps, spec, correlation);
+    let (run, over) = calls.split_at(calls.len().min(MAX_CALLS_PER_REPLY));
+    if !over.is_empty() {
+        append_notice(
+            deps,
+            spec,
+            correlation,
+            NoticeLevel::Warn,
+            format!(
+                "the model asked for {} tool calls in one reply; the first {MAX_CALLS_PER_REPLY} ran",
+                calls.len()
+            ),
+        )
+        .await?;
+    }
+    let outcomes: Vec<CallOutcome> =
+        futures::future::try_join_all(run.iter().map(|c| deps.tools.run(&scope, c)))
+            .await
+            .map_err(StepError::Store)?;
+    let not_run = format!(
+        "not run: at most {MAX_CALLS_PER_REPLY} tool calls run per reply; ask for this one \
+         again in your next reply if you still need it"
+    );
+    let messages = outcomes
+        .iter()
+        .map(|o| ChatMessage::tool(&o.call_id, o.text.clone()))
+        .chain(
+            over.iter()
+                .map(|c| ChatMessage::tool(&c.id, not_run.clone())),
+        )
+        .collect();
+    remember(deps, spec, messages).await
 }
 
 /// Tool calls with an id each (some servers send none).
