@@ -1,12 +1,19 @@
 //! The encoder's dense layers (`y = x·Wᵀ + b`), for a query's few rows and for indexing batches
-//! alike, from weights packed once at load: the weight `W` (`outs × k`) is laid out as panels of
-//! [`PANEL`] outputs, each panel `k × PANEL` (for every input feature, the weights of the
-//! panel's outputs side by side). A product holds a tile of rows × [`PANEL`] outputs in
-//! registers and adds `x[r][i] · panel[i]` for every input feature `i`: one broadcast and one
-//! fused multiply-add per vector, no horizontal sums and no packing per call (candle's matmul
-//! packs both operands on every call, which for a query's 16 rows costs as much as the
-//! product). Vectorised with `pulp` (AVX-512, AVX2+FMA or plain code, picked when it runs).
+//! alike, from weights rounded to bf16 and packed once at load into panels of [`PANEL`]
+//! outputs (for every input feature, the weights of the panel's outputs side by side). A
+//! product holds a tile of rows × [`PANEL`] outputs in registers and adds `x[r][i] · panel[i]`
+//! for every input feature `i`: one broadcast and one fused multiply-add per vector, in f32,
+//! no horizontal sums and no packing per call (candle's matmul packs both operands on every
+//! call, which for a query's 16 rows costs as much as the product).
+//!
+//! On AVX-512 a panel holds two features' bf16 weights in each `u32` ([`Layout::Pairs`]), made
+//! f32 in registers with an `and` and a shift: half the bytes of f32 to read for the same
+//! arithmetic. Elsewhere the same bf16 values are kept one f32 each ([`Layout::Wide`]): AVX2's
+//! 16 registers have no room for the conversion (docs/PERFORMANCE.md). Either way, on every
+//! instruction set (`pulp` picks AVX-512, AVX2+FMA or plain code when it runs), each sum adds
+//! the same products in the same order: the same bits on every host.
 
+use half::bf16;
 use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
@@ -27,10 +34,27 @@ const PANELS_PER_TASK: usize = 4;
 /// still use every core, each on its caller's thread. Batches of texts are split.
 const SERIAL_ROWS: usize = 128;
 
-/// A weight packed into panels, with its bias.
+/// How a panel holds its bf16 weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Two input features per `u32`: the even feature's bf16 in the high half, the odd one's
+    /// in the low half.
+    Pairs,
+    /// One f32 (a bf16 value) per input feature.
+    Wide,
+}
+
+/// A weight's panels: `panels × rows × PANEL` words, a row per input feature (`Wide`) or pair
+/// of features (`Pairs`, the last pair's odd weight zero when `k` is odd). Outputs past `outs`
+/// in the last panel are zero.
+enum Panels {
+    Pairs(Vec<u32>),
+    Wide(Vec<f32>),
+}
+
+/// A weight rounded to bf16 and packed into panels, with its bias (f32).
 pub struct PackedLinear {
-    /// `panels × k × PANEL`; outputs past `outs` in the last panel are zero.
-    panels: Vec<f32>,
+    panels: Panels,
     bias: Vec<f32>,
     k: usize,
     /// Row tiles for the instruction set this CPU runs (picked once, when packed).
@@ -38,26 +62,56 @@ pub struct PackedLinear {
 }
 
 impl PackedLinear {
-    /// Packs `weight` (`outs × k`, row-major) and `bias` (`outs`). `None` when the lengths do
-    /// not agree or `k` is zero.
+    /// Packs `weight` (`outs × k`, row-major) and `bias` (`outs`), each weight rounded to the
+    /// nearest bf16. `None` when the lengths do not agree or `k` is zero.
     pub fn new(weight: &[f32], bias: &[f32], k: usize) -> Option<Self> {
+        let (layout, tiles) = for_this_cpu();
+        Self::with_layout(weight, bias, k, layout, tiles)
+    }
+
+    fn with_layout(
+        weight: &[f32],
+        bias: &[f32],
+        k: usize,
+        layout: Layout,
+        tiles: &'static [usize],
+    ) -> Option<Self> {
         let outs = bias.len();
         if k == 0 || weight.len() != outs * k {
             return None;
         }
         let count = outs.div_ceil(PANEL);
-        let mut panels = vec![0f32; count * k * PANEL];
-        for (o, row) in weight.chunks_exact(k).enumerate() {
-            let panel = &mut panels[(o / PANEL) * k * PANEL..][..k * PANEL];
-            for (i, w) in row.iter().enumerate() {
-                panel[i * PANEL + o % PANEL] = *w;
+        let rounded = |w: f32| bf16::from_f32(w);
+        let panels = match layout {
+            Layout::Pairs => {
+                let pairs = k.div_ceil(2);
+                let mut panels = vec![0u32; count * pairs * PANEL];
+                for (o, row) in weight.chunks_exact(k).enumerate() {
+                    let panel = &mut panels[(o / PANEL) * pairs * PANEL..][..pairs * PANEL];
+                    for (i, w) in row.iter().enumerate() {
+                        let shift = if i % 2 == 0 { 16 } else { 0 };
+                        panel[(i / 2) * PANEL + o % PANEL] |=
+                            u32::from(rounded(*w).to_bits()) << shift;
+                    }
+                }
+                Panels::Pairs(panels)
             }
-        }
+            Layout::Wide => {
+                let mut panels = vec![0f32; count * k * PANEL];
+                for (o, row) in weight.chunks_exact(k).enumerate() {
+                    let panel = &mut panels[(o / PANEL) * k * PANEL..][..k * PANEL];
+                    for (i, w) in row.iter().enumerate() {
+                        panel[i * PANEL + o % PANEL] = rounded(*w).to_f32();
+                    }
+                }
+                Panels::Wide(panels)
+            }
+        };
         Some(Self {
             panels,
             bias: bias.to_vec(),
             k,
-            tiles: tile_rows(),
+            tiles,
         })
     }
 
@@ -98,7 +152,16 @@ impl PackedLinear {
         // group at a time: one parallel task per block and group, each filling `block rows ×
         // width` of its own, copied into `y`'s columns after.
         let split = |block: &[f32]| RowTile::split(block, k, tiles);
-        let groups: Vec<&[f32]> = self.panels.chunks(PANELS_PER_TASK * k * PANEL).collect();
+        let groups: Vec<Group<'_>> = match &self.panels {
+            Panels::Pairs(p) => p
+                .chunks(PANELS_PER_TASK * k.div_ceil(2) * PANEL)
+                .map(Group::Pairs)
+                .collect(),
+            Panels::Wide(p) => p
+                .chunks(PANELS_PER_TASK * k * PANEL)
+                .map(Group::Wide)
+                .collect(),
+        };
         let compute = |blocks: &[Vec<RowTile>], task: usize| {
             let tiles = &blocks[task / groups.len()];
             let rows = tiles.iter().map(|t| t.size).sum::<usize>();
@@ -150,20 +213,22 @@ const TILE_ROWS: [usize; 4] = [6, 4, 2, 1];
 /// (docs/PERFORMANCE.md). Sums add in the same order whatever the tile, so results are alike.
 const TILE_ROWS_AVX512: [usize; 7] = [16, 12, 8, 6, 4, 2, 1];
 
-/// The tile sizes for the instruction set `pulp` picks on this CPU.
-fn tile_rows() -> &'static [usize] {
+/// The layout and tile sizes for the instruction set `pulp` picks on this CPU.
+fn for_this_cpu() -> (Layout, &'static [usize]) {
     #[cfg(target_arch = "x86_64")]
     if pulp::x86::V4::try_new().is_some() {
-        return &TILE_ROWS_AVX512;
+        return (Layout::Pairs, &TILE_ROWS_AVX512);
     }
-    &TILE_ROWS
+    (Layout::Wide, &TILE_ROWS)
 }
 
-/// Input features multiplied per pass over a panel's rows: a panel's `KC × PANEL` weights
-/// (16 KiB) stay in L1 while every row tile takes them.
+/// Input features multiplied per pass over a panel's rows (even: pairs are never split): a
+/// panel's `KC × PANEL` weights (8 or 16 KiB) stay in L1 while every row tile takes them.
 const KC: usize = 256;
 
-/// Consecutive input rows, interleaved: `x[i * size + j]` is row `first + j`'s feature `i`.
+/// Consecutive input rows, interleaved: `x[i * size + j]` is row `first + j`'s feature `i`;
+/// an odd `k` is padded with a zero feature, so that features come in pairs as the `Pairs`
+/// weights do.
 struct RowTile {
     first: usize,
     size: usize,
@@ -181,7 +246,7 @@ impl RowTile {
                 .copied()
                 .find(|n| first + n <= rows)
                 .unwrap_or(1);
-            let mut t = vec![0f32; k * size];
+            let mut t = vec![0f32; k.div_ceil(2) * 2 * size];
             for (j, row) in x[first * k..(first + size) * k].chunks_exact(k).enumerate() {
                 for (i, v) in row.iter().enumerate() {
                     t[i * size + j] = *v;
@@ -194,10 +259,17 @@ impl RowTile {
     }
 }
 
+/// One task's group of panels.
+#[derive(Clone, Copy)]
+enum Group<'a> {
+    Pairs(&'a [u32]),
+    Wide(&'a [f32]),
+}
+
 /// One group of panels for every row: `out` is `rows × width`.
 struct Task<'a> {
     tiles: &'a [RowTile],
-    panels: &'a [f32],
+    panels: Group<'a>,
     k: usize,
     out: &'a mut [f32],
     width: usize,
@@ -208,55 +280,38 @@ impl WithSimd for Task<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(mut self, simd: S) {
-        let k = self.k;
-        let tiles = self.tiles;
-        for (p, panel) in self.panels.chunks_exact(k * PANEL).enumerate() {
-            for (c, weights) in panel.chunks(KC * PANEL).enumerate() {
-                let from = c * KC;
-                let to = from + weights.len() / PANEL;
-                for t in tiles {
-                    let x = &t.x[from * t.size..to * t.size];
-                    match t.size {
-                        16 => self.tile::<S, 16>(simd, weights, x, t.first, p, c == 0),
-                        12 => self.tile::<S, 12>(simd, weights, x, t.first, p, c == 0),
-                        8 => self.tile::<S, 8>(simd, weights, x, t.first, p, c == 0),
-                        6 => self.tile::<S, 6>(simd, weights, x, t.first, p, c == 0),
-                        4 => self.tile::<S, 4>(simd, weights, x, t.first, p, c == 0),
-                        2 => self.tile::<S, 2>(simd, weights, x, t.first, p, c == 0),
-                        _ => self.tile::<S, 1>(simd, weights, x, t.first, p, c == 0),
-                    }
-                }
-            }
+        match self.panels {
+            Group::Pairs(panels) => self.panels_of::<S, u32>(simd, panels),
+            Group::Wide(panels) => self.panels_of::<S, f32>(simd, panels),
         }
     }
 }
 
-impl Task<'_> {
-    /// Adds `R` rows (interleaved) times a run of one panel's weights to the sums of rows
-    /// `first..first + R`, columns of panel `p` (starting them at zero when `fresh`). Plain
-    /// loops only: a closure here would not inherit the SIMD target features and its
-    /// intrinsics would become calls.
+/// A panel row's word: a pair of bf16 weights (`u32`) or one weight (`f32`).
+trait Word: Copy {
+    /// Input features one word holds.
+    const FEATURES: usize;
+
+    /// Adds `R` interleaved rows times `weights` (rows of [`PANEL`] words) to `acc`.
+    fn accumulate<S: Simd, const R: usize>(
+        simd: S,
+        weights: &[Self],
+        x: &[f32],
+        acc: &mut [[S::f32s; PANEL]; R],
+    );
+}
+
+impl Word for f32 {
+    const FEATURES: usize = 1;
+
     #[inline(always)]
-    fn tile<S: Simd, const R: usize>(
-        &mut self,
+    fn accumulate<S: Simd, const R: usize>(
         simd: S,
         weights: &[f32],
         x: &[f32],
-        first: usize,
-        p: usize,
-        fresh: bool,
+        acc: &mut [[S::f32s; PANEL]; R],
     ) {
-        let lanes = std::mem::size_of::<S::f32s>() / std::mem::size_of::<f32>();
-        let vectors = PANEL / lanes;
-        let zero = simd.splat_f32s(0.0);
-        let mut acc = [[zero; PANEL]; R];
-        let at = |j: usize| (first + j) * self.width + p * PANEL;
-        if !fresh {
-            for (j, a) in acc.iter_mut().enumerate() {
-                let (sums, _) = S::as_simd_f32s(&self.out[at(j)..at(j) + PANEL]);
-                a[..vectors].copy_from_slice(&sums[..vectors]);
-            }
-        }
+        let vectors = PANEL / S::F32_LANES;
         let (wv, _) = S::as_simd_f32s(weights);
         for (w, xs) in wv.chunks_exact(vectors).zip(x.chunks_exact(R)) {
             for j in 0..R {
@@ -266,6 +321,102 @@ impl Task<'_> {
                 }
             }
         }
+    }
+}
+
+impl Word for u32 {
+    const FEATURES: usize = 2;
+
+    #[inline(always)]
+    fn accumulate<S: Simd, const R: usize>(
+        simd: S,
+        weights: &[u32],
+        x: &[f32],
+        acc: &mut [[S::f32s; PANEL]; R],
+    ) {
+        let vectors = PANEL / S::F32_LANES;
+        // A bf16 is the high half of the f32 it stands for.
+        let high = simd.splat_u32s(0xffff_0000);
+        let sixteen = simd.splat_u32s(16);
+        let zero = simd.splat_f32s(0.0);
+        let (wv, _) = S::as_simd_u32s(weights);
+        for (w, xs) in wv.chunks_exact(vectors).zip(x.chunks_exact(2 * R)) {
+            let (even, odd) = xs.split_at(R);
+            let mut wf = [zero; PANEL];
+            for v in 0..vectors {
+                wf[v] = simd.transmute_f32s_u32s(simd.and_u32s(w[v], high));
+            }
+            for j in 0..R {
+                let xv = simd.splat_f32s(even[j]);
+                for v in 0..vectors {
+                    acc[j][v] = simd.mul_add_f32s(wf[v], xv, acc[j][v]);
+                }
+            }
+            for v in 0..vectors {
+                wf[v] = simd.transmute_f32s_u32s(simd.wrapping_dyn_shl_u32s(w[v], sixteen));
+            }
+            for j in 0..R {
+                let xv = simd.splat_f32s(odd[j]);
+                for v in 0..vectors {
+                    acc[j][v] = simd.mul_add_f32s(wf[v], xv, acc[j][v]);
+                }
+            }
+        }
+    }
+}
+
+impl Task<'_> {
+    /// Every panel of `panels` for every row tile, a run of [`KC`] features at a time.
+    #[inline(always)]
+    fn panels_of<S: Simd, W: Word>(&mut self, simd: S, panels: &[W]) {
+        let words = self.k.div_ceil(W::FEATURES);
+        let tiles = self.tiles;
+        for (p, panel) in panels.chunks_exact(words * PANEL).enumerate() {
+            for (c, weights) in panel.chunks(KC / W::FEATURES * PANEL).enumerate() {
+                let from = c * KC;
+                let to = from + W::FEATURES * weights.len() / PANEL;
+                for t in tiles {
+                    let x = &t.x[from * t.size..to * t.size];
+                    let fresh = c == 0;
+                    match t.size {
+                        16 => self.tile::<S, W, 16>(simd, weights, x, t.first, p, fresh),
+                        12 => self.tile::<S, W, 12>(simd, weights, x, t.first, p, fresh),
+                        8 => self.tile::<S, W, 8>(simd, weights, x, t.first, p, fresh),
+                        6 => self.tile::<S, W, 6>(simd, weights, x, t.first, p, fresh),
+                        4 => self.tile::<S, W, 4>(simd, weights, x, t.first, p, fresh),
+                        2 => self.tile::<S, W, 2>(simd, weights, x, t.first, p, fresh),
+                        _ => self.tile::<S, W, 1>(simd, weights, x, t.first, p, fresh),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds `R` rows (interleaved) times a run of one panel's weights to the sums of rows
+    /// `first..first + R`, columns of panel `p` (starting them at zero when `fresh`). Plain
+    /// loops only: a closure here would not inherit the SIMD target features and its
+    /// intrinsics would become calls.
+    #[inline(always)]
+    fn tile<S: Simd, W: Word, const R: usize>(
+        &mut self,
+        simd: S,
+        weights: &[W],
+        x: &[f32],
+        first: usize,
+        p: usize,
+        fresh: bool,
+    ) {
+        let vectors = PANEL / S::F32_LANES;
+        let zero = simd.splat_f32s(0.0);
+        let mut acc = [[zero; PANEL]; R];
+        let at = |j: usize| (first + j) * self.width + p * PANEL;
+        if !fresh {
+            for (j, a) in acc.iter_mut().enumerate() {
+                let (sums, _) = S::as_simd_f32s(&self.out[at(j)..at(j) + PANEL]);
+                a[..vectors].copy_from_slice(&sums[..vectors]);
+            }
+        }
+        W::accumulate::<S, R>(simd, weights, x, &mut acc);
         for (j, a) in acc.iter().enumerate() {
             let range = at(j)..at(j) + PANEL;
             let (sums, _) = S::as_mut_simd_f32s(&mut self.out[range]);
@@ -275,147 +426,4 @@ impl Task<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn values(n: usize, seed: usize) -> Vec<f32> {
-        (0..n)
-            .map(|i| ((i * 7919 + seed * 104_729) % 1000) as f32 / 500.0 - 1.0)
-            .collect()
-    }
-
-    fn reference(x: &[f32], w: &[f32], bias: &[f32], k: usize) -> Vec<f32> {
-        let outs = bias.len();
-        let rows = x.len() / k;
-        let mut y = vec![0f32; rows * outs];
-        for r in 0..rows {
-            for o in 0..outs {
-                let dot: f64 = (0..k)
-                    .map(|i| f64::from(x[r * k + i]) * f64::from(w[o * k + i]))
-                    .sum();
-                y[r * outs + o] = (dot + f64::from(bias[o])) as f32;
-            }
-        }
-        y
-    }
-
-    /// The instruction sets this machine can run: what `pulp` picks, plain code, and on x86-64
-    /// AVX2+FMA and AVX-512 when the CPU has them.
-    type Runner = Box<dyn Fn(Task<'_>) + Sync>;
-
-    fn instruction_sets() -> Vec<(&'static str, Runner)> {
-        let mut sets: Vec<(&'static str, Runner)> = vec![
-            ("dispatched", Box::new(|t| pulp::Arch::new().dispatch(t))),
-            ("scalar", Box::new(|t| t.with_simd(pulp::Scalar::new()))),
-        ];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if let Some(v3) = pulp::x86::V3::try_new() {
-                sets.push(("avx2", Box::new(move |t| Simd::vectorize(v3, t))));
-            }
-            if let Some(v4) = pulp::x86::V4::try_new() {
-                sets.push(("avx512", Box::new(move |t| Simd::vectorize(v4, t))));
-            }
-        }
-        sets
-    }
-
-    #[test]
-    fn equals_the_plain_product_for_every_edge() {
-        // Inputs shorter and longer than a pass (KC), a multiple of it or not; outputs that
-        // fill panels and tasks or leave some over; rows in every tile size, one block of rows
-        // and more than one (ROW_BLOCK).
-        let shapes = [
-            (384, 384),
-            (600, 131),
-            (512, 64),
-            (16, 4),
-            (5, 3),
-            (1, 70),
-            (3, 65),
-        ];
-        for (name, run) in instruction_sets() {
-            for ((k, outs), tiles) in shapes
-                .into_iter()
-                .flat_map(|s| [(s, &TILE_ROWS[..]), (s, &TILE_ROWS_AVX512[..])])
-            {
-                for rows in [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 16, 17, 29, 96, 97, 200] {
-                    let x = values(rows * k, 1);
-                    let w = values(outs * k, 2);
-                    let b = values(outs, 3);
-                    let packed = PackedLinear::new(&w, &b, k).unwrap();
-                    let got = packed.forward_by(&x, tiles, &*run);
-                    let want = reference(&x, &w, &b, k);
-                    assert_eq!(got.len(), rows * outs);
-                    let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
-                    let worst = got
-                        .iter()
-                        .zip(&want)
-                        .map(|(a, b)| (a - b).abs())
-                        .fold(0f32, f32::max);
-                    assert!(
-                        worst < 1e-5 * scale,
-                        "{name} {tiles:?}: k {k} outs {outs} rows {rows}: off by {worst} of {scale}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn tiles_of_any_size_give_the_same_bits() {
-        // Each sum adds its products in input order whatever tile holds it, so the AVX-512
-        // tiles change no embedding (rankings stay byte-identical across hosts' tile sizes).
-        let (k, outs) = (384, 131);
-        let w = values(outs * k, 2);
-        let b = values(outs, 3);
-        let packed = PackedLinear::new(&w, &b, k).unwrap();
-        for (name, run) in instruction_sets() {
-            for rows in [1, 7, 16, 18, 97] {
-                let x = values(rows * k, 1);
-                let narrow = packed.forward_by(&x, &TILE_ROWS, &*run);
-                let wide = packed.forward_by(&x, &TILE_ROWS_AVX512, &*run);
-                assert!(
-                    narrow
-                        .iter()
-                        .zip(&wide)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "{name}: rows {rows}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn the_vector_paths_are_tested_where_the_cpu_has_them() {
-        // pulp's AVX2 level (x86-64-v3) also wants BMI1/2, LZCNT and POPCNT.
-        use std::arch::is_x86_feature_detected as has;
-        let v3 = has!("avx2")
-            && has!("fma")
-            && has!("bmi1")
-            && has!("bmi2")
-            && has!("lzcnt")
-            && has!("popcnt");
-        let v4 = v3 && has!("avx512f") && has!("avx512bw") && has!("avx512cd") && has!("avx512dq");
-        let names: Vec<&str> = instruction_sets().iter().map(|(n, _)| *n).collect();
-        assert_eq!(
-            (names.contains(&"avx2"), names.contains(&"avx512")),
-            (v3, v4)
-        );
-    }
-
-    #[test]
-    fn lengths_that_do_not_agree_are_refused() {
-        let packed = PackedLinear::new(&[1.0, 2.0], &[0.5], 2).unwrap();
-        assert_eq!((packed.inputs(), packed.outs()), (2, 1));
-        assert_eq!(packed.forward(&[]), Some(vec![]));
-        assert_eq!(packed.forward(&[1.0, 1.0]), Some(vec![3.5]));
-        // An input row cut short.
-        assert_eq!(packed.forward(&[1.0, 1.0, 1.0]), None);
-        // k of zero, a weight with a row more or less than the bias.
-        assert!(PackedLinear::new(&[1.0], &[0.0], 0).is_none());
-        assert!(PackedLinear::new(&[1.0, 2.0, 3.0, 4.0], &[0.0], 2).is_none());
-        assert!(PackedLinear::new(&[1.0, 2.0], &[0.0, 0.0], 2).is_none());
-    }
-}
+mod tests;

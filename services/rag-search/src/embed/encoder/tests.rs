@@ -18,6 +18,20 @@ fn pooled_reference(m: &BertModel, ids: &Tensor, mask: &Tensor) -> Vec<Vec<f32>>
         .unwrap()
 }
 
+/// `t` with each value rounded to the nearest bf16, as the dense layers hold their weights.
+fn bf16_rounded(t: &Tensor) -> Tensor {
+    t.to_dtype(DType::BF16)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
 #[test]
 fn a_dense_layer_gives_what_candles_linear_gives() {
     let dev = Device::Cpu;
@@ -28,7 +42,8 @@ fn a_dense_layer_gives_what_candles_linear_gives() {
         ("bias".to_owned(), b.clone()),
     ]);
     let l = linear(40, 96, VarBuilder::from_tensors(tensors, DType::F32, &dev)).unwrap();
-    let reference = candle_nn::Linear::new(w, Some(b));
+    // The packed layer holds its weight in bf16 (ploke_matmul): the reference gets the same.
+    let reference = candle_nn::Linear::new(bf16_rounded(&w), Some(b));
     let values = |t: Tensor| -> Vec<f32> { t.flatten_all().unwrap().to_vec1().unwrap() };
     // Largest difference between our layer and candle's on `x`, and the output length.
     let compare = |x: &Tensor| -> (f32, usize) {
@@ -97,10 +112,30 @@ fn matches_the_reference_implementation() {
     );
     let text = std::fs::read_to_string(dir.join("config.json")).unwrap();
     let config: Config = serde_json::from_str(&text).unwrap();
-    let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
-    let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).unwrap();
+    let tensors =
+        candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
+    let vb = VarBuilder::from_tensors(tensors.clone(), DType::F32, &Device::Cpu);
     let ours = Encoder::load(vb.clone(), &config).unwrap();
-    let reference = BertModel::load(vb, &serde_json::from_str(&text).unwrap()).unwrap();
+    // The reference with the dense layers' weights in bf16, as ours holds them (embedding
+    // tables and layer norms stay f32 in both).
+    let dense: std::collections::HashMap<String, Tensor> = tensors
+        .into_iter()
+        .map(|(name, t)| {
+            let is_dense = name.ends_with(".weight")
+                && t.rank() == 2
+                && !name.contains("embeddings")
+                && !name.contains("LayerNorm");
+            let t = if is_dense { bf16_rounded(&t) } else { t };
+            (name, t)
+        })
+        .collect();
+    let config_json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let reference = BertModel::load(
+        VarBuilder::from_tensors(dense, DType::F32, &Device::Cpu),
+        &serde_json::from_value(config_json.clone()).unwrap(),
+    )
+    .unwrap();
+    let exact = BertModel::load(vb, &serde_json::from_value(config_json).unwrap()).unwrap();
 
     // "[CLS] parse the config file [SEP]" and a shorter text padded to its length.
     let ids = Tensor::new(
@@ -130,6 +165,12 @@ fn matches_the_reference_implementation() {
     assert!(close(&alone[0], &want[0]));
     // And the two texts are not the same vector.
     assert!(!close(&got[0], &got[1]));
+    // What bf16 weights cost against the model's f32 ones: a direction within 0.9995.
+    let f32_model = pooled_reference(&exact, &ids, &mask);
+    for (ours, theirs) in got.iter().zip(&f32_model) {
+        let c = cosine(ours, theirs);
+        assert!(c > 0.9995 && !close(ours, theirs), "cosine {c}");
+    }
 }
 
 /// A two-layer MPNet of 8 dimensions whose every weight is `sin(0.37·i + seed)/2` (layer
@@ -198,19 +239,21 @@ fn tiny_mpnet() -> Encoder {
 
 #[test]
 fn mpnet_matches_an_independent_implementation() {
-    // Expected vectors from a NumPy implementation of the reference MPNet forward pass
-    // (positions from the padding id + 1, T5-style relative buckets, post-norm layers,
-    // mean pooling), in f64, on the same weights. With the relative bias's direction
-    // reversed the first value would be -0.0714; with positions from 0, 0.0284.
+    // Expected vectors from `mpnet_reference.py` beside this file: the reference MPNet forward
+    // pass (positions from the padding id + 1, T5-style relative buckets, post-norm layers,
+    // mean pooling) in f64, plain Python, on the same weights with the dense layers' rounded
+    // to bf16 as ploke_matmul holds them (`--f32` gives the f32 weights' vectors, 0.015785 …
+    // and -0.071411 …). With the relative bias's direction reversed the first value would be
+    // -0.0714; with positions from 0, 0.0284.
     let ids: Vec<u32> = std::iter::once(0)
         .chain((0..22).map(|i| (3 * i + 5) % 20))
         .chain(std::iter::once(2))
         .collect();
     let long = [
-        0.015785, 0.030233, 0.426986, 0.114387, 0.494410, -0.166516, 0.156500, -0.711880,
+        0.016595, 0.029933, 0.427471, 0.114760, 0.494141, -0.167691, 0.156138, -0.711514,
     ];
     let short = [
-        -0.071411, -0.016783, 0.389495, 0.113521, 0.538537, -0.123206, 0.245917, -0.681431,
+        -0.070674, -0.016736, 0.390041, 0.113367, 0.538484, -0.124143, 0.245547, -0.681228,
     ];
     let m = tiny_mpnet();
     let dev = Device::Cpu;
