@@ -383,8 +383,30 @@ async fn steps(
             correlation.request_id = uuid::Uuid::now_v7().to_string();
             continue;
         }
+        // The turn ends here; a reply a user would take for whole when it is not says so.
+        if let Some(text) = incomplete(&completion.text, &completion.finish_reason) {
+            append_notice(deps, spec, &correlation, NoticeLevel::Warn, text).await?;
+        }
         return Ok(());
     }
+}
+
+/// Why a turn's last reply (no tool calls) is not a whole answer, when it is not: empty, or
+/// cut at the length limit even after the model was asked once to continue.
+fn incomplete(text: &str, finish_reason: &str) -> Option<String> {
+    if text.trim().is_empty() {
+        let why = match finish_reason {
+            "" => "no finish reason".to_owned(),
+            r => format!("finish reason {r:?}"),
+        };
+        return Some(format!(
+            "the model's reply was empty ({why}): ask again, or try another model"
+        ));
+    }
+    (finish_reason == "length").then(|| {
+        "the reply reached the length limit again and is cut short: ask for less at a time"
+            .to_owned()
+    })
 }
 
 /// One tool round: the reply's calls run concurrently (at most [`MAX_CALLS_PER_REPLY`]; the

@@ -6,7 +6,7 @@ use ploke_proto::session::v1::*;
 use ploke_proto::tools::v1::{DecideEditRequest, Decision, ToolErrorCode, tool_result};
 use serde_json::json;
 
-use super::{chat, chat_with, failure, kinds, messages};
+use super::{chat, chat_with, failure, kinds, messages, notices};
 
 #[tokio::test]
 async fn one_tool_call_then_an_answer_built_from_its_result() {
@@ -329,6 +329,52 @@ async fn a_reply_cut_at_length_is_continued_once() {
             "Continue exactly where you stopped.".to_owned()
         )
     );
+    c.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_reply_still_cut_after_continuing_or_empty_ends_the_turn_with_a_warning() {
+    let c = chat().await;
+    // Cut twice: continued once, then the turn ends and says the answer is cut short.
+    c.fake.push([
+        Reply::text_with_finish(&["The first half"], "length"),
+        Reply::text_with_finish(&[" and more"], "length"),
+    ]);
+    let events = c.turn("explain everything").await;
+    assert!(
+        matches!(
+            events.last().unwrap().event,
+            Some(session_event::Event::TurnCompleted(_))
+        ),
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(
+        notices(&events),
+        [
+            "the reply reached the length limit; asking the model to continue",
+            "the reply reached the length limit again and is cut short: ask for less at a time",
+        ]
+    );
+    let warning = events.iter().rev().find_map(|e| match &e.event {
+        Some(session_event::Event::Notice(n)) => Some(n.level()),
+        _ => None,
+    });
+    assert_eq!(warning, Some(NoticeLevel::Warn));
+    // An empty reply (nothing but whitespace) is not taken for an answer.
+    c.fake.push([Reply::text(&["  ", "\n"])]);
+    let events = c.turn("and now?").await;
+    assert!(matches!(
+        events.last().unwrap().event,
+        Some(session_event::Event::TurnCompleted(_))
+    ));
+    assert_eq!(
+        notices(&events),
+        ["the model's reply was empty (finish reason \"stop\"): ask again, or try another model"]
+    );
+    // A whole answer has no notice.
+    c.fake.push([Reply::text(&["All done."])]);
+    assert_eq!(notices(&c.turn("thanks").await), Vec::<String>::new());
     c.sandbox.stop().await.unwrap();
 }
 
