@@ -77,16 +77,7 @@ pub async fn find_session(gateway: &mut Gateway, id: &str) -> anyhow::Result<Ses
 pub fn session_line(s: &Session) -> String {
     let short: String = s.session_id.chars().take(13).collect();
     let usage = s.usage.unwrap_or_default();
-    let when = s
-        .updated_at
-        .as_ref()
-        .and_then(|t| {
-            let at =
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.seconds.max(0) as u64);
-            std::time::SystemTime::now().duration_since(at).ok()
-        })
-        .map(ago)
-        .unwrap_or_default();
+    let when = last_used(s);
     let title = if s.title.is_empty() {
         String::new()
     } else {
@@ -99,6 +90,20 @@ pub fn session_line(s: &Session) -> String {
         s.last_seq,
         usage.input_tokens + usage.output_tokens
     )
+}
+
+/// How long ago the session's newest event was ("5m ago"; empty when it has no time or a
+/// clock is off).
+pub fn last_used(s: &Session) -> String {
+    s.updated_at
+        .as_ref()
+        .and_then(|t| {
+            let at =
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.seconds.max(0) as u64);
+            std::time::SystemTime::now().duration_since(at).ok()
+        })
+        .map(ago)
+        .unwrap_or_default()
 }
 
 fn ago(d: std::time::Duration) -> String {

@@ -44,21 +44,35 @@ pub async fn run(target: &Target, command: SessionsCommand) -> anyhow::Result<()
     result
 }
 
-/// Yours, or (admins, `everyone`) every principal's with its owner.
+/// Yours, or (admins, `everyone`) every principal's with its owner; every page, newest first,
+/// with when each was last used and, when they span more than one, its workspace.
 async fn list(conn: &mut Conn, everyone: bool) -> anyhow::Result<()> {
-    let listed = conn
-        .gateway
-        .list_sessions(ListSessionsRequest {
-            all_principals: everyone,
-            ..ListSessionsRequest::default()
-        })
-        .await
-        .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
-        .into_inner();
-    if listed.sessions.is_empty() {
+    let mut sessions = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = conn
+            .gateway
+            .list_sessions(ListSessionsRequest {
+                all_principals: everyone,
+                limit: 1000,
+                page_token,
+                ..ListSessionsRequest::default()
+            })
+            .await
+            .map_err(|s| anyhow::anyhow!("sessions: {}", s.message()))?
+            .into_inner();
+        sessions.extend(page.sessions);
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        page_token = page.next_page_token;
+    }
+    if sessions.is_empty() {
         println!("no sessions");
     }
-    for s in listed.sessions {
+    let workspaces: std::collections::HashSet<&str> =
+        sessions.iter().map(|s| s.workspace_root.as_str()).collect();
+    for s in &sessions {
         let running = if s.state() == SessionState::Running {
             "  (running)"
         } else {
@@ -70,11 +84,17 @@ async fn list(conn: &mut Conn, everyone: bool) -> anyhow::Result<()> {
         } else {
             String::new()
         };
+        let place = if workspaces.len() > 1 {
+            format!("  [{}]", s.workspace_root)
+        } else {
+            String::new()
+        };
         println!(
-            "{owner}{}  {}/{}  {} events  {} tokens  {}{running}",
+            "{owner}{}  {}/{}  {}  {} events  {} tokens  {}{place}{running}",
             s.session_id,
             s.provider,
             s.model,
+            ploke_client::sessions::last_used(s),
             s.last_seq,
             usage.input_tokens + usage.output_tokens,
             s.title

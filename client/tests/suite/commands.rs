@@ -93,6 +93,12 @@ async fn ask_streams_the_answer_and_summarises_tool_calls() {
         text(&sessions.stdout)
     );
     assert!(text(&sessions.stdout).contains("what does add return?"));
+    // When it was last used (seconds ago, here), one workspace: none named.
+    assert!(
+        text(&sessions.stdout).contains("s ago  ") && !text(&sessions.stdout).contains("  ["),
+        "{}",
+        text(&sessions.stdout)
+    );
     e.sandbox.stop().await.unwrap();
 }
 
