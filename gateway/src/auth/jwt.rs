@@ -212,21 +212,7 @@ impl JwtVerifier {
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data =
             jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &key.key, &validation)
-                .map_err(|e| {
-                    use jsonwebtoken::errors::ErrorKind as K;
-                    JwtRefused(
-                        match e.kind() {
-                            K::ExpiredSignature => "has expired",
-                            K::ImmatureSignature => "is not valid yet (nbf)",
-                            K::InvalidIssuer => "has another issuer",
-                            K::InvalidAudience => "is for another audience",
-                            K::InvalidSignature => "has a bad signature",
-                            K::MissingRequiredClaim(_) => "lacks exp, iss or aud",
-                            _ => "could not be verified",
-                        }
-                        .to_owned(),
-                    )
-                })?;
+                .map_err(|e| JwtRefused(why_refused(e.kind(), token)))?;
         let claims = data.claims;
         let name = claims
             .get(&self.config.principal_claim)
@@ -293,6 +279,41 @@ pub fn looks_like_jwt(token: &str) -> bool {
                 && p.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         })
+}
+
+/// What a token the library refused lacks or has wrong, as the caller is told it. Claims are
+/// checked after the signature, so a token refused for a claim is read again (unverified, only
+/// to tell a claim that is missing from one of the wrong type: the library says "missing" of
+/// both).
+fn why_refused(kind: &jsonwebtoken::errors::ErrorKind, token: &str) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    let has = |claim: &str| {
+        jsonwebtoken::dangerous::insecure_decode::<serde_json::Map<String, Value>>(token)
+            .is_ok_and(|d| d.claims.contains_key(claim))
+    };
+    let wrong_type = |claim: &str| match claim {
+        "exp" | "nbf" => {
+            format!("has a `{claim}` claim that is not a number (seconds since 1970, not a string)")
+        }
+        _ => format!("has a `{claim}` claim of the wrong type"),
+    };
+    match kind {
+        K::ExpiredSignature => "has expired".to_owned(),
+        K::ImmatureSignature => "is not valid yet (nbf)".to_owned(),
+        K::InvalidIssuer => "has another issuer".to_owned(),
+        K::InvalidAudience => "is for another audience".to_owned(),
+        K::InvalidSignature => "has a bad signature".to_owned(),
+        K::MissingRequiredClaim(claim) if has(claim) => wrong_type(claim),
+        K::MissingRequiredClaim(claim) => {
+            format!("lacks its `{claim}` claim (exp, iss and aud are required)")
+        }
+        K::InvalidClaimFormat(claim) => wrong_type(claim),
+        K::InvalidToken | K::Base64(_) | K::Json(_) | K::Utf8(_) => "is malformed".to_owned(),
+        K::InvalidAlgorithm | K::MissingAlgorithm => {
+            "names an algorithm its key does not use".to_owned()
+        }
+        _ => "could not be verified".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -434,6 +455,21 @@ mod tests {
         assert_eq!(
             refused(&sign(&idp, "k1", claims(json!({"nbf": now() + 600})))),
             "invalid bearer token: the JWT is not valid yet (nbf)"
+        );
+        // Claims of the wrong type or missing are named.
+        assert_eq!(
+            refused(&sign(&idp, "k1", claims(json!({"exp": "1900000000"})))),
+            "invalid bearer token: the JWT has a `exp` claim that is not a number (seconds since 1970, not a string)"
+        );
+        assert_eq!(
+            refused(&sign(&idp, "k1", claims(json!({"nbf": "soon"})))),
+            "invalid bearer token: the JWT has a `nbf` claim that is not a number (seconds since 1970, not a string)"
+        );
+        let mut no_aud = claims(json!({}));
+        no_aud.as_object_mut().unwrap().remove("aud");
+        assert_eq!(
+            refused(&sign(&idp, "k1", no_aud)),
+            "invalid bearer token: the JWT lacks its `aud` claim (exp, iss and aud are required)"
         );
         assert_eq!(
             refused(&sign(
