@@ -293,7 +293,7 @@ fn why_refused(kind: &jsonwebtoken::errors::ErrorKind, token: &str) -> String {
     };
     let wrong_type = |claim: &str| match claim {
         "exp" | "nbf" => {
-            format!("has a `{claim}` claim that is not a number (seconds since 1970, not a string)")
+            format!("has an `{claim}` claim that is not a number of seconds since 1970")
         }
         _ => format!("has a `{claim}` claim of the wrong type"),
     };
@@ -459,11 +459,11 @@ mod tests {
         // Claims of the wrong type or missing are named.
         assert_eq!(
             refused(&sign(&idp, "k1", claims(json!({"exp": "1900000000"})))),
-            "invalid bearer token: the JWT has a `exp` claim that is not a number (seconds since 1970, not a string)"
+            "invalid bearer token: the JWT has an `exp` claim that is not a number of seconds since 1970"
         );
         assert_eq!(
             refused(&sign(&idp, "k1", claims(json!({"nbf": "soon"})))),
-            "invalid bearer token: the JWT has a `nbf` claim that is not a number (seconds since 1970, not a string)"
+            "invalid bearer token: the JWT has an `nbf` claim that is not a number of seconds since 1970"
         );
         let mut no_aud = claims(json!({}));
         no_aud.as_object_mut().unwrap().remove("aud");
