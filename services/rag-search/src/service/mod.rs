@@ -80,13 +80,7 @@ struct Opening {
 impl Opening {
     /// Opens (or creates) the index of `root` under `data_dir/index`.
     fn open(&self, root: &Path, embedder: Option<&Embedder>) -> Result<Slot, IndexError> {
-        let dir = self.data_dir.join("index").join(workspace_key(root));
-        let dense = embedder.map(|e| DenseSpec {
-            model: e.name(),
-            dims: e.dims(),
-        });
-        let r = &self.retrieval;
-        let index = WorkspaceIndex::open(root, &dir, (r.boosts, r.prior), dense)?;
+        let index = self.open_index(root, embedder)?;
         let state = if index.last_indexed_at().is_some() {
             IndexState::Ready
         } else {
@@ -94,6 +88,21 @@ impl Opening {
         };
         tracing::info!(root = %root.display(), items = index.item_count(), "workspace index opened");
         Ok(Slot::new(index, state))
+    }
+
+    /// The index of `root` in its directory, opened or created.
+    fn open_index(
+        &self,
+        root: &Path,
+        embedder: Option<&Embedder>,
+    ) -> Result<WorkspaceIndex, IndexError> {
+        let dir = self.index_dir(root);
+        let dense = embedder.map(|e| DenseSpec {
+            model: e.name(),
+            dims: e.dims(),
+        });
+        let r = &self.retrieval;
+        WorkspaceIndex::open(root, &dir, (r.boosts, r.prior), dense)
     }
 
     /// Where the index of `root` lives.

@@ -6,11 +6,13 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::slot::Slot;
 use super::{IndexState, RagService};
+use crate::error::RagError;
 
 /// The first pause before a retry; it doubles up to [`LONGEST_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_secs(2);
@@ -62,6 +64,29 @@ impl RagService {
         }
     }
 
+    /// Opens `root`'s index again in its directory and puts it in the slot (a failure is
+    /// logged; the next round tries again).
+    async fn reopen(&self, root: &Path, slot: &Arc<Slot>) {
+        let (service, root_owned, slot) = (self.clone(), root.to_owned(), slot.clone());
+        let reopened = self
+            .blocking(move || {
+                let index = service
+                    .opening
+                    .open_index(&root_owned, service.embedder.as_deref())
+                    .map_err(RagError::from)?;
+                slot.replace(index)
+            })
+            .await;
+        match reopened.and_then(|r| r) {
+            Ok(()) => {
+                tracing::warn!(root = %root.display(), "the index's files were removed; opened a new index, indexing the workspace again");
+            }
+            Err(e) => {
+                tracing::warn!(root = %root.display(), error = %e, "the index's files were removed and a new index could not be opened yet");
+            }
+        }
+    }
+
     async fn retry(self) {
         let mut pause = FIRST_PAUSE;
         loop {
@@ -76,6 +101,11 @@ impl RagService {
                     self.recovery.recovered(&root);
                     continue;
                 };
+                // An index whose files were removed is opened afresh (empty, in a directory
+                // made again) and built whole: the one held could never be written again.
+                if slot.files_gone() {
+                    self.reopen(&root, &slot).await;
+                }
                 // A run already going is left to end; the next round looks again.
                 if let Some(run) = self.index_slot_in_background(root.clone(), slot.clone()) {
                     let _ = run.await;

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::{IndexState, RagService, Slot, lock_poisoned};
 use crate::error::RagError;
-use crate::index::{self, Progress, Summary};
+use crate::index::{self, Phase, Progress, Summary};
 
 /// What a run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,12 +99,25 @@ impl RagService {
         let task_slot = slot.clone();
         let embedder = self.embedder.clone();
         let started = std::time::Instant::now();
+        // An index run embeds after committing what it parsed: the index can be written again
+        // (a full disk freed), so a storage fault is cleared then, not once every item has its
+        // vector (minutes on a large workspace, with searches answering all along).
+        let written = matches!(work, Work::Index { .. })
+            .then(|| self.readiness.clone())
+            .flatten()
+            .map(|readiness| (readiness, tokio::runtime::Handle::current()));
         let outcome = tokio::task::spawn_blocking(move || {
+            let mut written = written;
             let mut report = |mut p: Progress| {
                 p.elapsed = started.elapsed();
                 if let Ok(mut s) = task_slot.state.lock() {
                     *s = IndexState::Indexing(p.clone());
                     task_slot.runs.send_replace(RunEvent::Progress(p.clone()));
+                }
+                if p.phase == Phase::Embedding
+                    && let Some((readiness, runtime)) = written.take()
+                {
+                    runtime.block_on(readiness.set_fault("index_storage", None));
                 }
                 let _ = progress.try_send(p);
             };

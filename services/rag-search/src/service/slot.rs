@@ -65,6 +65,20 @@ impl Slot {
         Ok(*known)
     }
 
+    /// Whether the index's files are gone from disk (its directory removed under the running
+    /// service, `.ploke` deleted to start over): the index open here can no longer be written.
+    pub fn files_gone(&self) -> bool {
+        !self.dir.join("bm25").is_dir()
+    }
+
+    /// Puts `index` (opened afresh in the same directory) in place of the one held.
+    pub fn replace(&self, index: WorkspaceIndex) -> Result<(), RagError> {
+        let mut held = self.index.write().map_err(|_| lock_poisoned())?;
+        *held = index;
+        self.remember(&held);
+        Ok(())
+    }
+
     /// Bytes the index's files take on disk (read from the directory, no lock taken).
     pub fn disk_bytes(&self) -> u64 {
         crate::index::dir_bytes(&self.dir)

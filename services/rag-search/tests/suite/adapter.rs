@@ -397,28 +397,7 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
     assert_eq!(s.health().await, ServingStatus::NotServing);
     // It comes back: nothing else is done here.
     std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let serving = s.health().await == ServingStatus::Serving;
-        let found = s
-            .client
-            .search(search("recovered_later", 5))
-            .await
-            .unwrap()
-            .into_inner()
-            .hits
-            .first()
-            .and_then(|h| h.part.as_ref())
-            .is_some_and(|p| p.file_path == "later.rs");
-        if serving && found {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not recovered (serving {serving}, later.rs found {found})"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    serving_and_found(&mut s, "recovered_later", "later.rs").await;
     let status_now = s
         .client
         .index_status(IndexStatusRequest::default())
@@ -427,6 +406,136 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
         .into_inner();
     assert_eq!(status_now.state(), IndexState::Ready, "{status_now:?}");
     s.stop().await;
+}
+
+/// Index files removed under the running service (`.ploke` deleted to start over) are made
+/// again by the service itself: a new index, built whole, with the file whose refresh failed.
+#[tokio::test]
+async fn an_index_whose_files_are_removed_is_built_again_by_itself() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let mut s = start_with(|c| c.rag_search.watch = false).await;
+    let root = s.workspace.path().to_owned();
+    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
+    s.index().await;
+    std::fs::remove_dir_all(root.join(".ploke")).unwrap();
+    std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
+    let e = s
+        .client
+        .refresh_files(RefreshFilesRequest {
+            workspace_root: String::new(),
+            paths: vec!["later.rs".into()],
+        })
+        .await
+        .unwrap_err();
+    assert_storage_unavailable(&e);
+    assert_eq!(s.health().await, ServingStatus::NotServing);
+    serving_and_found(&mut s, "recovered_later", "later.rs").await;
+    serving_and_found(&mut s, "load_settings", "lib.rs").await;
+    assert!(root.join(".ploke").is_dir());
+    let status = s
+        .client
+        .index_status(IndexStatusRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (status.state(), status.files, status.items),
+        (IndexState::Ready, 2, 2),
+        "{status:?}"
+    );
+    s.stop().await;
+}
+
+/// After a storage fault, the run that recovers clears it once its keywords are committed: the
+/// service is SERVING while that run still embeds (it used to stay NOT_SERVING for the whole
+/// run, minutes on a large workspace, though searches answered).
+#[tokio::test]
+async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embeds() {
+    use ploke_proto::rag::v1::IndexPhase;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let model = super::overlay::model_dir();
+    let mut s = start_with(|c| {
+        c.rag_search.watch = false;
+        c.rag_search.embed_model = Some(model);
+    })
+    .await;
+    let root = s.workspace.path().to_owned();
+    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
+    s.index().await;
+    std::fs::rename(root.join(".ploke"), root.join(".ploke-away")).unwrap();
+    let many: String = (0..400)
+        .map(|i| format!("/// Stage {i} of the pipeline.\npub fn stage_{i}() -> u32 {{ {i} }}\n\n"))
+        .collect();
+    std::fs::write(root.join("stages.rs"), many).unwrap();
+    let e = s
+        .client
+        .refresh_files(RefreshFilesRequest {
+            workspace_root: String::new(),
+            paths: vec!["stages.rs".into()],
+        })
+        .await
+        .unwrap_err();
+    assert_storage_unavailable(&e);
+    assert_eq!(s.health().await, ServingStatus::NotServing);
+    std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
+    // The recovery's run parses, commits, then embeds 400 items: health is SERVING while
+    // IndexStatus still says it embeds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let serving = s.health().await == ServingStatus::Serving;
+        let status = s
+            .client
+            .index_status(IndexStatusRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        let embedding = status.state() == IndexState::Indexing
+            && status
+                .progress
+                .as_ref()
+                .is_some_and(|p| p.phase() == IndexPhase::Embedding);
+        if serving && embedding {
+            break;
+        }
+        assert!(
+            status.state() != IndexState::Ready || !serving,
+            "serving only once the run ended: {status:?}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never serving while embedding: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    s.stop().await;
+}
+
+/// Waits (up to two minutes) until the service reports SERVING and a search for `query` finds
+/// `file` first.
+async fn serving_and_found(s: &mut Server, query: &str, file: &str) {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let serving = s.health().await == ServingStatus::Serving;
+        let found = s
+            .client
+            .search(search(query, 5))
+            .await
+            .unwrap()
+            .into_inner()
+            .hits
+            .first()
+            .and_then(|h| h.part.as_ref())
+            .is_some_and(|p| p.file_path == file);
+        if serving && found {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not recovered (serving {serving}, {file} found {found})"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// A refresh of a file with many items answers once they are searchable by keywords; their
