@@ -720,7 +720,11 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
     // `ploke sessions rm` deletes it by the start of its id; an id nobody has is an error.
     let listed = text(&super::run(mine.path(), sessions(&[]), &env).await.stdout);
     let id = listed.split_whitespace().next().unwrap().to_owned();
-    let events = listed.split("  ").nth(2).unwrap().to_owned();
+    let events = listed
+        .split("  ")
+        .find(|f| f.ends_with(" events"))
+        .unwrap()
+        .to_owned();
     let rm = super::run(mine.path(), sessions(&["rm", &id[..13]]), &env).await;
     assert!(rm.status.success(), "{}", text(&rm.stderr));
     assert_eq!(text(&rm.stdout), format!("deleted {id}  ({events})\n"));
@@ -737,12 +741,11 @@ async fn ask_from_a_checkout_of_a_shared_workspace_sends_its_changes_and_writes_
 
 #[tokio::test]
 async fn an_unreachable_gateway_is_one_line_each_cause_said_once() {
-    // A port nothing listens on: bound, then closed.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port bound but not listening: connecting is refused, and no other test's server can
+    // take the port meanwhile (a port freed before the call could be).
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}");
     let out = super::run(
