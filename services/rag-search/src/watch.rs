@@ -2,7 +2,7 @@
 //! workspace. Changed paths (edits, creations, deletions, renames, whole directories) are
 //! refreshed incrementally once the workspace has been indexed; ignored files stay ignored.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,6 +14,52 @@ use crate::service::RagService;
 
 /// Quiet time before a burst of changes is refreshed.
 pub const DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// How often each workspace root is looked at to see whether its directory was replaced (the
+/// repository deleted and cloned again: the watches on the old directory saw only its removal).
+const ROOT_CHECK: Duration = Duration::from_secs(5);
+
+/// The watcher's events, as the task reads them.
+struct Batch {
+    /// Created or renamed: a directory among them gets watches of its own.
+    arrived: bool,
+    /// Removed or renamed: a root among them has gone away.
+    left: bool,
+    paths: Vec<PathBuf>,
+}
+
+/// The roots of `lost` that are directories again, taken out of it.
+fn found_again(lost: &mut BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    let back: Vec<PathBuf> = lost.iter().filter(|r| r.is_dir()).cloned().collect();
+    for root in &back {
+        lost.remove(root);
+    }
+    back
+}
+
+/// The directory a root names now: device and inode (none while it is missing). An inode
+/// number can be given again at once to a directory made in place of a removed one, so the
+/// watcher's removal event is the other way a replacement is seen.
+fn identity(root: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(root).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The roots whose directory is another than the one last seen, each seen now recorded (a
+/// root missing keeps the directory it had: it is replaced once another appears).
+fn replaced(seen: &mut HashMap<PathBuf, (u64, u64)>, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        let Some(now) = identity(root) else { continue };
+        if seen
+            .insert(root.clone(), now)
+            .is_some_and(|before| before != now)
+        {
+            out.push(root.clone());
+        }
+    }
+    out
+}
 
 /// The running watcher; dropping it stops watching.
 pub struct Watcher {
@@ -41,15 +87,18 @@ pub fn spawn(
     roots: Vec<PathBuf>,
     debounce: Duration,
 ) -> Result<Watcher, notify::Error> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(bool, Vec<PathBuf>)>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Batch>();
     let mut watcher =
         notify::recommended_watcher(move |result: notify::Result<notify::Event>| match result {
             Ok(event) => {
                 if !matches!(event.kind, EventKind::Access(_)) {
                     // A directory made or moved in gets watches of its own.
-                    let arrived = event.kind.is_create()
-                        || matches!(event.kind, EventKind::Modify(ModifyKind::Name(_)));
-                    let _ = tx.send((arrived, event.paths));
+                    let renamed = matches!(event.kind, EventKind::Modify(ModifyKind::Name(_)));
+                    let _ = tx.send(Batch {
+                        arrived: event.kind.is_create() || renamed,
+                        left: event.kind.is_remove() || renamed,
+                        paths: event.paths,
+                    });
                 }
             }
             Err(e) => tracing::warn!(error = %e, "file watcher error"),
@@ -61,16 +110,34 @@ pub fn spawn(
     }
     let watcher = std::sync::Arc::new(std::sync::Mutex::new(watcher));
     let mut changes = service.workspace_changes();
+    let mut seen = HashMap::new();
+    replaced(&mut seen, &roots);
+    let mut lost: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut check = tokio::time::interval(ROOT_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let task = tokio::spawn(async move {
         loop {
-            let first: (bool, Vec<PathBuf>) = tokio::select! {
+            let first: Batch = tokio::select! {
                 first = rx.recv() => match first {
                     Some(first) => first,
                     None => return,
                 },
+                _ = check.tick() => {
+                    let mut roots = replaced(&mut seen, &service.roots());
+                    for root in found_again(&mut lost) {
+                        if !roots.contains(&root) {
+                            roots.push(root);
+                        }
+                    }
+                    for root in roots {
+                        again(&service, &watcher, root).await;
+                    }
+                    continue;
+                }
                 change = changes.recv() => {
                     if let Ok((root, added)) = change {
                         if added {
+                            replaced(&mut seen, std::slice::from_ref(&root));
                             watch_blocking(&watcher, root.clone(), root).await;
                         } else if let Ok(mut w) = watcher.lock()
                             && let Err(e) = w.unwatch(&root)
@@ -82,16 +149,31 @@ pub fn spawn(
                 }
             };
             let mut created = Vec::new();
+            let mut left = Vec::new();
             let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
-            let mut take = |(create, batch): (bool, Vec<PathBuf>)| {
-                if create {
-                    created.extend(batch.iter().cloned());
+            let mut take = |batch: Batch| {
+                if batch.arrived {
+                    created.extend(batch.paths.iter().cloned());
                 }
-                paths.extend(batch);
+                if batch.left {
+                    left.extend(batch.paths.iter().cloned());
+                }
+                paths.extend(batch.paths);
             };
             take(first);
             while let Ok(Some(more)) = tokio::time::timeout(debounce, rx.recv()).await {
                 take(more);
+            }
+            // A root directory removed or moved away: watched and walked again once a
+            // directory is there again (now, or when the next check finds one).
+            for root in service.roots() {
+                if left.contains(&root) {
+                    lost.insert(root);
+                }
+            }
+            for root in found_again(&mut lost) {
+                replaced(&mut seen, std::slice::from_ref(&root));
+                again(&service, &watcher, root).await;
             }
             // A directory made since is watched too (with what it already holds).
             for dir in created.into_iter().filter(|p| p.is_dir()) {
@@ -153,6 +235,35 @@ pub fn spawn(
     Ok(Watcher { task })
 }
 
+/// A workspace whose directory was replaced: its new tree watched and walked again (a
+/// repository cloned again in its place would otherwise be served as it was, unwatched).
+async fn again(
+    service: &RagService,
+    watcher: &std::sync::Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
+    root: PathBuf,
+) {
+    let root_text = root.display().to_string();
+    tracing::warn!(root = %root_text, "workspace directory replaced; watching and indexing it again");
+    watch_blocking(watcher, root.clone(), root.clone()).await;
+    if !service.is_indexed(&root) {
+        return;
+    }
+    let service = service.clone();
+    tokio::spawn(async move {
+        match service.rewalk(root, Vec::new()).await {
+            Ok(s) => tracing::info!(
+                root = %root_text,
+                indexed = s.files_indexed,
+                removed = s.files_removed,
+                "replaced workspace directory indexed again"
+            ),
+            Err(e) => {
+                tracing::warn!(root = %root_text, error = %e, "indexing a replaced workspace directory failed")
+            }
+        }
+    });
+}
+
 /// [`watch_tree`] on a blocking thread.
 async fn watch_blocking(
     watcher: &std::sync::Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
@@ -212,6 +323,33 @@ fn watch_tree(watcher: &mut impl notify::Watcher, root: &Path, start: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_replaced_by_another_directory_is_seen_and_one_missing_waits_for_its_return() {
+        let base = tempfile::tempdir().unwrap();
+        let (root, gone) = (base.path().join("repo"), base.path().join("gone"));
+        std::fs::create_dir(&root).unwrap();
+        let mut seen = HashMap::new();
+        let roots = vec![root.clone(), gone.clone()];
+        assert!(replaced(&mut seen, &roots).is_empty());
+        assert!(replaced(&mut seen, &roots).is_empty());
+        // Moved away (its inode lives on) and made again: another directory.
+        std::fs::rename(&root, base.path().join("repo.old")).unwrap();
+        assert!(
+            replaced(&mut seen, &roots).is_empty(),
+            "missing is not replaced"
+        );
+        std::fs::create_dir(&root).unwrap();
+        assert_eq!(replaced(&mut seen, &roots), vec![root.clone()]);
+        assert!(replaced(&mut seen, &roots).is_empty(), "reported once");
+        // Roots seen leaving come back once they are directories again.
+        let mut lost: BTreeSet<PathBuf> = [root.clone(), gone.clone()].into();
+        assert_eq!(found_again(&mut lost), vec![root]);
+        assert_eq!(lost, [gone.clone()].into());
+        std::fs::create_dir(&gone).unwrap();
+        assert_eq!(found_again(&mut lost), vec![gone]);
+        assert!(lost.is_empty());
+    }
 
     /// Records the directories watched; refuses those named `locked`.
     struct Recording(Vec<PathBuf>);

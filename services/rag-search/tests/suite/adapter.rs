@@ -510,6 +510,37 @@ async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embe
     s.stop().await;
 }
 
+/// A workspace directory replaced under the running service (the repository deleted and
+/// cloned again) is watched and indexed again: its new files are found and later edits seen.
+#[tokio::test]
+async fn a_workspace_directory_replaced_under_the_service_is_watched_and_indexed_again() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_owned();
+    let mut s = start_with(move |c| c.data_dir = data_dir).await;
+    let root = s.workspace.path().to_owned();
+    std::fs::write(root.join("lib.rs"), "pub fn old_version() {}\n").unwrap();
+    s.index().await;
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("lib.rs"), "pub fn fresh_version() {}\n").unwrap();
+    serving_and_found(&mut s, "fresh_version", "lib.rs").await;
+    // The new directory is watched: an edit after it is found too.
+    std::fs::write(root.join("more.rs"), "pub fn edited_after() {}\n").unwrap();
+    serving_and_found(&mut s, "edited_after", "more.rs").await;
+    let old: Vec<String> = s
+        .client
+        .search(search("old_version", 5))
+        .await
+        .unwrap()
+        .into_inner()
+        .hits
+        .into_iter()
+        .filter_map(|h| h.part.map(|p| p.canon_path))
+        .collect();
+    assert!(!old.contains(&"crate::old_version".to_owned()), "{old:?}");
+    s.stop().await;
+}
+
 /// Waits (up to two minutes) until the service reports SERVING and a search for `query` finds
 /// `file` first.
 async fn serving_and_found(s: &mut Server, query: &str, file: &str) {
