@@ -52,7 +52,28 @@ async fn start_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Server {
     }
 }
 
+/// A server with the real model and no watcher (only RPCs and the recovery index).
+async fn start_unwatched_with_model() -> Server {
+    let model = super::overlay::model_dir();
+    start_with(|c| {
+        c.rag_search.watch = false;
+        c.rag_search.embed_model = Some(model);
+    })
+    .await
+}
+
 impl Server {
+    /// RefreshFiles of one file, expected to fail: its status.
+    async fn refresh_failing(&mut self, path: &str) -> tonic::Status {
+        self.client
+            .refresh_files(RefreshFilesRequest {
+                workspace_root: String::new(),
+                paths: vec![path.into()],
+            })
+            .await
+            .unwrap_err()
+    }
+
     /// Indexes the workspace and waits for the run to end.
     async fn index(&mut self) {
         let mut progress = self
@@ -321,14 +342,7 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
     assert_eq!(s.health().await, ServingStatus::Serving);
     // The index directory vanishes under the running service.
     std::fs::remove_dir_all(s.workspace.path().join(".ploke")).unwrap();
-    let e = s
-        .client
-        .refresh_files(RefreshFilesRequest {
-            workspace_root: String::new(),
-            paths: vec!["lib.rs".into()],
-        })
-        .await
-        .unwrap_err();
+    let e = s.refresh_failing("lib.rs").await;
     assert_storage_unavailable(&e);
     assert_eq!(s.health().await, ServingStatus::NotServing);
     // Searches still answer from the last committed index.
@@ -385,14 +399,7 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
     // The data dir goes away; a refresh of a new file fails.
     std::fs::rename(root.join(".ploke"), root.join(".ploke-away")).unwrap();
     std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
-    let e = s
-        .client
-        .refresh_files(RefreshFilesRequest {
-            workspace_root: String::new(),
-            paths: vec!["later.rs".into()],
-        })
-        .await
-        .unwrap_err();
+    let e = s.refresh_failing("later.rs").await;
     assert_eq!(e.code(), Code::Unavailable, "{e:?}");
     assert_eq!(s.health().await, ServingStatus::NotServing);
     // It comes back: nothing else is done here.
@@ -419,14 +426,7 @@ async fn an_index_whose_files_are_removed_is_built_again_by_itself() {
     s.index().await;
     std::fs::remove_dir_all(root.join(".ploke")).unwrap();
     std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
-    let e = s
-        .client
-        .refresh_files(RefreshFilesRequest {
-            workspace_root: String::new(),
-            paths: vec!["later.rs".into()],
-        })
-        .await
-        .unwrap_err();
+    let e = s.refresh_failing("later.rs").await;
     assert_storage_unavailable(&e);
     assert_eq!(s.health().await, ServingStatus::NotServing);
     serving_and_found(&mut s, "recovered_later", "later.rs").await;
@@ -453,12 +453,7 @@ async fn an_index_whose_files_are_removed_is_built_again_by_itself() {
 async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embeds() {
     use ploke_proto::rag::v1::IndexPhase;
     use tonic_health::pb::health_check_response::ServingStatus;
-    let model = super::overlay::model_dir();
-    let mut s = start_with(|c| {
-        c.rag_search.watch = false;
-        c.rag_search.embed_model = Some(model);
-    })
-    .await;
+    let mut s = start_unwatched_with_model().await;
     let root = s.workspace.path().to_owned();
     std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
     s.index().await;
@@ -467,14 +462,7 @@ async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embe
         .map(|i| format!("/// Stage {i} of the pipeline.\npub fn stage_{i}() -> u32 {{ {i} }}\n\n"))
         .collect();
     std::fs::write(root.join("stages.rs"), many).unwrap();
-    let e = s
-        .client
-        .refresh_files(RefreshFilesRequest {
-            workspace_root: String::new(),
-            paths: vec!["stages.rs".into()],
-        })
-        .await
-        .unwrap_err();
+    let e = s.refresh_failing("stages.rs").await;
     assert_storage_unavailable(&e);
     assert_eq!(s.health().await, ServingStatus::NotServing);
     std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
@@ -573,12 +561,7 @@ async fn serving_and_found(s: &mut Server, query: &str, file: &str) {
 /// vectors come in the background, and DENSE search finds them then.
 #[tokio::test]
 async fn a_refresh_of_many_items_answers_before_they_are_embedded_and_they_are_embedded_later() {
-    let model = super::overlay::model_dir();
-    let mut s = start_with(|c| {
-        c.rag_search.watch = false;
-        c.rag_search.embed_model = Some(model);
-    })
-    .await;
+    let mut s = start_unwatched_with_model().await;
     let root = s.workspace.path().to_owned();
     std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
     s.index().await;
