@@ -137,6 +137,7 @@ pub async fn serve(
         deps,
     );
     service.recover().await?;
+    turn::count_from_zero(config.providers.keys().map(String::as_str));
     // With replicas, turns of a replica that died are ended by the others once their lease
     // expires, and cancels for this replica's turns arrive through the store.
     let replicas = database.shared().then(|| {

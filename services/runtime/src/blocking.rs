@@ -212,7 +212,12 @@ impl BlockingPool {
     /// metrics labelled with the server's service name.
     pub fn watch(&self, readiness: crate::server::Readiness, period: Duration) -> PoolWatch {
         let pool = self.clone();
-        let _ = pool.gauges.service.set(readiness.service_name().to_owned());
+        let service = readiness.service_name().to_owned();
+        crate::metrics::record::from_zero(
+            crate::metrics::record::POOL_REJECTED,
+            [vec![("service", service.clone())]],
+        );
+        let _ = pool.gauges.service.set(service);
         PoolWatch(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(period);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -150,6 +150,7 @@ pub async fn serve(
     let _pool_watch = service
         .pool()
         .watch(host.readiness(), ploke_runtime::blocking::WATCH_PERIOD);
+    service::count_tool_calls_from_zero(registry);
     let max = config.limits.max_message_bytes;
     let server = ToolExecutorServer::new(grpc::ToolExecutorGrpc::new(service, max))
         .max_decoding_message_size(max)

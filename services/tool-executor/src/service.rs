@@ -196,7 +196,7 @@ impl ToolService {
         let label = match &outcome {
             None => "CANCELLED",
             Some(Ok(_)) => "OK",
-            Some(Err(e)) => e.code.as_str_name().trim_start_matches("TOOL_ERROR_CODE_"),
+            Some(Err(e)) => error_outcome(e.code),
         };
         ploke_runtime::metrics::record::tool_call(name, label, elapsed);
         match outcome {
@@ -341,4 +341,33 @@ fn timed_out(timeout: Duration) -> ToolFailure {
         ),
     )
     .hint("narrow the request (a path, a literal pattern, a smaller budget) and retry")
+}
+
+/// The `outcome` label of a tool call that failed with `code`: its name without the prefix.
+fn error_outcome(code: ToolErrorCode) -> &'static str {
+    code.as_str_name().trim_start_matches("TOOL_ERROR_CODE_")
+}
+
+/// Starts the tool-call counter of every tool in `registry` and every outcome at 0, so that the
+/// first failure of a kind is seen by `rate()` like the next ones (`record::from_zero`).
+pub fn count_tool_calls_from_zero(registry: &ToolRegistry) {
+    let outcomes: Vec<&'static str> = ["OK", "CANCELLED"]
+        .into_iter()
+        .chain(
+            (1..=i32::from(u8::MAX))
+                .filter_map(|n| ToolErrorCode::try_from(n).ok())
+                .map(error_outcome),
+        )
+        .collect();
+    ploke_runtime::metrics::record::from_zero(
+        ploke_runtime::metrics::record::TOOL_CALLS,
+        registry.tools().iter().flat_map(|tool| {
+            outcomes.iter().map(|outcome| {
+                vec![
+                    ("tool", tool.name().to_owned()),
+                    ("outcome", (*outcome).to_owned()),
+                ]
+            })
+        }),
+    );
 }

@@ -108,6 +108,43 @@ fn system_prompt(root: &str) -> String {
     )
 }
 
+/// Starts the counters of turns, sessions deleted and each of `providers`' requests at 0
+/// (`record::from_zero`): every outcome a turn or a request can end with, every reason a
+/// request is sent again.
+pub fn count_from_zero<'a>(providers: impl IntoIterator<Item = &'a str>) {
+    use ploke_runtime::metrics::record;
+    record::from_zero(record::TURNS_STARTED, [Vec::new()]);
+    let failures = (1..=i32::from(u8::MAX))
+        .filter_map(|n| TurnFailureReason::try_from(n).ok())
+        .map(|r| r.as_str_name().trim_start_matches("TURN_FAILURE_REASON_"));
+    record::from_zero(
+        record::TURNS_FINISHED,
+        std::iter::once("COMPLETED")
+            .chain(failures)
+            .map(|outcome| vec![("outcome", outcome.to_owned())]),
+    );
+    record::from_zero(
+        record::SESSIONS_DELETED,
+        ["request", "retention"].map(|reason| vec![("reason", reason.to_owned())]),
+    );
+    for provider in providers {
+        let each = |key: &'static str, values: &[&str]| {
+            values
+                .iter()
+                .map(|v| vec![("provider", provider.to_owned()), (key, (*v).to_owned())])
+                .collect::<Vec<_>>()
+        };
+        record::from_zero(
+            record::PROVIDER_REQUESTS,
+            each("outcome", request::OUTCOMES),
+        );
+        record::from_zero(
+            record::PROVIDER_RETRIES,
+            each("reason", request::RETRY_REASONS),
+        );
+    }
+}
+
 /// Runs the turn to its end and returns how it ended (the final event is the caller's to
 /// append, so that it can be ordered with the session's state change).
 pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> TurnEnd {

@@ -123,6 +123,38 @@ fn outcome(result: &Result<Completion, StepError>) -> &'static str {
     }
 }
 
+/// Every `outcome` [`outcome`] gives a provider request: its counters start at 0.
+pub(super) const OUTCOMES: &[&str] = &[
+    "ok",
+    "http_429",
+    "http_5xx",
+    "http_4xx",
+    "transport",
+    "idle",
+    "truncated",
+    "protocol",
+    "in_stream",
+    "missing_key",
+    "output_limit",
+    "error",
+];
+
+/// Every `reason` a provider request is sent again for: [`failure`]'s labels, or a refusal of
+/// tools.
+pub(super) const RETRY_REASONS: &[&str] = &[
+    "no_tool_support",
+    "http_429",
+    "http_5xx",
+    "http_4xx",
+    "transport",
+    "idle",
+    "truncated",
+    "protocol",
+    "in_stream",
+    "missing_key",
+    "output_limit",
+];
+
 /// The label of a provider failure (also a retry's `reason`).
 fn failure(e: &ProviderError) -> &'static str {
     match e {
@@ -336,5 +368,65 @@ impl<'a> Deltas<'a> {
             self.written().await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lists whose counters start at 0 hold every label a request can be counted with.
+    #[test]
+    fn every_outcome_and_retry_reason_is_listed() {
+        let errors = [
+            ProviderError::Status {
+                url: String::new(),
+                status: 429,
+                retry_after: None,
+                body: String::new(),
+            },
+            ProviderError::Status {
+                url: String::new(),
+                status: 503,
+                retry_after: None,
+                body: String::new(),
+            },
+            ProviderError::Status {
+                url: String::new(),
+                status: 400,
+                retry_after: None,
+                body: String::new(),
+            },
+            ProviderError::Transport(String::new()),
+            ProviderError::Idle(1),
+            ProviderError::Truncated,
+            ProviderError::Protocol(String::new()),
+            ProviderError::InStream {
+                url: String::new(),
+                message: String::new(),
+                retryable: true,
+            },
+            ProviderError::MissingKey(String::new()),
+            ProviderError::OutputLimit(1),
+        ];
+        let mut failures: Vec<&str> = errors.iter().map(failure).collect();
+        failures.dedup();
+        assert_eq!(
+            failures.len(),
+            errors.len(),
+            "one label per kind of failure"
+        );
+        for label in &failures {
+            assert!(OUTCOMES.contains(label), "{label}");
+            assert!(RETRY_REASONS.contains(label), "{label}");
+        }
+        assert!(OUTCOMES.contains(&outcome(&Err(StepError::OutputLimit))));
+        assert!(OUTCOMES.contains(&outcome(&Err(StepError::Cancelled))));
+        assert_eq!(OUTCOMES.len(), failures.len() + 2, "ok and error besides");
+        assert_eq!(
+            RETRY_REASONS.len(),
+            failures.len() + 1,
+            "no_tool_support besides"
+        );
     }
 }

@@ -89,6 +89,27 @@ pub(super) fn describe() {
     );
 }
 
+/// Makes each series of counter `name` present at 0 now: `series` is one label set each
+/// (an empty one for a counter without labels). A counter whose series first appears at 1 loses that
+/// increment to PromQL's `rate()` and `increase()`, so a service calls this at start with the
+/// label values it knows it will use (the rare outcomes an alert watches most of all). A
+/// series already counting keeps its value.
+pub fn from_zero(
+    name: &'static str,
+    series: impl IntoIterator<Item = Vec<(&'static str, String)>>,
+) {
+    if !super::enabled() {
+        return;
+    }
+    for labels in series {
+        let labels: Vec<metrics::Label> = labels
+            .into_iter()
+            .map(|(key, value)| metrics::Label::new(key, value))
+            .collect();
+        counter!(name, labels).increment(0);
+    }
+}
+
 /// A tool call of `tool` ended with `outcome` (`OK`, `CANCELLED`, or the tool error code's
 /// name without its `TOOL_ERROR_CODE_` prefix) after `elapsed`.
 pub fn tool_call(tool: &'static str, outcome: &'static str, elapsed: Duration) {

@@ -161,6 +161,14 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
     let host = ServiceHost::new(LimitsConfig::default(), &["t.v1.Metrics"]).await;
     let pool = BlockingPool::new(PoolSize::new(1, 20));
     let _watch = pool.watch(host.readiness(), Duration::from_secs(60));
+    // Its refusals are counted from 0 before the first one.
+    let svc = [("service", "t.v1.Metrics")];
+    let body = scrape(addr, "/metrics").await.unwrap().body;
+    assert_eq!(
+        metric(&body, "ploke_blocking_pool_rejected_total", &svc),
+        Some(0.0),
+        "{body}"
+    );
     let (release, held) = std::sync::mpsc::channel::<()>();
     let (started_tx, started) = tokio::sync::oneshot::channel();
     let stuck = {
@@ -179,7 +187,6 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
         Err(BlockingError::Saturated { .. })
     ));
     let body = scrape(addr, "/metrics").await.unwrap().body;
-    let svc = [("service", "t.v1.Metrics")];
     assert_eq!(metric(&body, "ploke_blocking_pool_size", &svc), Some(1.0));
     assert_eq!(metric(&body, "ploke_blocking_pool_busy", &svc), Some(1.0));
     assert_eq!(metric(&body, "ploke_blocking_pool_queued", &svc), Some(0.0));

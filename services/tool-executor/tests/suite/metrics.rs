@@ -138,7 +138,24 @@ async fn the_binary_serves_tool_and_rpc_metrics_only_when_asked() {
         ),
         Some(1.0)
     );
-    assert_eq!(metric(body, calls, &[("tool", "list_dir")]), None);
+    // Every tool and outcome is counted from 0, so a first failure shows in `rate()`.
+    assert_eq!(metric(body, calls, &[("tool", "list_dir")]), Some(0.0));
+    assert_eq!(
+        metric(
+            body,
+            calls,
+            &[("tool", "read_file"), ("outcome", "TIMEOUT")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(
+            body,
+            calls,
+            &[("tool", "read_file"), ("outcome", "CANCELLED")]
+        ),
+        Some(0.0)
+    );
     assert_eq!(
         metric(
             body,

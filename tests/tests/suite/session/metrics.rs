@@ -1,7 +1,8 @@
 //! A real turn against the fake provider, seen by scraping the process's metrics endpoint
 //! (`[telemetry] metrics_listen`, one for all four services): provider requests by outcome, the
 //! retry, tokens, the tool call by name and outcome, the turn, the RPCs, the index, the live
-//! subscribers (llm-session's, the gateway's) and the session's deletion. The provider has a name of its own here, so its values are exact; other tests of
+//! subscribers (llm-session's, the gateway's) and the session's deletion; the provider's
+//! counters from 0 before its first request. The provider has a name of its own here, so its values are exact; other tests of
 //! this binary may add tool calls, turns and RPCs while this one runs, so those are at least.
 
 use std::net::SocketAddr;
@@ -24,6 +25,30 @@ async fn a_turn_is_counted_by_provider_tool_and_rpc() {
     .await;
     let addr = c.sandbox.metrics_addr().expect("metrics are served");
     assert_eq!(ploke_runtime::metrics::serving(), Some(addr));
+    // Before any turn, each outcome and retry reason of the provider and each way a turn ends
+    // are there at 0 (a series first seen at 1 loses that increment to `rate()`).
+    let body = &scrape(addr, "/metrics").await.unwrap().body;
+    let zero = |name, labels: &[(&str, &str)]| {
+        assert_eq!(
+            metric(body, name, labels),
+            Some(0.0),
+            "{name} {labels:?}\n{body}"
+        );
+    };
+    zero(
+        "ploke_provider_requests_total",
+        &[("provider", PROVIDER), ("outcome", "http_5xx")],
+    );
+    zero(
+        "ploke_provider_retries_total",
+        &[("provider", PROVIDER), ("reason", "http_429")],
+    );
+    for (name, labels) in [
+        ("ploke_turns_finished_total", [("outcome", "TIME_LIMIT")]),
+        ("ploke_sessions_deleted_total", [("reason", "retention")]),
+    ] {
+        assert!(metric(body, name, &labels).is_some(), "{name}\n{body}");
+    }
     c.fake.push([
         Reply::status(500, "boom"),
         Reply::tool_calls(&[("call-1", "read_file", r#"{"file":"src/lib.rs"}"#)]),
