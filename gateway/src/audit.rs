@@ -1,6 +1,8 @@
 //! The audit trail: one structured log line per gateway call (target `ploke::audit`) with the
-//! principal, its role, the method, the session, proposal, workspace and tool it named, the
-//! outcome and the time taken (MCP calls are audited as the gateway calls they make). Refused credentials are logged by the auth layer with the peer.
+//! principal, its role, the method, the session, proposal, workspace and tool it named, a tool
+//! call's request and call ids, the outcome and the time taken (MCP calls are audited as the
+//! gateway calls they make, with the session id their principal's edits are staged under).
+//! Refused credentials are logged by the auth layer with the peer.
 
 use std::future::Future;
 use std::time::Instant;
@@ -22,6 +24,10 @@ pub struct Subject<'a> {
     pub workspace: &'a str,
     /// Tool run (ExecuteTool).
     pub tool: &'a str,
+    /// The tool call's id (ExecuteTool): the one tool-executor logs and a proposal records.
+    pub call_id: &'a str,
+    /// The request id of a tool call (ExecuteTool).
+    pub request_id: &'a str,
 }
 
 impl<'a> Subject<'a> {
@@ -79,6 +85,8 @@ pub async fn audited<T>(
         proposal_id = %ploke_runtime::text::shown(subject.proposal_id),
         workspace = %ploke_runtime::text::shown(subject.workspace),
         tool = subject.tool,
+        call_id = %ploke_runtime::text::shown(subject.call_id),
+        request_id = %ploke_runtime::text::shown(subject.request_id),
         code = ?code,
         ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "gateway call"

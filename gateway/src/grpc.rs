@@ -443,28 +443,30 @@ impl Gateway for GatewayGrpc {
         request: Request<tools::ExecuteToolRequest>,
     ) -> Result<Response<Self::ExecuteToolStream>, Status> {
         let mut r = request.into_inner();
-        let session = r
-            .correlation
-            .as_ref()
-            .map(|c| c.session_id.clone())
-            .unwrap_or_default();
         let tool = r
             .call
             .as_ref()
             .and_then(ploke_proto::registry::tool_name)
             .unwrap_or_default();
+        // Admitted first, so that the audit line names the ids the call runs with: the request
+        // and call ids given to it, an MCP session tagged with its principal.
+        let admitted = crate::tools::admit(&mut r);
+        let ids = r.correlation.clone().unwrap_or_default();
+        let workspace = r.workspace_root.clone();
         let subject = Subject {
-            session_id: &session,
-            workspace: &r.workspace_root.clone(),
+            session_id: &ids.session_id,
+            workspace: &workspace,
             tool,
+            call_id: &ids.call_id,
+            request_id: &ids.request_id,
             ..Subject::default()
         };
         audited(self.audit, "ExecuteTool", subject, async {
             check_root(&r.workspace_root)?;
-            if crate::tools::admit(&mut r)? {
+            if admitted? {
                 // A session of the caller's (llm-session answers NOT_FOUND otherwise).
                 let get = session::GetSessionRequest {
-                    session_id: session.clone(),
+                    session_id: ids.session_id.clone(),
                 };
                 let found: Result<Response<session::Session>, Status> =
                     unary!(self, get, sessions, get_session, SESSIONS);

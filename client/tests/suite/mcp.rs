@@ -99,6 +99,12 @@ async fn client(
         text(&out.stdout),
         text(&out.stderr)
     );
+    // A session the client ends is ended for it (the SDK warns on any answer but 200 or 204).
+    assert!(
+        !text(&out.stderr).contains("Session termination failed"),
+        "{}",
+        text(&out.stderr)
+    );
     serde_json::from_str(text(&out.stdout).trim()).unwrap()
 }
 

@@ -286,6 +286,18 @@ async fn handle(
         return refusal(http::StatusCode::NOT_FOUND, -32001, "session not found");
     }
     let closing = req.method() == http::Method::DELETE;
+    if closing && let Some(s) = &session {
+        // rmcp answers a DELETE of a session it does not have (ended, expired, never opened)
+        // like one it ended; the spec's answer for an unknown session is 404.
+        use rmcp::transport::streamable_http_server::session::SessionManager as _;
+        if !sessions
+            .has_session(&s.as_str().into())
+            .await
+            .unwrap_or(false)
+        {
+            return refusal(http::StatusCode::NOT_FOUND, -32001, "session not found");
+        }
+    }
     let sent_json = req.method() == http::Method::POST && is_json(req.headers());
     let name = principal.name.clone();
     req.extensions_mut().insert(principal);
@@ -304,7 +316,9 @@ async fn handle(
         );
     }
     match (&session, response.headers().get(SESSION_HEADER)) {
-        (Some(s), _) if closing => owners.closed(s),
+        // A DELETE refused (a protocol version it does not speak) leaves the session its
+        // owner's.
+        (Some(s), _) if closing && response.status().is_success() => owners.closed(s),
         (None, Some(opened)) => {
             if let Ok(opened) = opened.to_str() {
                 for old in owners.opened(opened, &name) {
@@ -316,6 +330,13 @@ async fn handle(
             }
         }
         _ => {}
+    }
+    if closing && response.status() == http::StatusCode::ACCEPTED {
+        // The session is ended, not merely accepted for later: 204, which the official SDKs'
+        // clients take as done (the Python one warns on rmcp's 202).
+        let (mut parts, body) = response.into_parts();
+        parts.status = http::StatusCode::NO_CONTENT;
+        return http::Response::from_parts(parts, body);
     }
     response
 }

@@ -115,6 +115,32 @@ async fn a_session_is_only_its_principals_and_web_pages_are_refused() {
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": "session not found"}})
     );
     assert_eq!(with(ALICE).send().await.unwrap().status(), 200);
+    // Ending it: only its principal may; a DELETE refused for its protocol version leaves it
+    // its principal's; ended, it is 204 and then gone.
+    let delete = |token: &str, version: &str| {
+        http.delete(d.url())
+            .header("authorization", format!("Bearer {token}"))
+            .header("mcp-session-id", session.as_str())
+            .header("mcp-protocol-version", version)
+    };
+    let status = |r: reqwest::Response| r.status().as_u16();
+    assert_eq!(
+        status(delete(RITA, "2025-11-25").send().await.unwrap()),
+        404
+    );
+    let refused = delete(ALICE, "2026-07-28").send().await.unwrap();
+    assert!(refused.status().is_client_error(), "{refused:?}");
+    assert_eq!(status(with(RITA).send().await.unwrap()), 404);
+    assert_eq!(status(with(ALICE).send().await.unwrap()), 200);
+    assert_eq!(
+        status(delete(ALICE, "2025-11-25").send().await.unwrap()),
+        204
+    );
+    assert_eq!(
+        status(delete(ALICE, "2025-11-25").send().await.unwrap()),
+        404
+    );
+    assert_eq!(status(with(ALICE).send().await.unwrap()), 404);
     // A page elsewhere cannot use a browser to reach the endpoint.
     let page = post(ALICE, INITIALIZE)
         .header("origin", "https://evil.example")
@@ -165,16 +191,18 @@ async fn an_mcp_call_is_in_the_gateways_audit_trail() {
     );
     tracing::callsite::rebuild_interest_cache();
     let d = deployment(|_| {}).await;
-    let client = connect(&d.url(), ALICE, TestClient::new(Era::Modern, None).0).await;
-    let r = client
-        .call_tool(
-            CallToolRequestParams::new("read_file")
-                .with_arguments(args(json!({"file": "src/lib.rs"}))),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.is_error, Some(false));
-    client.cancel().await.unwrap();
+    for token in [ALICE, RITA] {
+        let client = connect(&d.url(), token, TestClient::new(Era::Modern, None).0).await;
+        let r = client
+            .call_tool(
+                CallToolRequestParams::new("read_file")
+                    .with_arguments(args(json!({"file": "src/lib.rs"}))),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(false));
+        client.cancel().await.unwrap();
+    }
     d.sandbox.stop().await.unwrap();
     let text = lines.text();
     let calls: Vec<serde_json::Value> = text
@@ -182,11 +210,24 @@ async fn an_mcp_call_is_in_the_gateways_audit_trail() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|l| l["method"] == "ExecuteTool")
         .collect();
-    assert_eq!(calls.len(), 1, "{text}");
-    let c = &calls[0];
-    assert_eq!(
-        (&c["principal"], &c["tool"], &c["code"]),
-        (&json!("alice"), &json!("read_file"), &json!("Ok"))
-    );
-    assert!(c["session_id"].as_str().unwrap().starts_with("mcp-"), "{c}");
+    assert_eq!(calls.len(), 2, "{text}");
+    let [alice, rita] = [&calls[0], &calls[1]];
+    for (c, who) in [(alice, "alice"), (rita, "rita")] {
+        assert_eq!(
+            (&c["principal"], &c["tool"], &c["code"]),
+            (&json!(who), &json!("read_file"), &json!("Ok"))
+        );
+        // The ids the call ran with: tool-executor's call id, and the session its principal's
+        // edits are staged under (tagged per principal, not the shared name clients send).
+        let session = c["session_id"].as_str().unwrap();
+        assert!(
+            session.starts_with("mcp-") && session.ends_with("-edits") && session != "mcp-edits",
+            "{c}"
+        );
+        for id in ["call_id", "request_id"] {
+            assert_eq!(c[id].as_str().map(str::len), Some(36), "a UUID: {c}");
+        }
+    }
+    assert_ne!(alice["session_id"], rita["session_id"]);
+    assert_ne!(alice["call_id"], rita["call_id"]);
 }
