@@ -28,6 +28,46 @@ pub fn call_args(call: Option<&ToolCall>) -> String {
     .unwrap_or_default()
 }
 
+/// `text` on one line in at most `cols` terminal cells: a wide character (CJK, most emoji)
+/// takes two, so counting characters overran the line by up to twice its width. A cut text
+/// ends in `…`; control characters show as `?`.
+pub fn fit(text: &str, cols: usize) -> String {
+    use unicode_width::UnicodeWidthChar as _;
+    let shown = |c: char| if c.is_control() { '?' } else { c };
+    if width(text) <= cols {
+        return text.chars().map(shown).collect();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars().map(shown) {
+        let w = c.width().unwrap_or(0);
+        // One cell is kept for the `…`.
+        if used + w + 1 > cols {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if cols > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// The terminal cells `text` takes on one line (a control character counts as its `?`).
+pub fn width(text: &str) -> usize {
+    use unicode_width::UnicodeWidthChar as _;
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                1
+            } else {
+                c.width().unwrap_or(0)
+            }
+        })
+        .sum()
+}
+
 /// Why a turn failed: `cancelled`, `provider`, `max_rounds`, …
 pub fn turn_failure(reason: i32) -> String {
     TurnFailureReason::try_from(reason)
@@ -162,7 +202,36 @@ mod tests {
     use ploke_proto::common::v1::{CodeSpan, ContextPart, ItemKind};
     use ploke_proto::rag::v1::{SearchHit, SearchResponse};
 
-    use super::{search_hits, search_note};
+    use super::{fit, search_hits, search_note, width};
+
+    #[test]
+    fn a_line_is_fitted_by_the_cells_it_takes() {
+        // Chinese takes two cells a character: ten cells hold four and the `…`.
+        assert_eq!(
+            [fit("查找函数定义并返回结果", 10), fit("查找函数定义", 12)],
+            ["查找函数…".to_owned(), "查找函数定义".to_owned()]
+        );
+        assert_eq!(width(&fit("查找函数定义并返回结果", 10)), 9);
+        // A wide character that would straddle the edge is left out whole.
+        assert_eq!(fit("a查找", 4), "a查…");
+        assert_eq!(
+            [
+                fit("{\"file\":\"src/lib.rs\"}", 12),
+                fit("abc", 3),
+                fit("abcd", 0)
+            ],
+            [
+                "{\"file\":\"sr…".to_owned(),
+                "abc".to_owned(),
+                String::new()
+            ]
+        );
+        assert_eq!(fit("a\x1b[2Jb", 10), "a?[2Jb");
+        assert_eq!(
+            [width("漢字"), width("ab"), width("🦀"), width("\t")],
+            [4, 2, 2, 1]
+        );
+    }
 
     #[test]
     fn names_lose_their_prefix() {

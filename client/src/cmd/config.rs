@@ -30,7 +30,7 @@ pub async fn config(target: &Target) -> anyhow::Result<()> {
     let explained = layers.explain(&effective);
     let width = explained
         .iter()
-        .map(|e| e.key.len() + e.value.len() + 3)
+        .map(|e| crate::describe::width(&e.key) + crate::describe::width(&e.value) + 3)
         .max()
         .unwrap_or(0)
         .min(72);
@@ -39,7 +39,9 @@ pub async fn config(target: &Target) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for e in explained {
         let line = format!("{} = {}", e.key, e.value);
-        if let Err(err) = writeln!(out, "{line:<width$}  # {}", e.source) {
+        // Padded by the cells it takes: a path in Chinese is twice as wide as its characters.
+        let pad = " ".repeat(width.saturating_sub(crate::describe::width(&line)));
+        if let Err(err) = writeln!(out, "{line}{pad}  # {}", e.source) {
             if err.kind() == std::io::ErrorKind::BrokenPipe {
                 return Ok(());
             }

@@ -236,10 +236,8 @@ impl App {
                 }
             }
             Event::ToolCallRequested(r) => {
-                let args = crate::describe::call_args(r.call.as_ref())
-                    .chars()
-                    .take(60)
-                    .collect();
+                // A line's worth of a wide terminal; the panel fits it to its width.
+                let args = crate::describe::fit(&crate::describe::call_args(r.call.as_ref()), 200);
                 self.calls.push(Call {
                     id: r.call_id.clone(),
                     name: r.name.clone(),

@@ -119,6 +119,36 @@ fn conversation_tool_panel_and_status_bar() {
 }
 
 #[test]
+fn a_tool_call_in_chinese_is_cut_by_the_cells_it_takes() {
+    use session_event::Event as E;
+    let mut app = app();
+    let query = "查找所有处理用户登录失败并返回错误信息的函数以及它们的调用者";
+    app.apply(&event(
+        1,
+        E::ToolCallRequested(ToolCallRequested {
+            call_id: "call_1".into(),
+            name: "request_code_context".into(),
+            call: Some(ToolCall {
+                args: Some(tool_call::Args::RequestCodeContext(
+                    ploke_proto::tools::v1::RequestCodeContextArgs {
+                        search_term: Some(query.into()),
+                        ..Default::default()
+                    },
+                )),
+            }),
+        }),
+    ));
+    let shown = screen(&app);
+    // The panel's line of arguments ends in `…` inside the border, the query's end cut off.
+    let args = shown
+        .lines()
+        .find(|l| l.contains("查找"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(args.contains("…") && !args.contains("调用者"), "{args}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
 fn a_running_turn_and_a_lost_connection() {
     let mut app = app();
     turn_with_a_tool(&mut app);

@@ -277,7 +277,7 @@ fn draw_calls(frame: &mut Frame, area: Rect, app: &App) {
             let width = area.width.saturating_sub(4) as usize;
             lines.push(Line::from(format!(
                 "  {}",
-                c.args.chars().take(width).collect::<String>()
+                crate::describe::fit(&c.args, width)
             )));
         }
     }
