@@ -1,6 +1,6 @@
 //! The session store contract, run the same way against the embedded SQLite store and the
 //! PostgreSQL store (a real server): sessions, listing pages, the seq check, an event's effects
-//! committing with it, replay by seq, history, request ids, running turns and deleting a
+//! committing with it, an event written twice stored once, replay by seq, history, request ids, running turns and deleting a
 //! session. Then what only the shared store has: migrations safe when replicas start at once,
 //! and turn leases between two replicas.
 
@@ -128,12 +128,22 @@ async fn contract(store: &dyn SessionStore) {
         store.running().await.unwrap().len(),
         usize::from(!shared(store))
     );
+    // The same event again (a try whose commit landed but reported a failure): nothing
+    // written, no error; so a writer may try again after a lost connection.
+    store
+        .append_event(&event("s1", 1, "p1"), &Effects::default())
+        .await
+        .unwrap();
+    assert_eq!(store.events_after("s1", 0, 10).await.unwrap().len(), 1);
     // Not the next seq: refused, nothing written.
-    for seq in [1, 3] {
-        match store
-            .append_event(&event("s1", seq, "p1"), &Effects::default())
-            .await
-        {
+    let mut other = event("s1", 1, "p1");
+    other.at = Some(prost_types::Timestamp {
+        seconds: 1,
+        nanos: 0,
+    });
+    for e in [other, event("s1", 3, "p1")] {
+        let seq = e.seq;
+        match store.append_event(&e, &Effects::default()).await {
             Err(StoreError::NotNext { session_id, seq: s }) => {
                 assert_eq!((session_id.as_str(), s), ("s1", seq))
             }

@@ -210,6 +210,20 @@ impl PgStore {
         &self.db
     }
 
+    /// One try of [`SessionStore::append_event`].
+    async fn try_append(&self, event: &SessionEvent, effects: &Effects) -> Result<(), StoreError> {
+        self.db.writable()?;
+        let result = super::postgres_tx::append(
+            self.db.pool(),
+            &self.replica,
+            self.lease.ttl,
+            event,
+            effects,
+        )
+        .await;
+        self.db.written(result)?
+    }
+
     /// This replica's id (the owner named in its turns' leases).
     pub fn replica(&self) -> &str {
         &self.replica
@@ -359,16 +373,44 @@ impl SessionStore for PgStore {
         event: &SessionEvent,
         effects: &Effects,
     ) -> Result<(), StoreError> {
-        self.db.writable()?;
-        let result = super::postgres_tx::append(
-            self.db.pool(),
-            &self.replica,
-            self.lease.ttl,
-            event,
-            effects,
-        )
-        .await;
-        self.db.written(result)?
+        // A turn's later events ride out a short outage (the server restarting, a failover):
+        // tried again while the turn's lease could still be this replica's. An append is
+        // idempotent (`postgres_tx::append`), so one that landed before its answer was lost
+        // is not written twice. The event that starts a turn answers its caller at once.
+        let patient = !matches!(effects.running, Some(Some(_)));
+        let mut waited: Option<(std::time::Instant, u32)> = None;
+        loop {
+            let result = self.try_append(event, effects).await;
+            let fault = match (&result, patient) {
+                (Err(StoreError::Unavailable(fault)), true) if !self.db.pool().is_closed() => fault,
+                _ => {
+                    if let (Some((since, _)), Ok(())) = (waited, &result) {
+                        tracing::info!(
+                            session_id = %event.session_id,
+                            seq = event.seq,
+                            waited_ms = since.elapsed().as_millis() as u64,
+                            "turn event appended once the database answered again"
+                        );
+                    }
+                    return result;
+                }
+            };
+            let (since, tries) = waited.get_or_insert_with(|| {
+                tracing::warn!(
+                    session_id = %event.session_id,
+                    seq = event.seq,
+                    error = %fault.reason,
+                    "appending a turn's event failed; trying again while its lease lasts"
+                );
+                (std::time::Instant::now(), 0)
+            });
+            *tries += 1;
+            let Some(left) = self.lease.ttl.checked_sub(since.elapsed()) else {
+                return result;
+            };
+            let pause = ploke_runtime::retry::backoff(50, 1_000, *tries, None);
+            tokio::time::sleep(pause.min(left)).await;
+        }
     }
 
     async fn events_after(

@@ -1,6 +1,8 @@
 //! The PostgreSQL store's write transactions: an event, its seq check, its turn-lease check and
 //! its effects commit together, with the `NOTIFY` announcing it (delivered at commit); and a
-//! session's deletion, announced the same way.
+//! session's deletion, announced the same way. Appending an event already stored (the same
+//! bytes at its seq: a try whose commit landed but whose answer was lost) changes nothing and
+//! succeeds, so a caller may try again after a lost connection.
 //!
 //! The session row is locked (`FOR UPDATE`) first, so appends to one session from several
 //! replicas are serialised. Lease rules:
@@ -129,6 +131,20 @@ pub(super) async fn append(
         owner: row.try_get("running_owner")?,
         live: row.try_get("live")?,
     };
+    // The same event already there: an earlier try committed and its answer was lost (the
+    // connection dropped at the commit). The event carries its time and ids, so no other
+    // writer's is equal to it.
+    if held.last_seq == event.seq as i64 {
+        let stored: Option<Vec<u8>> =
+            sqlx::query_scalar("SELECT event FROM events WHERE session_id = $1 AND seq = $2")
+                .bind(&event.session_id)
+                .bind(event.seq as i64)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if stored.is_some_and(|bytes| bytes == event.encode_to_vec()) {
+            return Ok(Ok(()));
+        }
+    }
     if let Err(e) = check_lease(&held, replica, event, effects) {
         return Ok(Err(e));
     }

@@ -370,6 +370,21 @@ async fn append_tx(
         .execute(&mut *tx)
         .await?;
     if done.rows_affected() != 1 {
+        // The same event already there (a commit that landed though it reported a failure):
+        // nothing to write, as in the PostgreSQL store.
+        let stored: Option<Vec<u8>> =
+            sqlx::query_scalar("SELECT event FROM events WHERE session_id = ? AND seq = ?")
+                .bind(&event.session_id)
+                .bind(event.seq as i64)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let last: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = ?")
+            .bind(&event.session_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if last == Some(event.seq as i64) && stored.is_some_and(|b| b == event.encode_to_vec()) {
+            return Ok(Ok(()));
+        }
         return Ok(Err(StoreError::NotNext {
             session_id: event.session_id.clone(),
             seq: event.seq,

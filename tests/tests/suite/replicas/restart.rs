@@ -241,3 +241,78 @@ async fn a_database_that_goes_away_answers_unavailable_and_not_serving_until_it_
     r.a.stop().await.unwrap();
     r.b.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_running_turn_rides_out_a_database_restart() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let lines = ploke_runtime::testing::Captured::default();
+    let writer = lines.clone();
+    // As in session/spans.rs: a second dispatcher keeps callsite interest honest. The test's
+    // runtime has one thread, so the services' tasks log here.
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(move || writer.clone())
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("ploke_llm_session", tracing::Level::INFO),
+                ),
+        ),
+    );
+    tracing::callsite::rebuild_interest_cache();
+    let Some(r) = replicas().await else { return };
+    let id = create(&r.a).await;
+    // The reply's role and first piece, then (once the database is down) the rest.
+    r.fake
+        .push([Reply::text(&["before the restart, ", "after it"]).pause_after(2)]);
+    let mut live = stream(&r.a, &id, 0, true).await;
+    r.a.sessions()
+        .send_message(send(&id, "go on"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|e: &SessionEvent| matches!(e.event, Some(session_event::Event::AssistantDelta(_))))
+    {
+        seen.push(live.message().await.unwrap().unwrap());
+    }
+    r.pg.stop().unwrap();
+    r.fake.resume();
+    ploke_e2e::wait::eventually(
+        "the turn tried to append while the database was down",
+        || {
+            let text = lines.text();
+            async move { text.contains("appending a turn's event failed; trying again") }
+        },
+    )
+    .await;
+    r.pg.restart().unwrap();
+    seen.extend(until_end(&mut live).await);
+    let Some(session_event::Event::TurnCompleted(_)) = &seen.last().unwrap().event else {
+        panic!("{seen:?}\n{}", lines.text())
+    };
+    let text: String = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            Some(session_event::Event::AssistantDelta(d)) => Some(d.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "before the restart, after it");
+    // Stored once each, in order, as both replicas read them.
+    let stored = all(&r.b, &id).await;
+    assert_eq!(seqs(&stored), (1..=stored.len() as u64).collect::<Vec<_>>());
+    assert_eq!(stored, all(&r.a, &id).await);
+    assert!(
+        lines
+            .text()
+            .contains("turn event appended once the database answered again"),
+        "{}",
+        lines.text()
+    );
+    r.a.stop().await.unwrap();
+    r.b.stop().await.unwrap();
+}
