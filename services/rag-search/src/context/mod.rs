@@ -190,14 +190,16 @@ fn stitch(a: &Candidate, b: &Candidate, file_text: Option<&str>) -> Option<Candi
     })
 }
 
-/// Cuts `c` to at most `limit` rendered tokens at a line boundary; `None` if nothing useful fits.
-/// The first count is of the whole part, which [`tokens::count`] has usually just counted and
-/// remembers.
+/// Cuts `c` to at most `limit` rendered tokens at a line boundary, or inside its first line
+/// when that line alone is over the limit (a minified file's or a generated table's one line:
+/// the best hit was dropped whole); `None` if nothing useful fits. A part cut inside a line
+/// says so by its byte range. The first count is of the whole part, which [`tokens::count`]
+/// has usually just counted and remembers.
 fn truncate(root: &Path, c: &Candidate, limit: u32) -> Option<(Candidate, String, u32)> {
-    let mut lines: Vec<&str> = c.text.split_inclusive('\n').collect();
-    while !lines.is_empty() {
-        let text: String = lines.concat();
-        let end = c.byte_start + text.len();
+    let mut kept = c.text.len();
+    while kept > 0 {
+        let text = c.text.get(..kept)?;
+        let end = c.byte_start + kept;
         let rendered = render(
             root,
             &c.file,
@@ -206,21 +208,33 @@ fn truncate(root: &Path, c: &Candidate, limit: u32) -> Option<(Candidate, String
             text.trim_end_matches('\n'),
         );
         let tokens = tokens::count(&rendered);
+        let lines = text.split_inclusive('\n').count();
         if tokens <= limit {
             if tokens < MIN_USEFUL_TOKENS.min(limit) {
                 return None;
             }
-            let line_end = c.line_start + u32::try_from(lines.len()).unwrap_or(u32::MAX) - 1;
+            let line_end = c.line_start + u32::try_from(lines).unwrap_or(u32::MAX) - 1;
             let cut = Candidate {
                 byte_end: end,
                 line_end,
-                text,
+                text: text.to_owned(),
                 ..c.clone()
             };
             return Some((cut, rendered, tokens));
         }
-        let keep = proportional_keep(lines.len(), tokens, limit);
-        lines.truncate(keep);
+        kept = if lines > 1 {
+            // Whole lines, the first at least.
+            let keep = proportional_keep(lines, tokens, limit).max(1);
+            text.split_inclusive('\n').take(keep).map(str::len).sum()
+        } else {
+            // One line: a proportional share of its bytes, at a character boundary.
+            let share = (kept as u64 * u64::from(limit) / u64::from(tokens.max(1))) as usize;
+            let mut cut = share.min(kept - 1);
+            while cut > 0 && !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            cut
+        };
     }
     None
 }

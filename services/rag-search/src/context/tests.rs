@@ -184,3 +184,59 @@ fn a_class_holding_a_better_method_is_left_out() {
         .collect();
     assert_eq!(cuts, vec![("shop.Cart", Cut::Duplicate)]);
 }
+
+#[test]
+fn a_best_hit_of_one_long_line_is_cut_inside_the_line() {
+    // A generated table on one line, 60 kB: it was dropped whole, leaving the model nothing
+    // of the best hit.
+    let root = Path::new("/ws");
+    let values: Vec<String> = (0..12_000).map(|i| (i % 251).to_string()).collect();
+    let line = format!("pub static TABLE: [u8; 12000] = [{}];", values.join(", "));
+    let long = cand("src/table.rs", (3, 3), (40, 40 + line.len()), &line, 1.0);
+    let next_text = body(5, "next");
+    let next = cand("src/next.rs", (1, 5), (0, next_text.len()), &next_text, 0.5);
+    let out = assemble(
+        root,
+        vec![long, next],
+        Budget::with_defaults(0, 0, 0),
+        &mut |_, _| None,
+    );
+    let first = &out.parts[0].candidate;
+    assert_eq!(
+        (
+            first.file.as_str(),
+            first.line_start,
+            first.line_end,
+            first.byte_start
+        ),
+        ("src/table.rs", 3, 3, 40)
+    );
+    assert!(line.starts_with(&first.text) && first.text.len() < line.len());
+    assert_eq!(first.byte_end, 40 + first.text.len());
+    assert!(
+        out.parts[0].tokens <= 1500 && out.parts[0].tokens > 1000,
+        "{}",
+        out.parts[0].tokens
+    );
+    assert_eq!(out.parts[1].candidate.file, "src/next.rs");
+    assert_eq!(out.cuts[0].reason, Cut::PerPart);
+    // The byte range says where the cut ends.
+    assert!(
+        out.parts[0].rendered.starts_with(&format!(
+            "<code=\"/ws/src/table.rs\" #40:{}>",
+            first.byte_end
+        )),
+        "{}",
+        &out.parts[0].rendered[..80]
+    );
+}
+
+#[test]
+fn a_line_cut_keeps_whole_characters() {
+    let root = Path::new("/ws");
+    let line = "// 漢字のコメント ".repeat(2_000);
+    let c = cand("src/jp.rs", (1, 1), (0, line.len()), &line, 1.0);
+    let (cut, _, tokens) = truncate(root, &c, 200).expect("a part fits");
+    assert!(tokens <= 200 && tokens >= MIN_USEFUL_TOKENS);
+    assert!(line.starts_with(&cut.text) && !cut.text.is_empty());
+}
