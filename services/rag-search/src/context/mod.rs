@@ -160,8 +160,15 @@ pub fn render(root: &Path, file: &str, byte_start: usize, byte_end: usize, text:
     ploke_proto::snippet::render(root, file, byte_start as u64, byte_end as u64, text)
 }
 
+/// Whether `a` and `b` are one stretch of a file: their bytes overlap or meet, or one ends on
+/// the line before the other starts. Two items on one line with code between them (a minified
+/// file's functions) are not: stitched, a named function's part became a window of the line
+/// starting at another one, under the first one's name.
 fn overlaps_or_touches(a: &Candidate, b: &Candidate) -> bool {
-    a.file == b.file && a.line_start <= b.line_end + 1 && b.line_start <= a.line_end + 1
+    a.file == b.file
+        && ((a.byte_start <= b.byte_end && b.byte_start <= a.byte_end)
+            || a.line_end + 1 == b.line_start
+            || b.line_end + 1 == a.line_start)
 }
 
 fn contains(outer: &Candidate, inner: &Candidate) -> bool {

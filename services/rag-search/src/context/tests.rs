@@ -240,3 +240,58 @@ fn a_line_cut_keeps_whole_characters() {
     assert!((MIN_USEFUL_TOKENS..=200).contains(&tokens), "{tokens}");
     assert!(line.starts_with(&cut.text) && !cut.text.is_empty());
 }
+
+#[test]
+fn items_side_by_side_on_one_line_are_parts_of_their_own() {
+    // A minified file: every function on line 1. The best hit is the one named, not a window
+    // of the line starting at another.
+    let root = Path::new("/ws");
+    let line: String = (0..400)
+        .map(|i| format!("function f{i}(a,b){{return a*{i}+b}}"))
+        .collect();
+    let at = |i: usize| {
+        let name = format!("function f{i}(");
+        let start = line.find(&name).unwrap();
+        let end = start + line[start..].find('}').unwrap() + 1;
+        cand(
+            "min.js",
+            (1, 1),
+            (start, end),
+            &line[start..end],
+            1.0 - i as f32 / 1000.0,
+        )
+    };
+    let out = assemble(
+        root,
+        vec![at(310), at(17), at(312)],
+        Budget::with_defaults(0, 0, 0),
+        &mut |_, _| Some(line.clone()),
+    );
+    let texts: Vec<&str> = out
+        .parts
+        .iter()
+        .map(|p| p.candidate.text.as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "function f310(a,b){return a*310+b}",
+            "function f17(a,b){return a*17+b}",
+            "function f312(a,b){return a*312+b}"
+        ]
+    );
+    // Meeting bytes on one line are still one stretch.
+    let out = assemble(
+        root,
+        vec![at(5), at(6)],
+        Budget::with_defaults(0, 0, 0),
+        &mut |_, _| Some(line.clone()),
+    );
+    assert_eq!(
+        out.parts
+            .iter()
+            .map(|p| p.candidate.text.as_str())
+            .collect::<Vec<_>>(),
+        ["function f5(a,b){return a*5+b}function f6(a,b){return a*6+b}"]
+    );
+}
