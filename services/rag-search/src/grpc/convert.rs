@@ -294,7 +294,7 @@ pub(super) fn assembled_to_pb(
             .collect(),
         tokenizer: crate::tokens::TOKENIZER_NAME.to_owned(),
         dense_used,
-        index_state: index_state.name().to_owned(),
+        index_state: index_state.of_results().name().to_owned(),
     };
     let rendered = a
         .parts

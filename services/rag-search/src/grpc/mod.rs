@@ -283,7 +283,7 @@ impl RagSearch for RagSearchGrpc {
             strategy: strategy_to_pb(outcome.strategy) as i32,
             dense_used: outcome.dense_used,
             dense_unavailable_reason: outcome.dense_unavailable_reason,
-            index_state: state_to_pb(&outcome.index_state) as i32,
+            index_state: state_to_pb(&outcome.index_state.of_results()) as i32,
             hits: outcome.hits.into_iter().map(hit_to_pb).collect(),
         }))
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::bm25::Filters;
-use crate::index::{ItemRecord, Progress, Summary};
+use crate::index::{ItemRecord, Phase, Progress, Summary};
 
 /// Retrieval method, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +51,21 @@ pub enum IndexState {
 }
 
 impl IndexState {
+    /// The state results are told with. A run that is embedding or committing has every file in
+    /// its keyword index (the parse's last commit comes first), so it answers for the whole tree:
+    /// `Ready`. Only a run still walking or parsing answers from part of the files: `Indexing`.
+    /// Whether the dense side had vectors is the strategy's own reason (`dense_unavailable_reason`).
+    pub fn of_results(&self) -> IndexState {
+        match self {
+            IndexState::Indexing(p)
+                if matches!(p.phase, Phase::Embedding | Phase::Committing | Phase::Done) =>
+            {
+                IndexState::Ready
+            }
+            other => other.clone(),
+        }
+    }
+
     /// The name clients see in context stats.
     pub fn name(&self) -> &'static str {
         match self {
@@ -182,4 +197,32 @@ pub struct Refreshed {
     pub paths: Vec<String>,
     /// What changed.
     pub summary: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_ready_once_every_file_is_parsed() {
+        let at = |phase| {
+            IndexState::Indexing(Progress {
+                phase,
+                ..Progress::default()
+            })
+        };
+        let told: Vec<&str> = [
+            Phase::Scanning,
+            Phase::Parsing,
+            Phase::Embedding,
+            Phase::Committing,
+            Phase::Done,
+        ]
+        .into_iter()
+        .map(|p| at(p).of_results().name())
+        .collect();
+        assert_eq!(told, ["indexing", "indexing", "ready", "ready", "ready"]);
+        let failed = IndexState::Failed("disk full".into());
+        assert_eq!(failed.of_results(), failed);
+    }
 }
