@@ -14,6 +14,18 @@ impl SessionService {
     /// Ends the turns a previous run left running with `turn_failed{interrupted}`.
     pub async fn recover(&self) -> Result<(), SessionError> {
         for (session_id, parent_id) in self.store.running().await? {
+            // After the turn's own start or end (which hold this lock) is written.
+            let _turns = self.turns.of(&session_id).lock().await;
+            if self.runs_here(&session_id, &parent_id) {
+                // Its lease lapsed while the database was away, but this process still runs
+                // it (or holds its end until storage takes it): renewing takes the lease back.
+                tracing::info!(
+                    session_id,
+                    parent_id,
+                    "an expired lease is this replica's running turn: left to run"
+                );
+                continue;
+            }
             match self.interrupt(&session_id, &parent_id).await {
                 Ok(()) => {}
                 // Another replica ended it first.
@@ -28,6 +40,19 @@ impl SessionService {
             }
         }
         Ok(())
+    }
+
+    /// Whether this process runs `session_id`'s turn `parent_id`, or holds its end for storage.
+    fn runs_here(&self, session_id: &str, parent_id: &str) -> bool {
+        let running = self
+            .running
+            .lock()
+            .is_ok_and(|r| r.get(session_id).is_some_and(|t| t.parent_id == parent_id));
+        running
+            || self.pending.lock().is_ok_and(|p| {
+                p.get(session_id)
+                    .is_some_and(|end| end.correlation.parent_id == parent_id)
+            })
     }
 
     /// Ends a turn nobody runs any more with `turn_failed{interrupted}`.

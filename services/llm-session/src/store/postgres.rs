@@ -400,7 +400,7 @@ impl SessionStore for PgStore {
                     session_id = %event.session_id,
                     seq = event.seq,
                     error = %fault.reason,
-                    "appending a turn's event failed; trying again while its lease lasts"
+                    "appending a turn's event failed; trying again for up to a turn lease"
                 );
                 (std::time::Instant::now(), 0)
             });

@@ -119,7 +119,14 @@ fn outcome(result: &Result<Completion, StepError>) -> &'static str {
         Ok(_) => "ok",
         Err(StepError::Provider(e)) => failure(e),
         Err(StepError::OutputLimit) => "output_limit",
-        Err(_) => "error",
+        // Ended on this side (the turn cancelled or out of time, the session store failing):
+        // nothing the provider did, so no provider alert counts it.
+        Err(
+            StepError::Store(_)
+            | StepError::Cancelled
+            | StepError::TimeLimit(_)
+            | StepError::MaxRounds(_),
+        ) => "aborted",
     }
 }
 
@@ -136,7 +143,7 @@ pub(super) const OUTCOMES: &[&str] = &[
     "in_stream",
     "missing_key",
     "output_limit",
-    "error",
+    "aborted",
 ];
 
 /// Every `reason` a provider request is sent again for: [`failure`]'s labels, or a refusal of
@@ -421,8 +428,14 @@ mod tests {
             assert!(RETRY_REASONS.contains(label), "{label}");
         }
         assert!(OUTCOMES.contains(&outcome(&Err(StepError::OutputLimit))));
-        assert!(OUTCOMES.contains(&outcome(&Err(StepError::Cancelled))));
-        assert_eq!(OUTCOMES.len(), failures.len() + 2, "ok and error besides");
+        assert_eq!(outcome(&Err(StepError::Cancelled)), "aborted");
+        assert_eq!(
+            outcome(&Err(StepError::Store(crate::store::StoreError::Deleted(
+                "s".into()
+            )))),
+            "aborted"
+        );
+        assert_eq!(OUTCOMES.len(), failures.len() + 2, "ok and aborted besides");
         assert_eq!(
             RETRY_REASONS.len(),
             failures.len() + 1,

@@ -316,3 +316,71 @@ async fn a_running_turn_rides_out_a_database_restart() {
     r.a.stop().await.unwrap();
     r.b.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_replica_leaves_its_own_running_turn_alone_when_its_lease_lapsed() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let lines = ploke_runtime::testing::Captured::default();
+    let writer = lines.clone();
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(move || writer.clone())
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("ploke_llm_session", tracing::Level::INFO),
+                ),
+        ),
+    );
+    tracing::callsite::rebuild_interest_cache();
+    let Some(r) = replicas().await else { return };
+    // Only A: B would end an expired turn as a replica that outlived A (by design).
+    r.b.stop().await.unwrap();
+    let id = create(&r.a).await;
+    r.fake
+        .push([Reply::text(&["still ", "mine"]).pause_after(2)]);
+    let mut live = stream(&r.a, &id, 0, true).await;
+    r.a.sessions()
+        .send_message(send(&id, "go on"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|e: &SessionEvent| matches!(e.event, Some(session_event::Event::AssistantDelta(_))))
+    {
+        seen.push(live.message().await.unwrap().unwrap());
+    }
+    // The lease reads as lapsed whatever A renews (as after a database outage longer than
+    // the lease): A's own sweep finds its own live turn.
+    r.pg.sql(
+        "ploke",
+        &format!(
+            "CREATE FUNCTION lapse() RETURNS trigger AS $$ BEGIN \
+               NEW.lease_until := now() - interval '1 second'; RETURN NEW; END $$ LANGUAGE plpgsql; \
+             CREATE TRIGGER lapse BEFORE UPDATE ON sessions FOR EACH ROW \
+               WHEN (NEW.id = '{id}' AND NEW.running_parent IS NOT NULL) EXECUTE FUNCTION lapse(); \
+             UPDATE sessions SET lease_until = now() WHERE id = '{id}'"
+        ),
+    )
+    .unwrap();
+    ploke_e2e::wait::poll(|| {
+        let text = lines.text();
+        async move {
+            if text.contains("this replica's running turn: left to run") {
+                Ok(())
+            } else {
+                Err(format!("A's sweep has not run yet:\n{text}"))
+            }
+        }
+    })
+    .await;
+    r.fake.resume();
+    seen.extend(until_end(&mut live).await);
+    let Some(session_event::Event::TurnCompleted(_)) = &seen.last().unwrap().event else {
+        panic!("{seen:?}\n{}", lines.text())
+    };
+    r.a.stop().await.unwrap();
+}
