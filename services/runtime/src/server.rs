@@ -119,6 +119,7 @@ impl Readiness {
     /// Raises (`Some(reason)`) or clears (`None`) the fault `name`; while any fault is raised
     /// the service reports NOT_SERVING. Transitions are logged.
     pub async fn set_fault(&self, name: &'static str, fault: Option<String>) {
+        crate::metrics::record::health_fault(self.service_name(), name, fault.is_some());
         self.update(|s| match fault {
             Some(reason) => {
                 if s.faults.get(name) != Some(&reason) {

@@ -43,6 +43,9 @@ pub const POOL_QUEUED: &str = "ploke_blocking_pool_queued";
 /// Callers turned away by a saturated blocking pool, by `service` (counter).
 pub const POOL_REJECTED: &str = "ploke_blocking_pool_rejected_total";
 
+/// Whether a health fault is raised, by `service` and `fault` (gauge, 1 or 0).
+pub const HEALTH_FAULT: &str = "ploke_health_fault";
+
 /// Registers help texts and units (called once, when the recorder is installed).
 pub(super) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
@@ -79,6 +82,10 @@ pub(super) fn describe() {
         INDEX_DURATION,
         Unit::Seconds,
         "index runs: full builds and refreshes"
+    );
+    describe_gauge!(
+        HEALTH_FAULT,
+        "1 while a health fault holds the service NOT_SERVING (storage, index_storage, blocking_pool, ...), else 0"
     );
     describe_gauge!(POOL_SIZE, "blocking worker slots");
     describe_gauge!(POOL_BUSY, "blocking worker slots taken");
@@ -223,6 +230,18 @@ pub fn pool_state(service: &str, size: usize, busy: usize, queued: usize) {
     gauge!(POOL_SIZE, "service" => service.to_owned()).set(size as f64);
     gauge!(POOL_BUSY, "service" => service.to_owned()).set(busy as f64);
     gauge!(POOL_QUEUED, "service" => service.to_owned()).set(queued as f64);
+}
+
+/// The health fault `fault` of `service` is raised (`true`) or cleared.
+pub fn health_fault(service: &str, fault: &'static str, raised: bool) {
+    if !super::enabled() {
+        return;
+    }
+    gauge!(HEALTH_FAULT, "service" => service.to_owned(), "fault" => fault).set(if raised {
+        1.0
+    } else {
+        0.0
+    });
 }
 
 /// The blocking pool of `service` turned a caller away.

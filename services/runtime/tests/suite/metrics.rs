@@ -163,6 +163,18 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
     let _watch = pool.watch(host.readiness(), Duration::from_secs(60));
     // Its refusals are counted from 0 before the first one.
     let svc = [("service", "t.v1.Metrics")];
+    // A health fault is a gauge an alert can watch: 1 while raised, 0 once it clears.
+    let fault = [("service", "t.v1.Metrics"), ("fault", "storage")];
+    host.readiness()
+        .set_fault("storage", Some("disk full".into()))
+        .await;
+    let body = scrape(addr, "/metrics").await.unwrap().body;
+    assert_eq!(
+        metric(&body, "ploke_health_fault", &fault),
+        Some(1.0),
+        "{body}"
+    );
+    host.readiness().set_fault("storage", None).await;
     let body = scrape(addr, "/metrics").await.unwrap().body;
     assert_eq!(
         metric(&body, "ploke_blocking_pool_rejected_total", &svc),
