@@ -134,18 +134,21 @@ pub fn search_hits(found: &SearchResponse) -> Vec<String> {
     lines
 }
 
-/// Characters of a hit's line shown as its preview.
-const PREVIEW_CHARS: usize = 160;
+/// Terminal cells of a hit's line shown as its preview.
+const PREVIEW_CELLS: usize = 160;
 
-/// A line of a file as a terminal may show it: trimmed, cut to [`PREVIEW_CHARS`] (a minified
-/// file's one line printed a megabyte per hit), control characters (an escape sequence in the
-/// file would drive the terminal) shown as `?`.
+/// A line of a file as a terminal may show it: trimmed, cut to [`PREVIEW_CELLS`] cells (a
+/// minified file's one line printed a megabyte per hit; a line in Chinese takes two cells a
+/// character) with its length in bytes, control characters (an escape sequence in the file
+/// would drive the terminal) shown as `?`.
 fn preview(line: &str) -> String {
-    let clipped = ploke_runtime::text::clip(line.trim(), PREVIEW_CHARS);
-    clipped
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+    let line = line.trim();
+    let shown = fit(line, PREVIEW_CELLS);
+    if width(line) > PREVIEW_CELLS {
+        format!("{shown}({} bytes)", line.len())
+    } else {
+        shown
+    }
 }
 
 /// An item's first line of code: past its doc comments (`///`, `//`, `/** … */`), attributes,
@@ -339,6 +342,17 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(search_hits(&found)[1], "       let s = \"?]0;PWNED?\";");
+        // Chinese takes two cells a character: a line of it is cut at half the characters.
+        let chinese = format!("/// {}", "用中文问候用户".repeat(40));
+        let found = SearchResponse {
+            hits: vec![hit("src/lib.rs", "", (1, 1), &chinese)],
+            ..Default::default()
+        };
+        let preview = &search_hits(&found)[1];
+        assert!(
+            width(preview) < 200 && preview.ends_with(&format!("…({} bytes)", chinese.len())),
+            "{preview}"
+        );
         // While the index is being built, an empty answer says so.
         let indexing = SearchResponse {
             index_state: ploke_proto::rag::v1::IndexState::Indexing as i32,

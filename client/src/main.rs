@@ -101,7 +101,7 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Your sessions: list (the default), rm.
+    /// Your sessions: list (the default), cancel, rm.
     Sessions {
         #[command(subcommand)]
         command: Option<cmd::sessions::SessionsCommand>,
@@ -111,7 +111,7 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Review staged edits: list, approve, deny.
+    /// Review staged edits: list, approve, deny, fetch.
     Edits {
         #[command(subcommand)]
         command: Option<cmd::edits::EditsCommand>,
@@ -264,9 +264,20 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
         } => cmd::mcp::mcp(&target, max_result_tokens).await,
         Command::Config { target } => cmd::config::config(&target).await,
         Command::Status { gateway } => {
+            let named = gateway.is_some();
             let gateway = gateway.unwrap_or_else(cmd::running::gateway_here);
             let token = std::env::var("PLOKE_TOKEN").ok().filter(|t| !t.is_empty());
-            let mut client = cmd::connect(&gateway, token).await?;
+            let mut client = match cmd::connect(&gateway, token).await {
+                Ok(client) => client,
+                // Nothing named and nothing recorded here: say what would serve.
+                Err(e) if !named && gateway == cmd::DEFAULT_GATEWAY => {
+                    return Err(e.context(
+                        "no `ploke up` serves this directory or one above it: start one with \
+                         `ploke up`, or name a gateway with --gateway or PLOKE_GATEWAY",
+                    ));
+                }
+                Err(e) => return Err(e),
+            };
             let status = cmd::up::system_status(&mut client).await?;
             cmd::up::print_status(&gateway, &status);
             if status

@@ -128,6 +128,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                     open_line = false;
                 }
                 if cancelling {
+                    print_partial(&piped);
                     bail!(
                         "stopped waiting; the turn of session {} may still be ending",
                         session.session_id
@@ -158,6 +159,7 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
             Followed::Interrupted(why) => {
                 resumes += 1;
                 if resumes > RESUMES {
+                    print_partial(&piped);
                     bail!(
                         "the event stream kept breaking ({why}); the session is {}",
                         session.session_id
@@ -166,7 +168,10 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 eprintln!("\n(event stream interrupted: {why}; resuming)");
                 continue;
             }
-            Followed::Gone(why) => bail!("{why}"),
+            Followed::Gone(why) => {
+                print_partial(&piped);
+                bail!("{why}")
+            }
         };
         let Some(event) = event.event else { continue };
         match event {
@@ -230,14 +235,21 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                 return Ok(());
             }
             Event::TurnFailed(f) => {
-                if !piped.is_empty() {
-                    println!("{piped}");
-                }
+                print_partial(&piped);
                 let reason = crate::describe::turn_failure(f.reason);
                 bail!("the turn failed ({reason}): {}", f.message);
             }
             Event::UserMessage(_) | Event::ToolCallProgress(_) | Event::ContextPlan(_) => {}
         }
+    }
+}
+
+/// What a piped answer holds so far, printed when `ask` ends without the turn's end (the
+/// stream gave up, the turn failed, the wait was stopped): the answer up to there, as a
+/// terminal would have shown it.
+fn print_partial(piped: &str) {
+    if !piped.is_empty() {
+        println!("{piped}");
     }
 }
 
