@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::tokenize::{code_tokens, is_ident_char, is_stopword};
+use crate::tokenize::{code_tokens, is_cjk, is_ident_char, is_stopword};
 
 /// Longest span looked for, in bytes (a pasted line, not a file).
 const MAX_SPAN_BYTES: usize = 200;
@@ -43,12 +43,14 @@ pub fn outside_quotes(query: &str) -> Cow<'_, str> {
 }
 
 /// Whether `text` holds one of `spans` (as [`quoted_spans`] made them), not as part of a
-/// longer word (`"shr() overflow"` is not in `"overflowing_shr() overflow"`).
+/// longer word (`"shr() overflow"` is not in `"overflowing_shr() overflow"`; a span of Chinese
+/// is found inside a longer run, which has no word edges).
 pub fn holds_any(text: &str, spans: &[String]) -> bool {
     let text = normalised(text);
+    // Scripts written without spaces have no word edges to respect.
     let joins = |a: Option<char>, b: Option<char>| {
         a.zip(b)
-            .is_some_and(|(a, b)| is_ident_char(a) && is_ident_char(b))
+            .is_some_and(|(a, b)| is_ident_char(a) && is_ident_char(b) && !is_cjk(a) && !is_cjk(b))
     };
     spans.iter().any(|span| {
         let (Some(first), last) = (span.chars().next(), span.chars().next_back()) else {
@@ -83,8 +85,9 @@ fn quoted(query: &str) -> Vec<(Range<usize>, String)> {
         for pair in quotes.chunks_exact(2) {
             let inside = &line[pair[0] + 1..pair[1]];
             let span = normalised(inside);
+            // A quoted run of CJK characters is a phrase, not a name.
             if span.len() <= MAX_SPAN_BYTES
-                && span.contains(|c: char| !is_ident_char(c))
+                && span.contains(|c: char| !is_ident_char(c) || is_cjk(c))
                 && code_tokens(&span).iter().any(|w| !is_stopword(w))
             {
                 found.push((line_start + pair[0] + 1..line_start + pair[1], span));
@@ -221,6 +224,12 @@ mod tests {
         // Letters of any script are word characters; other characters are not.
         let spans = quoted_spans(r#""échec de lecture""#);
         assert!(holds_any("« Échec de lecture »", &spans));
+        // Chinese has no word edges: a quoted word is found inside a longer run, and a run
+        // with no punctuation is a phrase, not a name.
+        let spans = quoted_spans(r#"where is "问候用户" done"#);
+        assert_eq!(spans, ["问候用户"]);
+        assert!(holds_any("/// 用中文问候用户，例如", &spans));
+        assert!(!holds_any("/// 用中文问候", &spans));
         assert!(!holds_any("réchec de lecture", &spans));
         assert!(!holds_any("échec de lectureé", &spans));
     }

@@ -112,22 +112,86 @@ pub fn word_parts(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `c` is written without spaces between words: Han ideographs, kana and Hangul.
+/// Their runs are tokenized as overlapping pairs of characters ([`cjk_tokens`]).
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30ff}'   // Hiragana, Katakana
+        | '\u{3400}'..='\u{4dbf}' // CJK Extension A
+        | '\u{4e00}'..='\u{9fff}' // CJK Unified Ideographs
+        | '\u{ac00}'..='\u{d7af}' // Hangul syllables
+        | '\u{f900}'..='\u{faff}' // CJK Compatibility Ideographs
+        | '\u{ff66}'..='\u{ff9f}' // Halfwidth Katakana
+        | '\u{20000}'..='\u{2fa1f}' // CJK Extensions B–F, Compatibility Supplement
+    )
+}
+
+/// The tokens of a run of [`is_ident_char`] holding CJK characters: the whole run (when short
+/// enough), each stretch of other characters as an identifier of its own, and each pair of
+/// neighbouring CJK characters (a lone one alone). A word inside a run of Chinese
+/// (`问候用户` in `用中文问候用户`) is then found by its pairs, as search engines for these
+/// scripts do; a run longer than [`MAX_TOKEN_BYTES`] (a sentence) is no longer dropped.
+fn cjk_tokens(ident: &str, from: usize, f: &mut dyn FnMut(&str, usize, usize)) {
+    let whole = (ident.len() <= MAX_TOKEN_BYTES).then(|| ident.to_lowercase());
+    if let Some(whole) = &whole {
+        f(whole, from, from + ident.len());
+    }
+    // A pair or a lone character that is the whole run is said once.
+    let mut f = |t: &str, a: usize, b: usize| {
+        if whole.as_deref() != Some(t) {
+            f(t, a, b);
+        }
+    };
+    let chars: Vec<(usize, char)> = ident.char_indices().collect();
+    let mut i = 0;
+    while let Some(&(at, c)) = chars.get(i) {
+        let cjk = is_cjk(c);
+        let mut j = i + 1;
+        while chars.get(j).is_some_and(|&(_, d)| is_cjk(d) == cjk) {
+            j += 1;
+        }
+        let end = chars.get(j).map_or(ident.len(), |&(e, _)| e);
+        if !cjk {
+            word_tokens(&ident[at..end], from + at, &mut f);
+        } else if j - i == 1 {
+            f(&ident[at..end], from + at, from + end);
+        } else {
+            for k in i..j - 1 {
+                let (a, _) = chars[k];
+                let b = chars.get(k + 2).map_or(ident.len(), |&(e, _)| e);
+                f(&ident[a..b], from + a, from + b);
+            }
+        }
+        i = j;
+    }
+}
+
+/// The tokens of one identifier without CJK characters: whole (lowercased) and its stemmed
+/// parts.
+fn word_tokens(ident: &str, from: usize, f: &mut dyn FnMut(&str, usize, usize)) {
+    let to = from + ident.len();
+    if ident.len() > MAX_TOKEN_BYTES {
+        return;
+    }
+    let whole = ident.to_lowercase();
+    f(&whole, from, to);
+    for part in split_identifier(ident) {
+        let lower = stem(&part.to_lowercase());
+        if lower != whole {
+            f(&lower, from, to);
+        }
+    }
+}
+
 /// Calls `f(token, byte_from, byte_to)` for every token of `text`.
 fn for_each_token(text: &str, mut f: impl FnMut(&str, usize, usize)) {
     let mut start: Option<usize> = None;
     let emit = |from: usize, to: usize, f: &mut dyn FnMut(&str, usize, usize)| {
         let ident = &text[from..to];
-        if ident.len() > MAX_TOKEN_BYTES {
-            return;
-        }
-        let whole = ident.to_lowercase();
-        let parts = split_identifier(ident);
-        f(&whole, from, to);
-        for part in parts {
-            let lower = stem(&part.to_lowercase());
-            if lower != whole {
-                f(&lower, from, to);
-            }
+        if !ident.is_ascii() && ident.contains(is_cjk) {
+            cjk_tokens(ident, from, f);
+        } else {
+            word_tokens(ident, from, f);
         }
     };
     for (i, c) in text.char_indices() {
@@ -242,6 +306,50 @@ mod tests {
         assert_eq!(
             code_tokens("parse_headers"),
             vec!["parse_headers", "pars", "header"]
+        );
+    }
+
+    #[test]
+    fn cjk_runs_are_tokenized_as_pairs_of_characters() {
+        assert_eq!(
+            code_tokens("/// 用中文问候用户，例如 HTTP服务器"),
+            [
+                "用中文问候用户",
+                "用中",
+                "中文",
+                "文问",
+                "问候",
+                "候用",
+                "用户",
+                "例如",
+                "http服务器",
+                "http",
+                "服务",
+                "务器",
+            ]
+        );
+        // A word inside the run shares its pairs with the query that names it alone.
+        let doc = code_tokens("用中文问候用户");
+        assert!(
+            code_tokens("问候用户")
+                .iter()
+                .skip(1)
+                .all(|t| doc.contains(t))
+        );
+        // A lone character, kana and Hangul; a sentence too long to keep whole keeps its pairs.
+        assert_eq!(
+            code_tokens("値 ひらがな"),
+            ["値", "ひらがな", "ひら", "らが", "がな"]
+        );
+        assert_eq!(code_tokens("한국어"), ["한국어", "한국", "국어"]);
+        let sentence = "这是一个非常长的中文句子没有任何标点符号用来测试分词器的行为";
+        let tokens = code_tokens(sentence);
+        assert!(!tokens.contains(&sentence.to_owned()));
+        assert_eq!(tokens.len(), sentence.chars().count() - 1);
+        // Nothing changes for other scripts.
+        assert_eq!(
+            code_tokens("größe_Ändern"),
+            ["größe_ändern", "größe", "ändern"]
         );
     }
 

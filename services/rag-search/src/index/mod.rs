@@ -20,7 +20,7 @@ use items::Items;
 const META_FILE: &str = "meta.json";
 /// Bumped whenever parsing, tokenization or item ids change meaning: an index of another
 /// version is rebuilt from scratch (embeddings are still reused by content hash).
-const META_VERSION: u32 = 8;
+const META_VERSION: u32 = 9;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct FileRecord {

@@ -535,3 +535,33 @@ async fn dense_and_hybrid_with_the_real_model() {
     assert_eq!((again.items_embedded, again.files_unchanged), (0, 5));
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_word_inside_a_run_of_chinese_is_found_plain_and_quoted() {
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    write(ws.path(), "Cargo.toml", "[package]\nname = \"demo\"\n");
+    write(
+        ws.path(),
+        "src/lib.rs",
+        "/// 用中文问候用户，例如欢迎使用本系统。\npub fn greet() {}\n\n\
+         /// 发射火箭之前检查燃料是否足够并且确认所有系统都已经准备就绪\npub fn launch() {}\n\n\
+         /// 校验数据的完整性。\npub fn verify() {}\n",
+    );
+    let mut s = start(ws.path(), data.path()).await;
+    s.index(false).await;
+    for query in ["问候用户", "\"问候用户\"", "检查燃料", "确认所有系统"] {
+        let found = s.search(query, Strategy::Bm25, None).await;
+        assert_eq!(
+            names(&found).first().map(String::as_str),
+            Some(if query.contains("问候") {
+                "crate::greet"
+            } else {
+                "crate::launch"
+            }),
+            "{query}: {:?}",
+            names(&found)
+        );
+    }
+    s.stop().await;
+}
