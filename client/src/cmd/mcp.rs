@@ -22,7 +22,13 @@ pub async fn mcp(target: &Target, max_result_tokens: Option<u32>) -> anyhow::Res
             ..Default::default()
         },
     )?;
-    let _telemetry = ploke_runtime::telemetry::init("ploke-mcp", &defaults.telemetry)?;
+    // The MCP client keeps this process's stderr as its log: warnings and errors only, unless
+    // a level was asked for (`PLOKE_LOG`, `[telemetry] log_filter`, `RUST_LOG`).
+    let mut telemetry = defaults.telemetry.clone();
+    if telemetry.log_filter == ploke_runtime::config::TelemetryConfig::default().log_filter {
+        telemetry.log_filter = "warn".into();
+    }
+    let _telemetry = ploke_runtime::telemetry::init("ploke-mcp", &telemetry)?;
     let max_result_tokens = max_result_tokens.unwrap_or(defaults.gateway.mcp_max_result_tokens);
     if max_result_tokens < ploke_runtime::config::GatewayConfig::MIN_MCP_RESULT_TOKENS {
         anyhow::bail!(
