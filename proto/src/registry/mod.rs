@@ -25,6 +25,7 @@ const TOOL_CALL: &str = "ploke.tools.v1.ToolCall";
 const TOOL_RESULT: &str = "ploke.tools.v1.ToolResult";
 const RULES_EXT: &str = "ploke.tools.v1.rules";
 const MODEL_OMITS_EXT: &str = "ploke.tools.v1.model_omits";
+const ALWAYS_SHOWN_EXT: &str = "ploke.tools.v1.always_shown";
 const TOOL_EXT: &str = "ploke.tools.v1.tool";
 
 /// One tool of the registry.
@@ -66,6 +67,7 @@ pub struct ToolRegistry {
     tool_result: MessageDescriptor,
     rules: ExtensionDescriptor,
     model_omits: ExtensionDescriptor,
+    always_shown: ExtensionDescriptor,
     tools: Vec<Tool>,
 }
 
@@ -96,12 +98,16 @@ impl ToolRegistry {
         let model_omits = pool
             .get_extension_by_name(MODEL_OMITS_EXT)
             .ok_or(RegistryError::Missing(MODEL_OMITS_EXT))?;
+        let always_shown = pool
+            .get_extension_by_name(ALWAYS_SHOWN_EXT)
+            .ok_or(RegistryError::Missing(ALWAYS_SHOWN_EXT))?;
         let mut registry = ToolRegistry {
             pool,
             tool_call: tool_call.clone(),
             tool_result: tool_result.clone(),
             rules,
             model_omits,
+            always_shown,
             tools: Vec::new(),
         };
         let mut tools = Vec::new();

@@ -1,5 +1,6 @@
 //! Rendering a dynamic message to JSON in the shape the parser accepts: proto field names,
-//! enums as their short lowercase names, only the fields that are set. For a model, fields
+//! enums as their short lowercase names, only the fields that are set (and those marked
+//! `(always_shown)`, such as `found: false`). For a model, fields
 //! marked `(model_omits)` are left out and times are RFC 3339 text.
 
 use prost_reflect::{DynamicMessage, Kind, ReflectMessage as _, Value};
@@ -45,6 +46,20 @@ fn message_json(registry: &ToolRegistry, message: &DynamicMessage, reader: Reade
             field.name().to_owned(),
             value_json(registry, &kind, value, reader),
         );
+    }
+    // Fields marked `(always_shown)` at their default (`found: false`), which `fields()` skips.
+    for field in message.descriptor().fields() {
+        let options = field.options();
+        if !object.contains_key(field.name())
+            && options.has_extension(&registry.always_shown)
+            && options.get_extension(&registry.always_shown).as_bool() == Some(true)
+        {
+            let value = message.get_field(&field);
+            object.insert(
+                field.name().to_owned(),
+                value_json(registry, &field.kind(), &value, reader),
+            );
+        }
     }
     Json::Object(object)
 }

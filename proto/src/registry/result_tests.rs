@@ -68,6 +68,33 @@ fn results_render_as_json_in_the_shape_of_their_schema() {
         )
     );
     assert_eq!(registry().result_json(&ToolResult { result: None }), None);
+    // Nothing found is said, not an empty object; a missing file likewise.
+    let nothing = ToolResult {
+        result: Some(tool_result::Result::CodeItemLookup(CodeItemLookupResult {
+            found: false,
+            items: vec![],
+        })),
+    };
+    assert_eq!(
+        registry().result_json(&nothing),
+        Some(("code_item_lookup", serde_json::json!({"found": false})))
+    );
+    assert_eq!(
+        registry().model_json(&nothing).as_deref(),
+        Some(r#"{"found":false}"#)
+    );
+    let missing = ToolResult {
+        result: Some(tool_result::Result::GetFileMetadata(
+            crate::tools::v1::GetFileMetadataResult {
+                file_path: "src/gone.rs".into(),
+                ..Default::default()
+            },
+        )),
+    };
+    assert_eq!(
+        registry().result_json(&missing).map(|(_, json)| json),
+        Some(serde_json::json!({"file_path": "src/gone.rs", "exists": false}))
+    );
     // Every result schema is an object schema naming the result message's fields.
     for tool in registry().tools() {
         let schema: serde_json::Value =
