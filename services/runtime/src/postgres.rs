@@ -122,7 +122,11 @@ pub async fn connect(
     component: &str,
     migrations: &[Migration],
 ) -> Result<PgDatabase, PgOpenError> {
-    let options = PgConnectOptions::from_str(url).map_err(PgOpenError::Url)?;
+    // The server's NOTICEs ("relation … already exists, skipping" at every start's
+    // migrations) are not worth a log line each.
+    let options = PgConnectOptions::from_str(url)
+        .map_err(PgOpenError::Url)?
+        .options([("client_min_messages", "warning")]);
     let target = format!(
         "{}:{}/{}",
         options.get_host(),
@@ -305,7 +309,9 @@ async fn connect_once(pool: &PgPool) -> String {
     match tokio::time::timeout(ACQUIRE_TIMEOUT, sqlx::PgConnection::connect_with(&options)).await {
         Ok(Ok(conn)) => {
             let _ = conn.close().await;
-            "a connection outside the pool succeeds (every pooled connection is busy)".to_owned()
+            "a connection outside the pool succeeds now (the server came back while the pool \
+             waited, or every pooled connection is busy)"
+                .to_owned()
         }
         Ok(Err(e)) => format!("connecting: {e}"),
         Err(_) => format!(
