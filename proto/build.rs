@@ -13,6 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={}", proto.display());
     }
     println!("cargo:rerun-if-changed=build.rs");
+    // A proto added (a new package directory) is seen too: cargo scans a directory whole.
+    println!("cargo:rerun-if-changed={}", root.join("ploke").display());
 
     // Source info is kept: field comments become the descriptions the model reads.
     let mut compiler = protox::Compiler::new([&root])?;

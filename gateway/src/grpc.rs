@@ -562,7 +562,14 @@ impl GatewayGrpc {
                         ),
                     ),
                 },
-                Ok(Ok(other)) => (ServingState::NotServing, format!("{other:?}")),
+                // Why, when the backend says (its faults and their causes).
+                Ok(Ok(other)) => (
+                    ServingState::NotServing,
+                    match u.faults(Duration::from_secs(2)).await {
+                        Some(faults) => format!("not serving: {faults}"),
+                        None => format!("{other:?}"),
+                    },
+                ),
                 Ok(Err(status)) => (ServingState::Unreachable, status.message().to_owned()),
                 Err(_) => (
                     ServingState::Unreachable,

@@ -45,6 +45,28 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// What holds the backend NOT_SERVING, as one line (`storage: …; blocking_pool: …`), asked
+    /// of its `ploke.runtime.v1.Faults` within `wait`; `None` when it cannot be told (an older
+    /// backend, no answer in time, no fault).
+    pub async fn faults(&self, wait: std::time::Duration) -> Option<String> {
+        use ploke_proto::runtime::v1::ListFaultsRequest;
+        use ploke_proto::runtime::v1::faults_client::FaultsClient;
+        let mut client = FaultsClient::new(self.internal.clone());
+        let listed = tokio::time::timeout(wait, client.list_faults(ListFaultsRequest {}))
+            .await
+            .ok()?
+            .ok()?
+            .into_inner();
+        let said: Vec<String> = listed
+            .faults
+            .iter()
+            .map(|f| format!("{}: {}", f.name, f.reason))
+            .collect();
+        (!said.is_empty()).then(|| said.join("; "))
+    }
+}
+
 /// Every upstream the gateway forwards to.
 #[derive(Debug, Clone)]
 pub struct Upstreams {

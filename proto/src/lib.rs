@@ -29,10 +29,15 @@ mod generated {
                 include!(concat!(env!("OUT_DIR"), "/ploke.gateway.v1.rs"));
             }
         }
+        pub mod runtime {
+            pub mod v1 {
+                include!(concat!(env!("OUT_DIR"), "/ploke.runtime.v1.rs"));
+            }
+        }
     }
 }
 
-pub use generated::ploke::{common, gateway, rag, session, tools};
+pub use generated::ploke::{common, gateway, rag, runtime, session, tools};
 
 /// Encoded `FileDescriptorSet` of every ploke proto and its imports, with source info.
 pub const FILE_DESCRIPTOR_SET: &[u8] =

@@ -10,6 +10,7 @@ pub mod client;
 pub mod config;
 pub mod correlation;
 pub mod decode_errors;
+pub mod faults;
 pub mod internal;
 pub mod language;
 pub mod metrics;

@@ -36,6 +36,9 @@ const EXTRA_SERVICES: [&str; 3] = [
     "grpc.reflection.v1alpha.ServerReflection",
 ];
 
+/// The service of a backend's faults ([`crate::faults`]).
+const FAULTS_SERVICE: &str = "ploke.runtime.v1.Faults";
+
 /// A server could not start or failed while serving.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -231,6 +234,16 @@ impl ServiceHost {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ServeError> {
+        // A backend also says why it is not serving (behind its internal token); the gateway,
+        // open to its callers, does not.
+        let faults = matches!(self.access, Access::Internal { .. });
+        let own: Vec<&str> = self
+            .readiness
+            .names
+            .iter()
+            .map(String::as_str)
+            .chain(faults.then_some(FAULTS_SERVICE))
+            .collect();
         // Reflection lists exactly what this server serves (the descriptor set holds every
         // ploke service; grpcurl users should not see services of other ports).
         let reflection = || {
@@ -238,13 +251,7 @@ impl ServiceHost {
             for set in DESCRIPTOR_SETS {
                 builder = builder.register_encoded_file_descriptor_set(set);
             }
-            for name in self
-                .readiness
-                .names
-                .iter()
-                .map(String::as_str)
-                .chain(EXTRA_SERVICES)
-            {
+            for name in own.iter().copied().chain(EXTRA_SERVICES) {
                 builder = builder.with_service_name(name);
             }
             builder
@@ -255,10 +262,14 @@ impl ServiceHost {
         let reflection_v1alpha = reflection()
             .build_v1alpha()
             .map_err(|e| ServeError::Reflection(e.to_string()))?;
-        let routes = routes
+        let mut routes = routes
             .add_service(self.health)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
+        if faults {
+            routes =
+                routes.add_service(crate::faults::FaultsService::server(self.readiness.clone()));
+        }
 
         let bound = listener.local_addr().map_err(ServeError::Listener)?;
         let internal = crate::internal::guard(&self.access, bound)?;
@@ -283,7 +294,7 @@ impl ServiceHost {
             }
         };
         let metrics = {
-            let mut served: Vec<&str> = self.readiness.names.iter().map(String::as_str).collect();
+            let mut served = own.clone();
             served.extend(EXTRA_SERVICES);
             crate::metrics::rpc::RpcMetricsLayer::new(&served, &DESCRIPTOR_SETS)
         };

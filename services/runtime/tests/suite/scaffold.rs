@@ -47,6 +47,7 @@ async fn reflection_lists_services_in_v1_and_v1alpha() {
         "grpc.health.v1.Health".to_owned(),
         "grpc.reflection.v1.ServerReflection".to_owned(),
         "grpc.reflection.v1alpha.ServerReflection".to_owned(),
+        "ploke.runtime.v1.Faults".to_owned(),
         "ploke.tools.v1.ToolExecutor".to_owned(),
     ];
     for version in [ReflectionVersion::V1, ReflectionVersion::V1Alpha] {

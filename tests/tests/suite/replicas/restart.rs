@@ -219,6 +219,23 @@ async fn a_database_that_goes_away_answers_unavailable_and_not_serving_until_it_
         refused.message()
     );
     becomes(ServingStatus::NotServing).await;
+    // The gateway's status says why, from the backend's own faults.
+    let status =
+        r.a.gateway()
+            .get_system_status(ploke_proto::gateway::v1::GetSystemStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+    let session = status
+        .services
+        .iter()
+        .find(|s| s.service == "ploke.session.v1.LlmSession")
+        .unwrap();
+    assert!(
+        session.message.starts_with("not serving: storage: ")
+            && session.message.contains("postgres 127.0.0.1"),
+        "{session:?}"
+    );
 
     r.pg.restart().unwrap();
     becomes(ServingStatus::Serving).await;
