@@ -4,6 +4,7 @@ mod faults;
 mod indexing;
 mod internal_auth;
 mod large_replies;
+mod logs;
 mod mcp;
 mod polyglot;
 mod remote_embeddings;

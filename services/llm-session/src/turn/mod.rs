@@ -128,19 +128,18 @@ pub fn count_from_zero<'a>(providers: impl IntoIterator<Item = &'a str>) {
         ["request", "retention"].map(|reason| vec![("reason", reason.to_owned())]),
     );
     for provider in providers {
-        let each = |key: &'static str, values: &[&str]| {
+        let each = |key: &'static str, values: &mut dyn Iterator<Item = &'static str>| {
             values
-                .iter()
-                .map(|v| vec![("provider", provider.to_owned()), (key, (*v).to_owned())])
+                .map(|v| vec![("provider", provider.to_owned()), (key, v.to_owned())])
                 .collect::<Vec<_>>()
         };
         record::from_zero(
             record::PROVIDER_REQUESTS,
-            each("outcome", request::OUTCOMES),
+            each("outcome", &mut request::outcomes()),
         );
         record::from_zero(
             record::PROVIDER_RETRIES,
-            each("reason", request::RETRY_REASONS),
+            each("reason", &mut request::retry_reasons()),
         );
     }
 }

@@ -171,25 +171,8 @@ async fn a_session_is_only_its_principals_and_web_pages_are_refused() {
 
 #[tokio::test]
 async fn an_mcp_call_is_in_the_gateways_audit_trail() {
-    use tracing_subscriber::Layer as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
-    let lines = ploke_runtime::testing::Captured::default();
-    let writer = lines.clone();
-    // As in session/spans.rs: a second dispatcher keeps callsite interest honest.
-    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
-    let _guard = tracing::subscriber::set_default(
-        tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .json()
-                .flatten_event(true)
-                .with_writer(move || writer.clone())
-                .with_filter(
-                    tracing_subscriber::filter::Targets::new()
-                        .with_target(ploke_gateway::AUDIT_TARGET, tracing::Level::INFO),
-                ),
-        ),
-    );
-    tracing::callsite::rebuild_interest_cache();
+    let lines =
+        crate::suite::logs::Logs::capture(ploke_gateway::AUDIT_TARGET, tracing::Level::INFO, true);
     let d = deployment(|_| {}).await;
     for token in [ALICE, RITA] {
         let client = connect(&d.url(), token, TestClient::new(Era::Modern, None).0).await;

@@ -261,24 +261,8 @@ async fn a_database_that_goes_away_answers_unavailable_and_not_serving_until_it_
 
 #[tokio::test]
 async fn a_running_turn_rides_out_a_database_restart() {
-    use tracing_subscriber::Layer as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
-    let lines = ploke_runtime::testing::Captured::default();
-    let writer = lines.clone();
-    // As in session/spans.rs: a second dispatcher keeps callsite interest honest. The test's
-    // runtime has one thread, so the services' tasks log here.
-    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
-    let _guard = tracing::subscriber::set_default(
-        tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || writer.clone())
-                .with_filter(
-                    tracing_subscriber::filter::Targets::new()
-                        .with_target("ploke_llm_session", tracing::Level::INFO),
-                ),
-        ),
-    );
-    tracing::callsite::rebuild_interest_cache();
+    // The test's runtime has one thread, so the services' tasks log here.
+    let lines = crate::suite::logs::Logs::capture("ploke_llm_session", tracing::Level::INFO, false);
     let Some(r) = replicas().await else { return };
     let id = create(&r.a).await;
     // The reply's role and first piece, then (once the database is down) the rest.
@@ -298,14 +282,10 @@ async fn a_running_turn_rides_out_a_database_restart() {
     }
     r.pg.stop().unwrap();
     r.fake.resume();
-    ploke_e2e::wait::eventually(
-        "the turn tried to append while the database was down",
-        || {
-            let text = lines.text();
-            async move { text.contains("appending a turn's event failed; trying again") }
-        },
-    )
-    .await;
+    // The turn tried to append while the database was down.
+    lines
+        .wait_for("appending a turn's event failed; trying again")
+        .await;
     r.pg.restart().unwrap();
     seen.extend(until_end(&mut live).await);
     let Some(session_event::Event::TurnCompleted(_)) = &seen.last().unwrap().event else {
@@ -336,22 +316,7 @@ async fn a_running_turn_rides_out_a_database_restart() {
 
 #[tokio::test]
 async fn a_replica_leaves_its_own_running_turn_alone_when_its_lease_lapsed() {
-    use tracing_subscriber::Layer as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
-    let lines = ploke_runtime::testing::Captured::default();
-    let writer = lines.clone();
-    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
-    let _guard = tracing::subscriber::set_default(
-        tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || writer.clone())
-                .with_filter(
-                    tracing_subscriber::filter::Targets::new()
-                        .with_target("ploke_llm_session", tracing::Level::INFO),
-                ),
-        ),
-    );
-    tracing::callsite::rebuild_interest_cache();
+    let lines = crate::suite::logs::Logs::capture("ploke_llm_session", tracing::Level::INFO, false);
     let Some(r) = replicas().await else { return };
     // Only A: B would end an expired turn as a replica that outlived A (by design).
     r.b.stop().await.unwrap();
@@ -383,17 +348,10 @@ async fn a_replica_leaves_its_own_running_turn_alone_when_its_lease_lapsed() {
         ),
     )
     .unwrap();
-    ploke_e2e::wait::poll(|| {
-        let text = lines.text();
-        async move {
-            if text.contains("this replica's running turn: left to run") {
-                Ok(())
-            } else {
-                Err(format!("A's sweep has not run yet:\n{text}"))
-            }
-        }
-    })
-    .await;
+    // A's sweep ran and left it alone.
+    lines
+        .wait_for("this replica's running turn: left to run")
+        .await;
     r.fake.resume();
     seen.extend(until_end(&mut live).await);
     let Some(session_event::Event::TurnCompleted(_)) = &seen.last().unwrap().event else {
