@@ -265,21 +265,9 @@ async fn a_running_turn_rides_out_a_database_restart() {
     let lines = crate::suite::logs::Logs::capture("ploke_llm_session", tracing::Level::INFO, false);
     let Some(r) = replicas().await else { return };
     let id = create(&r.a).await;
-    // The reply's role and first piece, then (once the database is down) the rest.
-    r.fake
-        .push([Reply::text(&["before the restart, ", "after it"]).pause_after(2)]);
-    let mut live = stream(&r.a, &id, 0, true).await;
-    r.a.sessions()
-        .send_message(send(&id, "go on"))
-        .await
-        .unwrap();
-    let mut seen = Vec::new();
-    while !seen
-        .iter()
-        .any(|e: &SessionEvent| matches!(e.event, Some(session_event::Event::AssistantDelta(_))))
-    {
-        seen.push(live.message().await.unwrap().unwrap());
-    }
+    // The reply's first piece, then (once the database is down) the rest.
+    let (mut live, mut seen) =
+        held_after_first_piece(&r, &id, &["before the restart, ", "after it"]).await;
     r.pg.stop().unwrap();
     r.fake.resume();
     // The turn tried to append while the database was down.
@@ -318,23 +306,10 @@ async fn a_running_turn_rides_out_a_database_restart() {
 async fn a_replica_leaves_its_own_running_turn_alone_when_its_lease_lapsed() {
     let lines = crate::suite::logs::Logs::capture("ploke_llm_session", tracing::Level::INFO, false);
     let Some(r) = replicas().await else { return };
+    let id = create(&r.a).await;
+    let (mut live, mut seen) = held_after_first_piece(&r, &id, &["still ", "mine"]).await;
     // Only A: B would end an expired turn as a replica that outlived A (by design).
     r.b.stop().await.unwrap();
-    let id = create(&r.a).await;
-    r.fake
-        .push([Reply::text(&["still ", "mine"]).pause_after(2)]);
-    let mut live = stream(&r.a, &id, 0, true).await;
-    r.a.sessions()
-        .send_message(send(&id, "go on"))
-        .await
-        .unwrap();
-    let mut seen = Vec::new();
-    while !seen
-        .iter()
-        .any(|e: &SessionEvent| matches!(e.event, Some(session_event::Event::AssistantDelta(_))))
-    {
-        seen.push(live.message().await.unwrap().unwrap());
-    }
     // The lease reads as lapsed whatever A renews (as after a database outage longer than
     // the lease): A's own sweep finds its own live turn.
     r.pg.sql(
@@ -358,4 +333,28 @@ async fn a_replica_leaves_its_own_running_turn_alone_when_its_lease_lapsed() {
         panic!("{seen:?}\n{}", lines.text())
     };
     r.a.stop().await.unwrap();
+}
+
+/// A turn of session `id` on replica A whose reply is `pieces`, held by the provider after the
+/// first: the live stream, and the events read until that piece was stored.
+async fn held_after_first_piece(
+    r: &Replicas,
+    id: &str,
+    pieces: &[&str],
+) -> (tonic::Streaming<SessionEvent>, Vec<SessionEvent>) {
+    // The role chunk and the first piece.
+    r.fake.push([Reply::text(pieces).pause_after(2)]);
+    let mut live = stream(&r.a, id, 0, true).await;
+    r.a.sessions()
+        .send_message(send(id, "go on"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|e: &SessionEvent| matches!(e.event, Some(session_event::Event::AssistantDelta(_))))
+    {
+        seen.push(live.message().await.unwrap().unwrap());
+    }
+    (live, seen)
 }
