@@ -63,6 +63,15 @@ async fn start_unwatched_with_model() -> Server {
 }
 
 impl Server {
+    /// IndexStatus of the default workspace.
+    async fn status(&mut self) -> IndexStatusResponse {
+        self.client
+            .index_status(IndexStatusRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+    }
+
     /// RefreshFiles of one file, expected to fail: its status.
     async fn refresh_failing(&mut self, path: &str) -> tonic::Status {
         self.client
@@ -385,32 +394,39 @@ async fn a_workspace_added_where_no_index_can_be_written_is_unavailable() {
     s.stop().await;
 }
 
+/// A server without a watcher (nothing but a recovery may index the file a failed refresh
+/// missed) over an indexed `lib.rs`; then `break_storage(data dir)` and a refresh of a new
+/// `later.rs`, which fails: the server, the workspace root and the refresh's status.
+async fn refresh_failing_once(
+    break_storage: impl FnOnce(&std::path::Path),
+) -> (Server, std::path::PathBuf, tonic::Status) {
+    let mut s = start_with(|c| c.rag_search.watch = false).await;
+    let root = s.workspace.path().to_owned();
+    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
+    s.index().await;
+    break_storage(&root.join(".ploke"));
+    std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
+    let e = s.refresh_failing("later.rs").await;
+    (s, root, e)
+}
+
 /// Index storage that fails and then works again (a full disk freed, a data dir put back) is
 /// recovered without anyone calling an RPC or touching a file: health is SERVING again and the
 /// file whose refresh failed meanwhile is indexed.
 #[tokio::test]
 async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_missed() {
     use tonic_health::pb::health_check_response::ServingStatus;
-    // No watcher: nothing but the recovery may index the file the failed refresh missed.
-    let mut s = start_with(|c| c.rag_search.watch = false).await;
-    let root = s.workspace.path().to_owned();
-    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
-    s.index().await;
     // The data dir goes away; a refresh of a new file fails.
-    std::fs::rename(root.join(".ploke"), root.join(".ploke-away")).unwrap();
-    std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
-    let e = s.refresh_failing("later.rs").await;
+    let (mut s, root, e) = refresh_failing_once(|data| {
+        std::fs::rename(data, data.with_file_name(".ploke-away")).unwrap()
+    })
+    .await;
     assert_eq!(e.code(), Code::Unavailable, "{e:?}");
     assert_eq!(s.health().await, ServingStatus::NotServing);
     // It comes back: nothing else is done here.
     std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
     serving_and_found(&mut s, "recovered_later", "later.rs").await;
-    let status_now = s
-        .client
-        .index_status(IndexStatusRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let status_now = s.status().await;
     assert_eq!(status_now.state(), IndexState::Ready, "{status_now:?}");
     s.stop().await;
 }
@@ -420,24 +436,14 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
 #[tokio::test]
 async fn an_index_whose_files_are_removed_is_built_again_by_itself() {
     use tonic_health::pb::health_check_response::ServingStatus;
-    let mut s = start_with(|c| c.rag_search.watch = false).await;
-    let root = s.workspace.path().to_owned();
-    std::fs::write(root.join("lib.rs"), "pub fn load_settings() {}\n").unwrap();
-    s.index().await;
-    std::fs::remove_dir_all(root.join(".ploke")).unwrap();
-    std::fs::write(root.join("later.rs"), "pub fn recovered_later() {}\n").unwrap();
-    let e = s.refresh_failing("later.rs").await;
+    let (mut s, root, e) =
+        refresh_failing_once(|data| std::fs::remove_dir_all(data).unwrap()).await;
     assert_storage_unavailable(&e);
     assert_eq!(s.health().await, ServingStatus::NotServing);
     serving_and_found(&mut s, "recovered_later", "later.rs").await;
     serving_and_found(&mut s, "load_settings", "lib.rs").await;
     assert!(root.join(".ploke").is_dir());
-    let status = s
-        .client
-        .index_status(IndexStatusRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let status = s.status().await;
     assert_eq!(
         (status.state(), status.files, status.items),
         (IndexState::Ready, 2, 2),
@@ -471,12 +477,7 @@ async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embe
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let serving = s.health().await == ServingStatus::Serving;
-        let status = s
-            .client
-            .index_status(IndexStatusRequest::default())
-            .await
-            .unwrap()
-            .into_inner();
+        let status = s.status().await;
         let embedding = status.state() == IndexState::Indexing
             && status
                 .progress
@@ -585,12 +586,7 @@ async fn a_refresh_of_many_items_answers_before_they_are_embedded_and_they_are_e
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        let status = s
-            .client
-            .index_status(IndexStatusRequest::default())
-            .await
-            .unwrap()
-            .into_inner();
+        let status = s.status().await;
         // 61 items: while a run holds the index, IndexStatus counts none (0 of 0 is not done).
         if (status.items, status.embedded_items) == (61, 61) {
             break;
