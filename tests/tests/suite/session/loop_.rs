@@ -6,7 +6,7 @@ use ploke_proto::session::v1::*;
 use ploke_proto::tools::v1::{DecideEditRequest, Decision, ToolErrorCode, tool_result};
 use serde_json::json;
 
-use super::{chat, chat_with, failure, kinds, messages, notices};
+use super::{assert_completed, chat, chat_with, failure, kinds, messages, notices};
 
 #[tokio::test]
 async fn one_tool_call_then_an_answer_built_from_its_result() {
@@ -341,14 +341,7 @@ async fn a_reply_still_cut_after_continuing_or_empty_ends_the_turn_with_a_warnin
         Reply::text_with_finish(&[" and more"], "length"),
     ]);
     let events = c.turn("explain everything").await;
-    assert!(
-        matches!(
-            events.last().unwrap().event,
-            Some(session_event::Event::TurnCompleted(_))
-        ),
-        "{:?}",
-        kinds(&events)
-    );
+    assert_completed(&events);
     assert_eq!(
         notices(&events),
         [

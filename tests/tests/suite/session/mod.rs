@@ -121,6 +121,18 @@ impl Chat {
 }
 
 /// The name of each event, in order; consecutive deltas collapse into one.
+/// Asserts the turn of `events` completed (its last event), naming the kinds seen otherwise.
+pub fn assert_completed(events: &[SessionEvent]) {
+    assert!(
+        matches!(
+            events.last().map(|e| &e.event),
+            Some(Some(session_event::Event::TurnCompleted(_)))
+        ),
+        "{:?}",
+        kinds(events)
+    );
+}
+
 pub fn kinds(events: &[SessionEvent]) -> Vec<&'static str> {
     use session_event::Event as E;
     let mut out: Vec<&'static str> = Vec::new();

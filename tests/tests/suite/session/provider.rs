@@ -4,7 +4,7 @@
 use ploke_e2e::fake_provider::Reply;
 use ploke_proto::session::v1::*;
 
-use super::{KEY_ENV, chat, failure, kinds, notices};
+use super::{KEY_ENV, assert_completed, chat, failure, notices};
 
 #[tokio::test]
 async fn rate_limited_then_success_honours_retry_after() {
@@ -83,14 +83,7 @@ async fn a_stream_cut_off_midway_is_retried() {
         Reply::text(&["Hello"]),
     ]);
     let events = c.turn("hi").await;
-    assert!(
-        matches!(
-            events.last().unwrap().event,
-            Some(session_event::Event::TurnCompleted(_))
-        ),
-        "{:?}",
-        kinds(&events)
-    );
+    assert_completed(&events);
     assert_eq!(notices(&events).len(), 1, "{:?}", notices(&events));
     let Some(session_event::Event::AssistantMessage(m)) = &events[events.len() - 2].event else {
         panic!()
