@@ -11,14 +11,33 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use ploke_proto::rag::v1::{
-    ManifestEntry, OverlayFile, PutOverlayFilesRequest, SyncOverlayRequest,
+    IndexPhase, IndexState, IndexStatusRequest, IndexStatusResponse, ManifestEntry, OverlayFile,
+    PutOverlayFilesRequest, SyncOverlayRequest,
 };
-use ploke_proto::status::{CHECKOUT_MISALIGNED, checkout_misaligned, precondition};
+use ploke_proto::status::{
+    BASE_INCOMPLETE, CHECKOUT_MISALIGNED, checkout_misaligned, precondition,
+};
 
 use crate::gateway::Gateway;
 
 /// Bytes of content sent per PutOverlayFiles (well under the 16 MiB message limit).
 const BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// How often [`sync_when_parsed`] asks where the served workspace's first index run stands.
+const FIRST_RUN_POLL: Duration = Duration::from_millis(500);
+
+/// The served workspace's first index run has not read every file yet, so there is no tree
+/// to send changes against; they can be sent once it has ([`sync_when_parsed`] waits).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server is reading {root} for the first time ({state}); your changes can go once it has read every file: send again in a moment"
+)]
+pub struct FirstRunReading {
+    /// The served workspace.
+    root: String,
+    /// Where its first run stands.
+    state: String,
+}
 
 /// What one sync did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -107,7 +126,14 @@ pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyho
                 let figure = |k: &str| figures.get(k).cloned().unwrap_or_else(|| "?".into());
                 misaligned(root, &figure("sent"), &figure("missing"))
             }
-            None => anyhow::anyhow!("sending your changes: {}", s.message()),
+            None => match precondition(&s, BASE_INCOMPLETE) {
+                Some(mut figures) => FirstRunReading {
+                    root: figures.remove("root").unwrap_or_default(),
+                    state: figures.remove("state").unwrap_or_default(),
+                }
+                .into(),
+                None => anyhow::anyhow!("sending your changes: {}", s.message()),
+            },
         })?
         .into_inner();
     // A server that counts `added` but does not refuse such a manifest itself (before
@@ -160,6 +186,57 @@ pub async fn sync(gateway: &mut Gateway, session_id: &str, root: &Path) -> anyho
     }
     synced.took = started.elapsed();
     Ok(synced)
+}
+
+/// [`sync`], first waiting while the served workspace's first index run reads its files
+/// (a workspace just added to a shared deployment): `waiting` is given the run's status each
+/// time it is looked at. A run that fails ends the wait with its reason.
+pub async fn sync_when_parsed(
+    gateway: &mut Gateway,
+    (session_id, workspace_root): (&str, &str),
+    root: &Path,
+    mut waiting: impl FnMut(&IndexStatusResponse),
+) -> anyhow::Result<Synced> {
+    // Refusals while IndexStatus said every file was read: a server that disagrees with itself
+    // is not waited on for ever.
+    let mut refused_when_read = 0;
+    loop {
+        match sync(gateway, session_id, root).await {
+            Err(e) if e.is::<FirstRunReading>() && refused_when_read < 10 => {}
+            done => return done,
+        }
+        for looked in 0u64.. {
+            let status = gateway
+                .index_status(IndexStatusRequest {
+                    workspace_root: workspace_root.to_owned(),
+                })
+                .await
+                .map_err(|s| anyhow::anyhow!("waiting for the first index run: {}", s.message()))?
+                .into_inner();
+            if status.state == IndexState::Failed as i32 {
+                anyhow::bail!(
+                    "the first index run of {workspace_root} failed: {}",
+                    status.message
+                );
+            }
+            let parsed = status.state == IndexState::Ready as i32
+                || status
+                    .progress
+                    .as_ref()
+                    .is_some_and(|p| p.phase >= IndexPhase::Embedding as i32);
+            if parsed {
+                // Refused though the run had parsed already: asked again after a pause, not
+                // in a spin.
+                if looked == 0 {
+                    refused_when_read += 1;
+                    tokio::time::sleep(FIRST_RUN_POLL).await;
+                }
+                break;
+            }
+            waiting(&status);
+            tokio::time::sleep(FIRST_RUN_POLL).await;
+        }
+    }
 }
 
 async fn put(

@@ -26,6 +26,12 @@ pub fn invalid_argument(field: &str, reason: impl std::fmt::Display) -> Status {
 /// the metadata has `sent` (files in the manifest) and `missing` (workspace files it lacks).
 pub const CHECKOUT_MISALIGNED: &str = "CHECKOUT_MISALIGNED";
 
+/// `ErrorInfo` reason of a SyncOverlay refused because the workspace's first index run has
+/// not parsed every file yet: a client may wait for IndexStatus to leave the walk and the parse,
+/// then send the changes again. The metadata has `root` (the workspace) and `state` (where its
+/// run stands, in words).
+pub const BASE_INCOMPLETE: &str = "BASE_INCOMPLETE";
+
 /// Whether a SyncOverlay manifest is not the workspace as a checkout has it: none of its
 /// paths is the workspace's (`unchanged` 0, every changed path `added`) while the workspace's
 /// files are missing from it (`deleted` > 0). rag-search refuses it with

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::bail;
+use ploke_proto::rag::v1::IndexStatusResponse;
 use ploke_proto::session::v1::{
     CancelTurnRequest, CreateSessionRequest, DeleteSessionRequest, EditDecided, SendMessageRequest,
     session_event::Event,
@@ -49,6 +50,21 @@ pub async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
     result
 }
 
+/// The status line while a shared workspace's first index run reads its files (this
+/// checkout's changes are sent against the whole tree, once it is read).
+fn first_run_line(status: &IndexStatusResponse) {
+    let progress = status
+        .progress
+        .as_ref()
+        .filter(|p| p.files_total > 0)
+        .map(|p| format!(": {}/{} files", p.files_done, p.files_total))
+        .unwrap_or_default();
+    ploke_runtime::telemetry::status_line::draw(&format!(
+        "\r  waiting for the server's first index of {}{progress}   ",
+        status.workspace_root
+    ));
+}
+
 async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
     // The provider first: nobody should wait for an index to learn there is no model.
     if conn.in_process() {
@@ -81,15 +97,21 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
         .as_ref()
         .and_then(|c| c.for_workspace(&session.workspace_root))
     {
-        let synced =
-            match ploke_client::overlay::sync(&mut conn.gateway, &session.session_id, root).await {
-                Ok(synced) => synced,
-                Err(e) => {
-                    // Nothing was asked: the session holds nothing worth keeping.
-                    discard(&mut conn.gateway, &session.session_id).await;
-                    return Err(e);
-                }
-            };
+        let ids = (session.session_id.as_str(), session.workspace_root.as_str());
+        let synced = {
+            // The waiting line, if one was drawn, ends with the wait.
+            let _drawing = ploke_runtime::telemetry::status_line::Drawing;
+            ploke_client::overlay::sync_when_parsed(&mut conn.gateway, ids, root, first_run_line)
+                .await
+        };
+        let synced = match synced {
+            Ok(synced) => synced,
+            Err(e) => {
+                // Nothing was asked: the session holds nothing worth keeping.
+                discard(&mut conn.gateway, &session.session_id).await;
+                return Err(e);
+            }
+        };
         eprintln!("({synced})");
     }
     // From the turn's start on, a signal must not leave it running on the server (and its

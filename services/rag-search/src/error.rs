@@ -138,11 +138,17 @@ pub enum RagError {
         /// The overlay's workspace.
         root: String,
     },
-    /// An overlay is a difference from a complete base index, which the workspace lacks yet.
+    /// An overlay is a difference from the whole tree, which the workspace's first index run
+    /// has not read yet (it may be sent once every file is parsed).
     #[error(
-        "workspace {0} has no complete index yet (its first index run has not finished); sync the overlay once IndexStatus says READY"
+        "workspace {root} is being indexed for the first time ({state}); a session's changes can be sent once every file is parsed (IndexStatus at the embedding phase, or READY)"
     )]
-    BaseIncomplete(String),
+    BaseIncomplete {
+        /// The workspace.
+        root: String,
+        /// Where its first run stands.
+        state: String,
+    },
     /// A sync's manifest shares no path with the workspace while every file of the workspace
     /// is missing from it (or it is empty): a subdirectory of a checkout, a directory above the
     /// workspace's place in it, or another tree. Taken as the overlay it would delete every

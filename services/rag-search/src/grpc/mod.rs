@@ -12,7 +12,9 @@ use std::pin::Pin;
 use ploke_proto::common::v1 as common;
 use ploke_proto::rag::v1::rag_search_server::RagSearch;
 use ploke_proto::rag::v1::{self as pb};
-use ploke_proto::status::{CHECKOUT_MISALIGNED, failed_precondition, invalid_argument};
+use ploke_proto::status::{
+    BASE_INCOMPLETE, CHECKOUT_MISALIGNED, failed_precondition, invalid_argument,
+};
 use ploke_runtime::blocking::BlockingError;
 use ploke_runtime::text::shown;
 use tokio::sync::mpsc;
@@ -103,9 +105,17 @@ fn to_status(e: RagError) -> Status {
         e @ RagError::NoOverlay(_) => Status::not_found(e.to_string()),
         e @ RagError::OverlayFull { .. } => Status::resource_exhausted(e.to_string()),
         e @ RagError::TooManyOverlays { .. } => Status::resource_exhausted(e.to_string()),
-        e @ (RagError::OverlayConflict { .. }
-        | RagError::OverlayWorkspace { .. }
-        | RagError::BaseIncomplete(_)) => Status::failed_precondition(e.to_string()),
+        e @ (RagError::OverlayConflict { .. } | RagError::OverlayWorkspace { .. }) => {
+            Status::failed_precondition(e.to_string())
+        }
+        ref e @ RagError::BaseIncomplete {
+            ref root,
+            ref state,
+        } => failed_precondition(
+            BASE_INCOMPLETE,
+            e,
+            [("root", root.clone()), ("state", state.clone())],
+        ),
         e @ RagError::CheckoutMisaligned { sent, missing, .. } => failed_precondition(
             CHECKOUT_MISALIGNED,
             &e,

@@ -3,6 +3,7 @@
 //! permissions and admin-only administration, and each developer's own code through their
 //! session's overlay, with approved edits delivered to their checkout.
 
+mod first_run;
 mod overlay;
 mod ownership;
 mod permissions;

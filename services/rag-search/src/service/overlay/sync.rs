@@ -19,7 +19,20 @@ use super::{
     Entry, Overlay, OverlayEntry, OverlayInfo, check_session_id, lost_contents_pending, may_act,
 };
 use crate::error::RagError;
-use crate::service::{RagService, Slot, lock_poisoned};
+use crate::index::Phase;
+use crate::service::{IndexState, RagService, Slot, lock_poisoned};
+
+/// Where a workspace's first index run stands, for a sync refused until every file is parsed.
+fn base_state(state: &IndexState) -> String {
+    match state {
+        IndexState::Indexing(p) if p.phase == Phase::Parsing => {
+            format!("parsing, {} of {} files", p.files_done, p.files_total)
+        }
+        IndexState::Indexing(_) => "reading the tree".to_owned(),
+        IndexState::NotIndexed | IndexState::Ready => "not started".to_owned(),
+        IndexState::Failed(why) => format!("failed: {why}"),
+    }
+}
 
 /// What a sync found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,10 +169,16 @@ impl RagService {
         let limits = self.overlay_limits;
         let embedder = self.embedder.clone();
         self.write_overlay(w, move |overlay, created, slot| {
+            // A first run that has parsed every file (it embeds now) holds the whole tree:
+            // the overlay is a difference from it as from a finished index.
+            let state = slot.state.lock().map_err(|_| lock_poisoned())?.clone();
             let base: BTreeMap<String, String> = {
                 let index = slot.index.read().map_err(|_| lock_poisoned())?;
-                if index.last_indexed_at().is_none() {
-                    return Err(RagError::BaseIncomplete(overlay.root.display().to_string()));
+                if index.last_indexed_at().is_none() && state.of_results() != IndexState::Ready {
+                    return Err(RagError::BaseIncomplete {
+                        root: overlay.root.display().to_string(),
+                        state: base_state(&state),
+                    });
                 }
                 index
                     .files()
