@@ -22,6 +22,10 @@ pub async fn search(
     (strategy, top_k): (StrategyArg, u32),
     filters: SearchFilters,
 ) -> anyhow::Result<()> {
+    // Before any service is started or reached for it.
+    if query.trim().is_empty() {
+        anyhow::bail!("the query is empty: ploke search \"retry backoff\"");
+    }
     let mut conn = Conn::open(target).await?;
     let strategy = match strategy {
         StrategyArg::Bm25 => Strategy::Bm25,

@@ -493,6 +493,33 @@ async fn ask_without_any_provider_says_how_to_get_one() {
     );
 }
 
+#[tokio::test]
+async fn an_empty_query_or_question_is_refused_before_any_service_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "pub fn tally() {}\n").unwrap();
+    let mut said = Vec::new();
+    for args in [["search", "  "], ["ask", ""]] {
+        let out = super::run(dir.path(), args.map(String::from).to_vec(), &[]).await;
+        said.push((out.status.success(), text(&out.stderr)));
+    }
+    assert_eq!(
+        said,
+        [
+            (
+                false,
+                "error: the query is empty: ploke search \"retry backoff\"\n".to_owned()
+            ),
+            (
+                false,
+                "error: the question is empty: ploke ask \"what does parse_config return?\"\n"
+                    .to_owned()
+            ),
+        ]
+    );
+    // Nothing was indexed for it.
+    assert!(!dir.path().join(".ploke").exists());
+}
+
 /// The workspace's `ploke.toml` and the user's `config.toml` are found without `--config`;
 /// `ploke config` says which value came from where.
 #[tokio::test]
