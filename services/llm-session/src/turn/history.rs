@@ -215,6 +215,49 @@ pub async fn answer_open_calls(
     store.append_messages(session_id, &open).await
 }
 
+/// What the model reads for a call [`close_open_calls`] answers.
+pub const NEVER_ANSWERED: &str = "not run: the turn ended before this call was answered";
+
+/// Answers, in `history` as loaded, every tool call that has no tool message after it with
+/// [`NEVER_ANSWERED`], placed with the step's other answers. A turn that ends early answers its
+/// open calls in the store ([`answer_open_calls`]); when that write fails (the store went away
+/// with the turn) the history keeps them open, and every provider refuses a request holding a
+/// call without its answer: the session could never take another turn. Between two steps no
+/// call is open, so anything found here is such a leftover.
+pub fn close_open_calls(history: &mut Vec<StoredMessage>) {
+    let mut i = 0;
+    while i < history.len() {
+        if history[i].message.tool_calls.is_empty() {
+            i += 1;
+            continue;
+        }
+        let step = &history[i];
+        // The step's answers follow it, before any other message of the turn or the next.
+        let answers_end = history[i + 1..]
+            .iter()
+            .position(|m| m.message.tool_call_id.is_none() || m.parent_id != step.parent_id)
+            .map_or(history.len(), |n| i + 1 + n);
+        let answered: Vec<&str> = history[i + 1..answers_end]
+            .iter()
+            .filter_map(|m| m.message.tool_call_id.as_deref())
+            .collect();
+        let open: Vec<StoredMessage> = step
+            .message
+            .tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .map(|c| StoredMessage {
+                seq: step.seq,
+                parent_id: step.parent_id.clone(),
+                message: ChatMessage::tool(&c.id, NEVER_ANSWERED),
+            })
+            .collect();
+        let added = open.len();
+        history.splice(answers_end..answers_end, open);
+        i = answers_end + added;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +364,66 @@ mod tests {
         assert_eq!(f.messages[2].tool_call_id.as_deref(), Some("c0"));
         assert_eq!(f.messages[4].content.as_deref(), Some(result.as_str()));
         assert!(f.plan.prompt_tokens <= 1600, "{}", f.plan.prompt_tokens);
+    }
+
+    fn calls(seq: u64, parent: &str, ids: &[&str]) -> StoredMessage {
+        let mut message = ChatMessage::text("assistant", "");
+        message.tool_calls = ids
+            .iter()
+            .map(|id| crate::provider::wire::WireToolCall {
+                id: (*id).into(),
+                kind: "function".into(),
+                function: crate::provider::wire::WireFunction {
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                },
+            })
+            .collect();
+        StoredMessage {
+            seq,
+            parent_id: parent.into(),
+            message,
+        }
+    }
+
+    fn answer(seq: u64, parent: &str, id: &str, text: &str) -> StoredMessage {
+        StoredMessage {
+            seq,
+            parent_id: parent.into(),
+            message: ChatMessage::tool(id, text),
+        }
+    }
+
+    #[test]
+    fn calls_left_open_by_an_earlier_turn_are_answered_in_the_request() {
+        // t1 ended with its store gone: c2 and c3 were never answered, nor closed.
+        let mut history = vec![
+            stored(1, "t1", "user", "q1"),
+            calls(2, "t1", &["c1"]),
+            answer(3, "t1", "c1", "r1"),
+            calls(4, "t1", &["c2", "c3"]),
+            answer(5, "t1", "c2", "r2"),
+            stored(7, "t2", "user", "q2"),
+            calls(8, "t2", &["c4"]),
+        ];
+        close_open_calls(&mut history);
+        assert_eq!(
+            history,
+            vec![
+                stored(1, "t1", "user", "q1"),
+                calls(2, "t1", &["c1"]),
+                answer(3, "t1", "c1", "r1"),
+                calls(4, "t1", &["c2", "c3"]),
+                answer(5, "t1", "c2", "r2"),
+                answer(4, "t1", "c3", NEVER_ANSWERED),
+                stored(7, "t2", "user", "q2"),
+                calls(8, "t2", &["c4"]),
+                answer(8, "t2", "c4", NEVER_ANSWERED),
+            ]
+        );
+        // A well-formed history is left as it is.
+        let whole = history.clone();
+        close_open_calls(&mut history);
+        assert_eq!(history, whole);
     }
 }

@@ -227,7 +227,8 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
         && let Err(e) =
             history::answer_open_calls(&*deps.store, &spec.session_id, &spec.parent_id, calls).await
     {
-        tracing::error!(session_id = %spec.session_id, parent_id = %spec.parent_id, error = %e, "closing the turn's open tool calls in the history failed");
+        // The next turn answers them in its request (`history::close_open_calls`).
+        tracing::warn!(session_id = %spec.session_id, parent_id = %spec.parent_id, error = %e, "the turn's open tool calls not closed in the history");
     }
     let label = reason
         .as_str_name()
@@ -311,11 +312,12 @@ async fn steps(
         used: 0,
     };
     loop {
-        let history = deps
+        let mut history = deps
             .store
             .messages(&spec.session_id)
             .await
             .map_err(StepError::Store)?;
+        history::close_open_calls(&mut history);
         let mut fitted = history::fit(
             &counter,
             &system,
