@@ -29,6 +29,7 @@ pub async fn mcp(target: &Target, max_result_tokens: Option<u32>) -> anyhow::Res
         telemetry.log_filter = "warn".into();
     }
     let _telemetry = ploke_runtime::telemetry::init("ploke-mcp", &telemetry)?;
+    PlokeConfig::warn_unknown_process_env();
     let max_result_tokens = max_result_tokens.unwrap_or(defaults.gateway.mcp_max_result_tokens);
     if max_result_tokens < ploke_runtime::config::GatewayConfig::MIN_MCP_RESULT_TOKENS {
         anyhow::bail!(

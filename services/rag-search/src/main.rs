@@ -24,8 +24,8 @@ struct Args {
     embed_model: Option<PathBuf>,
 }
 
-fn main() -> anyhow::Result<()> {
-    ploke_runtime::binary::block_on(main_async())?
+fn main() -> std::process::ExitCode {
+    ploke_runtime::binary::main(main_async())
 }
 
 async fn main_async() -> anyhow::Result<()> {

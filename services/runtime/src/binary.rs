@@ -55,6 +55,40 @@ pub fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
     Ok(out)
 }
 
+/// The whole `main` of a service binary: `main_async` on [`block_on`]. A failure is said once,
+/// as a log line in the process's format (through its log when telemetry had started, else
+/// through one made for it: JSON with `PLOKE_LOG_FORMAT=json` or `--log-format json`, so that a
+/// log pipeline parses a failed start like any other line), and the process exits with 1.
+pub fn main<E: std::fmt::Display>(
+    main_async: impl Future<Output = Result<(), E>>,
+) -> std::process::ExitCode {
+    let error = match block_on(main_async) {
+        Ok(Ok(())) => return std::process::ExitCode::SUCCESS,
+        Ok(Err(e)) => format!("{e:#}"),
+        Err(e) => format!("starting the async runtime: {e}"),
+    };
+    let log = || tracing::error!(%error, "service stopped");
+    if tracing::dispatcher::has_been_set() {
+        log();
+    } else {
+        let json = std::env::var("PLOKE_LOG_FORMAT").is_ok_and(|v| v == "json")
+            || std::env::args()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w[0] == "--log-format" && w[1] == "json")
+            || std::env::args().any(|a| a == "--log-format=json");
+        let text = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(crate::telemetry::stderr_wants_colour())
+            .with_target(false);
+        match json {
+            true => tracing::subscriber::with_default(text.json().finish(), log),
+            false => tracing::subscriber::with_default(text.finish(), log),
+        }
+    }
+    std::process::ExitCode::FAILURE
+}
+
 /// Runs `kind` with `config`: `serve(config, listener, shutdown)` is the service's `serve`.
 /// With `[telemetry] metrics_listen` set, the process serves its metrics there first.
 pub async fn run<F, Fut, E>(
@@ -68,6 +102,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let telemetry = crate::telemetry::init(kind.binary(), &config.telemetry)?;
+    PlokeConfig::warn_unknown_process_env();
     crate::metrics::serve_configured(config.telemetry.metrics_listen)?;
     let addr = config.listen(kind);
     let listener = TcpListener::bind(addr)

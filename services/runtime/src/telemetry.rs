@@ -107,6 +107,13 @@ pub fn resource(service_name: &str) -> Resource {
     }
 }
 
+/// Whether log lines on stderr may be coloured: only for a person reading a terminal, and not
+/// when `NO_COLOR` asks for plain text.
+pub(crate) fn stderr_wants_colour() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Installs the global subscriber for `service_name` and, when requested by the environment,
 /// the OTLP trace exporter. Call once, early in `main`.
 pub fn init(
@@ -155,9 +162,7 @@ pub fn init_to(
     };
     // Colours only for a person reading a terminal: a redirected stderr (an operator's log
     // file, journald, a CI log) gets plain text, as NO_COLOR asks too.
-    let ansi = file.is_none()
-        && std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let ansi = file.is_none() && stderr_wants_colour();
     let writer = match file {
         Some(f) => tracing_subscriber::fmt::writer::BoxMakeWriter::new(f),
         None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(status_line::Stderr),

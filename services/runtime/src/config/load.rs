@@ -185,19 +185,25 @@ impl PlokeConfig {
     }
 
     /// Loads from the process environment and the given flags. Unknown `PLOKE_*` variables
-    /// are reported on stderr (telemetry is not up yet) and otherwise ignored: other tools may
-    /// share the prefix, but a typo should not pass silently.
+    /// are ignored here; [`PlokeConfig::warn_unknown_process_env`] says so once the log is up.
     pub fn load_from_process(service: ServiceKind, args: &CommonArgs) -> Result<Self, ConfigError> {
+        Self::load(service, args, &|k| std::env::var(k).ok())
+    }
+
+    /// Logs a warning for each `PLOKE_*` variable of this process that ploke does not read:
+    /// other tools may share the prefix, but a typo should not pass silently. Called once
+    /// telemetry is up, so that the warning is a log line in the process's format.
+    pub fn warn_unknown_process_env() {
         let names: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
             .collect();
-        for name in Self::unknown_env(&names) {
-            eprintln!(
-                "warning: ignoring unknown environment variable {name}; ploke reads {}",
-                KNOWN_ENV.join(", ")
+        for variable in Self::unknown_env(&names) {
+            tracing::warn!(
+                %variable,
+                known = %KNOWN_ENV.join(", "),
+                "ignoring unknown environment variable"
             );
         }
-        Self::load(service, args, &|k| std::env::var(k).ok())
     }
 
     /// The listen address of `service`.
