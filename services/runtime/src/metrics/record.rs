@@ -46,6 +46,10 @@ pub const POOL_REJECTED: &str = "ploke_blocking_pool_rejected_total";
 /// Whether a health fault is raised, by `service` and `fault` (gauge, 1 or 0).
 pub const HEALTH_FAULT: &str = "ploke_health_fault";
 
+/// 1, with the process's `version`: a scrape of a process that has answered nothing yet
+/// still says what runs there, and which replicas an upgrade has reached (gauge).
+pub const BUILD_INFO: &str = "ploke_build_info";
+
 /// Registers help texts and units (called once, when the recorder is installed).
 pub(super) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
@@ -87,6 +91,7 @@ pub(super) fn describe() {
         HEALTH_FAULT,
         "1 while a health fault holds the service NOT_SERVING (storage, index_storage, blocking_pool, ...), else 0"
     );
+    describe_gauge!(BUILD_INFO, "1, labelled with the version this process runs");
     describe_gauge!(POOL_SIZE, "blocking worker slots");
     describe_gauge!(POOL_BUSY, "blocking worker slots taken");
     describe_gauge!(POOL_QUEUED, "callers waiting for a blocking worker slot");
@@ -242,6 +247,11 @@ pub fn health_fault(service: &str, fault: &'static str, raised: bool) {
     } else {
         0.0
     });
+}
+
+/// The process runs `version` ([`BUILD_INFO`]).
+pub fn build_info(version: &'static str) {
+    gauge!(BUILD_INFO, "version" => version).set(1.0);
 }
 
 /// The blocking pool of `service` turned a caller away.

@@ -90,6 +90,16 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
         scraped.content_type
     );
     let body = &scraped.body;
+    // Said from the start, whatever has been answered.
+    assert_eq!(
+        metric(
+            body,
+            "ploke_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        Some(1.0),
+        "{body}"
+    );
     let requests = "ploke_rpc_requests_total";
     assert_eq!(metric(body, requests, &rpc("ListTools", "OK")), Some(1.0));
     assert_eq!(
