@@ -193,26 +193,33 @@ pub async fn answer_open_calls(
     let Some(last) = turn.iter().rposition(|m| !m.message.tool_calls.is_empty()) else {
         return Ok(());
     };
-    let answered: Vec<&str> = turn[last + 1..]
-        .iter()
+    let open = answers_missing(turn[last], turn[last + 1..].iter().copied(), text);
+    if open.is_empty() {
+        return Ok(());
+    }
+    store.append_messages(session_id, &open).await
+}
+
+/// Tool messages answering, with `text`, each call of `step` that none of `after` answers.
+fn answers_missing<'a>(
+    step: &StoredMessage,
+    after: impl IntoIterator<Item = &'a StoredMessage>,
+    text: &str,
+) -> Vec<StoredMessage> {
+    let answered: Vec<&str> = after
+        .into_iter()
         .filter_map(|m| m.message.tool_call_id.as_deref())
         .collect();
-    let step = turn[last];
-    let open: Vec<StoredMessage> = step
-        .message
+    step.message
         .tool_calls
         .iter()
         .filter(|c| !answered.contains(&c.id.as_str()))
         .map(|c| StoredMessage {
             seq: step.seq,
-            parent_id: parent_id.to_owned(),
+            parent_id: step.parent_id.clone(),
             message: ChatMessage::tool(&c.id, text),
         })
-        .collect();
-    if open.is_empty() {
-        return Ok(());
-    }
-    store.append_messages(session_id, &open).await
+        .collect()
 }
 
 /// What the model reads for a call [`close_open_calls`] answers.
@@ -237,21 +244,7 @@ pub fn close_open_calls(history: &mut Vec<StoredMessage>) {
             .iter()
             .position(|m| m.message.tool_call_id.is_none() || m.parent_id != step.parent_id)
             .map_or(history.len(), |n| i + 1 + n);
-        let answered: Vec<&str> = history[i + 1..answers_end]
-            .iter()
-            .filter_map(|m| m.message.tool_call_id.as_deref())
-            .collect();
-        let open: Vec<StoredMessage> = step
-            .message
-            .tool_calls
-            .iter()
-            .filter(|c| !answered.contains(&c.id.as_str()))
-            .map(|c| StoredMessage {
-                seq: step.seq,
-                parent_id: step.parent_id.clone(),
-                message: ChatMessage::tool(&c.id, NEVER_ANSWERED),
-            })
-            .collect();
+        let open = answers_missing(step, &history[i + 1..answers_end], NEVER_ANSWERED);
         let added = open.len();
         history.splice(answers_end..answers_end, open);
         i = answers_end + added;
