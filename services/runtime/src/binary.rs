@@ -59,12 +59,16 @@ pub fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
 /// as a log line in the process's format (through its log when telemetry had started, else
 /// through one made for it: JSON with `PLOKE_LOG_FORMAT=json` or `--log-format json`, so that a
 /// log pipeline parses a failed start like any other line), and the process exits with 1.
-pub fn main<E: std::fmt::Display>(
+pub fn main<E: AsRef<dyn std::error::Error + Send + Sync>>(
     main_async: impl Future<Output = Result<(), E>>,
 ) -> std::process::ExitCode {
     let error = match block_on(main_async) {
         Ok(Ok(())) => return std::process::ExitCode::SUCCESS,
-        Ok(Err(e)) => format!("{e:#}"),
+        // Each cause once: a bind error's own text already ends with the OS error.
+        Ok(Err(e)) => {
+            let e: &(dyn std::error::Error + 'static) = e.as_ref();
+            crate::text::with_causes(crate::text::chain(e))
+        }
         Err(e) => format!("starting the async runtime: {e}"),
     };
     let log = || tracing::error!(%error, "service stopped");

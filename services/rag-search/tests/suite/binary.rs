@@ -105,6 +105,8 @@ fn a_failed_start_and_an_unknown_variable_are_log_lines_in_the_log_format() {
         ("ERROR", "service stopped")
     );
     assert!(error.starts_with(&format!("binding {listen}: ")), "{error}");
+    // The OS error is said once, not again as the cause of the bind error.
+    assert_eq!(error.matches("os error").count(), 1, "{error}");
     // Every line is JSON.
     for line in &lines {
         fields(line, "message");
