@@ -21,7 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// ploke: chat with an LLM about your repository, with exact code context.
 #[derive(Debug, Parser)]
-#[command(name = "ploke", version)]
+#[command(name = "ploke", version = ploke_runtime::build::LONG_VERSION)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -299,10 +299,14 @@ mod tests {
     use super::Cli;
 
     #[test]
-    fn the_version_is_ploke_and_the_crate_version() {
+    fn the_version_is_ploke_the_crate_version_and_the_commit() {
         assert_eq!(
             Cli::command().render_version().to_string(),
-            format!("ploke {}\n", env!("CARGO_PKG_VERSION"))
+            format!(
+                "ploke {} ({})\n",
+                env!("CARGO_PKG_VERSION"),
+                ploke_runtime::build::COMMIT
+            )
         );
     }
 

@@ -590,7 +590,7 @@ impl GatewayGrpc {
         });
         let services = futures::future::join_all(probes).await;
         SystemStatus {
-            version: env!("CARGO_PKG_VERSION").to_owned(),
+            version: ploke_runtime::build::LONG_VERSION.to_owned(),
             services,
             correlation: Some(ploke_runtime::correlation::current().into()),
             principal: principal::current().map(|p| p.to_proto()),

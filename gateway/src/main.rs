@@ -6,7 +6,7 @@ use ploke_runtime::{PlokeConfig, ServiceKind};
 
 /// ploke gateway: the authenticated door for ploke clients.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version = ploke_runtime::build::LONG_VERSION)]
 struct Args {
     #[command(flatten)]
     common: CommonArgs,

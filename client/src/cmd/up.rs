@@ -501,7 +501,7 @@ pub async fn system_status(gateway: &mut Gateway) -> anyhow::Result<SystemStatus
 /// Prints the status table.
 pub fn print_status(gateway: &str, status: &SystemStatus) {
     println!(
-        "  {:<30} {:<28} SERVING   (version {})",
+        "  {:<30} {:<28} SERVING   ploke {}",
         "ploke.gateway.v1.Gateway", gateway, status.version
     );
     for s in &status.services {

@@ -6,7 +6,7 @@ use ploke_runtime::{PlokeConfig, ServiceKind};
 
 /// ploke llm-session: model turns, tools and durable resumable events over gRPC.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version = ploke_runtime::build::LONG_VERSION)]
 struct Args {
     #[command(flatten)]
     common: CommonArgs,

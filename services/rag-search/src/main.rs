@@ -14,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// ploke rag-search: code index, hybrid search and token-budgeted context over gRPC.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version = ploke_runtime::build::LONG_VERSION)]
 struct Args {
     #[command(flatten)]
     common: CommonArgs,

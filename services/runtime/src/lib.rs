@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod blocking;
+pub mod build;
 pub mod cli;
 pub mod client;
 pub mod config;

@@ -313,7 +313,13 @@ impl ServiceHost {
             .max_concurrent_streams(Some(self.limits.max_concurrent_streams))
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, signal);
-        tracing::info!(service = %service, addr = %local, "serving");
+        tracing::info!(
+            service = %service,
+            addr = %local,
+            version = crate::build::VERSION,
+            commit = crate::build::COMMIT,
+            "serving"
+        );
         tokio::select! {
             result = server => {
                 tracing::info!(service = %service, "server stopped");

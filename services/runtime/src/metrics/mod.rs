@@ -147,7 +147,7 @@ pub fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
         .spawn(move || run(listener, handle))
         .map_err(MetricsError::Thread)?;
     tracing::info!(addr = %bound, "serving metrics");
-    record::build_info(env!("CARGO_PKG_VERSION"));
+    record::build_info(crate::build::VERSION, crate::build::COMMIT);
     *endpoint = Some(Endpoint {
         requested: addr,
         bound,

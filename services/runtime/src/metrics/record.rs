@@ -249,9 +249,9 @@ pub fn health_fault(service: &str, fault: &'static str, raised: bool) {
     });
 }
 
-/// The process runs `version` ([`BUILD_INFO`]).
-pub fn build_info(version: &'static str) {
-    gauge!(BUILD_INFO, "version" => version).set(1.0);
+/// The process runs `version` built from `commit` ([`BUILD_INFO`]).
+pub fn build_info(version: &'static str, commit: &'static str) {
+    gauge!(BUILD_INFO, "version" => version, "commit" => commit).set(1.0);
 }
 
 /// The blocking pool of `service` turned a caller away.

@@ -95,7 +95,10 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
         metric(
             body,
             "ploke_build_info",
-            &[("version", env!("CARGO_PKG_VERSION"))]
+            &[
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("commit", ploke_runtime::build::COMMIT)
+            ]
         ),
         Some(1.0),
         "{body}"

@@ -122,6 +122,8 @@ async fn workspace_permissions_and_administration_are_enforced_per_principal() {
         .unwrap()
         .into_inner();
     assert!(status.services.iter().all(|s| s.endpoint.is_empty()));
+    // Which build answers is anyone's business: an upgrade is told apart by its commit.
+    assert_eq!(status.version, ploke_runtime::build::LONG_VERSION);
     let status = root
         .get_system_status(GetSystemStatusRequest {})
         .await
