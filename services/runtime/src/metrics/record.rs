@@ -91,7 +91,10 @@ pub(super) fn describe() {
         HEALTH_FAULT,
         "1 while a health fault holds the service NOT_SERVING (storage, index_storage, blocking_pool, ...), else 0"
     );
-    describe_gauge!(BUILD_INFO, "1, labelled with the version this process runs");
+    describe_gauge!(
+        BUILD_INFO,
+        "1, labelled with the version this process runs and the commit it was built from"
+    );
     describe_gauge!(POOL_SIZE, "blocking worker slots");
     describe_gauge!(POOL_BUSY, "blocking worker slots taken");
     describe_gauge!(POOL_QUEUED, "callers waiting for a blocking worker slot");
