@@ -17,6 +17,7 @@ use std::path::Path;
 use ploke_client::embedded::{Addrs, Embedded, EmbeddedError};
 use ploke_proto::gateway::v1::gateway_client::GatewayClient;
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
+use ploke_proto::rag::v1::{IndexProgress, IndexWorkspaceRequest};
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
 use ploke_runtime::ServiceKind;
@@ -26,6 +27,8 @@ use ploke_runtime::internal::{InternalTokens, TokenError};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+
+use fake_embeddings::FakeEmbeddings;
 
 /// The one-function library the provider-backed Sandbox indexes.
 pub const LIB_RS: &str =
@@ -334,6 +337,22 @@ impl Sandbox {
     /// A direct rag-search client (sending the internal token).
     pub fn rag(&self) -> RagSearchClient<TracedChannel> {
         RagSearchClient::new(self.internal(ServiceKind::RagSearch))
+    }
+
+    /// Starts an index run of the default workspace and returns its progress once `fake`, the
+    /// embedding endpoint set to [`FakeEmbeddings::hold`], holds the run's first request: every
+    /// file is parsed and the run waits at the model.
+    pub async fn index_run_held(
+        &self,
+        fake: &FakeEmbeddings,
+    ) -> Result<tonic::Streaming<IndexProgress>, tonic::Status> {
+        let run = self
+            .rag()
+            .index_workspace(IndexWorkspaceRequest::default())
+            .await?
+            .into_inner();
+        fake.held_request().await;
+        Ok(run)
     }
 
     /// The channel of one service, sending the services' internal token.

@@ -6,8 +6,8 @@
 use ploke_e2e::Sandbox;
 use ploke_e2e::fake_embeddings::FakeEmbeddings;
 use ploke_proto::rag::v1::{
-    GetContextRequest, IndexPhase, IndexState, IndexStatusRequest, IndexWorkspaceRequest,
-    SearchRequest, SearchResponse, Strategy,
+    GetContextRequest, IndexPhase, IndexState, IndexStatusRequest, SearchRequest, SearchResponse,
+    Strategy,
 };
 use ploke_proto::tools::v1::{GetFileMetadataArgs, RequestCodeContextArgs, tool_call, tool_result};
 
@@ -63,13 +63,7 @@ async fn searches_and_tools_answer_from_the_last_commit_while_a_run_embeds() {
         std::fs::write(ws.join(rel), text).unwrap();
     }
     // A run starts (as the watcher or a client would start one) and stops at the model.
-    let mut run = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    fake.held_request().await;
+    let mut run = sandbox.index_run_held(&fake).await.unwrap();
 
     // Every file is parsed: BM25 answers for the whole tree, READY though the run embeds (a
     // one-shot `ploke search` exits before embedding ends, and was told "still being built"

@@ -8,7 +8,7 @@ use ploke_client::overlay::{FirstRunReading, sync, sync_when_parsed};
 use ploke_e2e::fake_embeddings::FakeEmbeddings;
 use ploke_e2e::fake_provider::FakeProvider;
 use ploke_e2e::{Sandbox, TOKEN};
-use ploke_proto::rag::v1::{IndexPhase, IndexState, IndexStatusRequest, IndexWorkspaceRequest};
+use ploke_proto::rag::v1::{IndexPhase, IndexState, IndexStatusRequest};
 use ploke_proto::session::v1::CreateSessionRequest;
 use ploke_runtime::ServiceKind;
 
@@ -92,13 +92,7 @@ async fn changes_wait_for_the_first_run_to_read_the_tree_and_go_while_it_embeds(
     // The operator's run starts and stops at the model, with every file parsed: the changes
     // go now, before the run ends.
     fake.hold();
-    let mut run = sandbox
-        .rag()
-        .index_workspace(IndexWorkspaceRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    fake.held_request().await;
+    let mut run = sandbox.index_run_held(&fake).await.unwrap();
     let (synced, seen) = waiting.await.unwrap();
     let synced = synced.unwrap();
     assert_eq!(
