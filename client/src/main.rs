@@ -140,6 +140,9 @@ enum Command {
         target: Target,
     },
     /// Show the health of a gateway and the services behind it.
+    ///
+    /// Exits 1 when a service is not SERVING, DEGRADED included (it answers, but part of its
+    /// work fails: an index that cannot be written).
     Status {
         /// Gateway URL (default: the `ploke up` serving this directory or one above it, else
         /// http://127.0.0.1:50051).
@@ -280,12 +283,18 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             };
             let status = cmd::up::system_status(&mut client).await?;
             cmd::up::print_status(&gateway, &status);
-            if status
-                .services
+            use ploke_proto::gateway::v1::ServingState;
+            let states: Vec<ServingState> = status.services.iter().map(|s| s.state()).collect();
+            if states
                 .iter()
-                .any(|s| s.state != ploke_proto::gateway::v1::ServingState::Serving as i32)
+                .any(|s| !matches!(s, ServingState::Serving | ServingState::Degraded))
             {
                 anyhow::bail!("some services are not serving");
+            }
+            if states.contains(&ServingState::Degraded) {
+                anyhow::bail!(
+                    "some services are degraded (they answer, but not all of their work is done)"
+                );
             }
             Ok(())
         }

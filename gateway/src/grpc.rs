@@ -1,16 +1,15 @@
 //! The Gateway service: forwards each RPC to its upstream and reports system status.
 
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ploke_proto::gateway::v1::gateway_server::Gateway;
-use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServiceStatus, ServingState, SystemStatus};
+use ploke_proto::gateway::v1::{GetSystemStatusRequest, SystemStatus};
 use ploke_proto::rag::v1 as rag;
 use ploke_proto::session::v1 as session;
 use ploke_proto::tools::v1 as tools;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
-use tonic_health::pb::health_check_response::ServingStatus;
 
 use ploke_runtime::principal;
 use ploke_runtime::text::shown;
@@ -39,7 +38,7 @@ const RAG: &str = "rag-search";
 /// The tonic service of the gateway.
 #[derive(Debug, Clone)]
 pub struct GatewayGrpc {
-    upstreams: Upstreams,
+    pub(crate) upstreams: Upstreams,
     timeout: Duration,
     subscriber_buffer: usize,
     subscriber_grace: Duration,
@@ -534,66 +533,5 @@ impl Gateway for GatewayGrpc {
             Ok(Response::new(self.system_status().await))
         })
         .await
-    }
-}
-
-impl GatewayGrpc {
-    /// Health of every upstream. Where the services run and why one fails are the operators'
-    /// business: only admins and a one-person setup's `default` see endpoints and messages.
-    async fn system_status(&self) -> SystemStatus {
-        let internals = principal::sees_internals();
-        let probes = self.upstreams.all.iter().map(|u| async move {
-            let started = Instant::now();
-            let probe = tokio::time::timeout(
-                Duration::from_secs(2),
-                ploke_runtime::probe::health(u.channel.clone(), u.service),
-            )
-            .await;
-            let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-            let (state, message) = match probe {
-                Ok(Ok(ServingStatus::Serving)) => match u.takes_internal_token().await {
-                    Ok(()) => (ServingState::Serving, String::new()),
-                    Err(refused) => (
-                        ServingState::NotServing,
-                        format!(
-                            "refuses this gateway's internal token ({}); the services of this \
-                             deployment are configured with different internal tokens",
-                            refused.message()
-                        ),
-                    ),
-                },
-                // Why, when the backend says (its faults and their causes).
-                Ok(Ok(other)) => (
-                    ServingState::NotServing,
-                    match u.faults(Duration::from_secs(2)).await {
-                        Some(faults) => format!("not serving: {faults}"),
-                        None => format!("{other:?}"),
-                    },
-                ),
-                Ok(Err(status)) => (ServingState::Unreachable, status.message().to_owned()),
-                Err(_) => (
-                    ServingState::Unreachable,
-                    "health check timed out after 2 s".to_owned(),
-                ),
-            };
-            ServiceStatus {
-                service: u.service.to_owned(),
-                endpoint: if internals {
-                    u.url.clone()
-                } else {
-                    String::new()
-                },
-                state: state as i32,
-                message: if internals { message } else { String::new() },
-                latency_us,
-            }
-        });
-        let services = futures::future::join_all(probes).await;
-        SystemStatus {
-            version: ploke_runtime::build::LONG_VERSION.to_owned(),
-            services,
-            correlation: Some(ploke_runtime::correlation::current().into()),
-            principal: principal::current().map(|p| p.to_proto()),
-        }
     }
 }

@@ -8,6 +8,7 @@ mod forward;
 mod grpc;
 pub mod mcp;
 mod relay;
+mod status;
 pub mod tools;
 mod upstreams;
 

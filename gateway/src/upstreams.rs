@@ -1,8 +1,10 @@
 //! The gateway's upstream services: typed clients with trace propagation and the internal
 //! token, the raw channels used for health probes (health needs no token), and the probe of
-//! whether an upstream takes this gateway's internal token.
+//! the faults an upstream lists behind its internal token (which also tells whether it takes
+//! this gateway's).
 
 use ploke_proto::rag::v1::rag_search_client::RagSearchClient;
+use ploke_proto::runtime::v1::Fault;
 use ploke_proto::session::v1::llm_session_client::LlmSessionClient;
 use ploke_proto::tools::v1::tool_executor_client::ToolExecutorClient;
 use ploke_runtime::client::{ChannelError, TracedChannel, internal, lazy_channel};
@@ -23,48 +25,34 @@ pub struct Upstream {
     pub internal: TracedChannel,
 }
 
-/// A method no ploke service has: behind a backend's internal-token check it answers
-/// UNIMPLEMENTED, and before it UNAUTHENTICATED.
-const TOKEN_PROBE: &str = "/ploke.probe.v1.Probe/InternalToken";
-
 impl Upstream {
-    /// `Err` with the backend's refusal when it does not take this gateway's internal token
-    /// (health is open to all, so a deployment whose services hold different tokens looked
-    /// healthy while every call failed); `Ok` when it does, or when it cannot be asked.
-    pub async fn takes_internal_token(&self) -> Result<(), tonic::Status> {
-        let mut grpc = tonic::client::Grpc::new(self.internal.clone());
-        if grpc.ready().await.is_err() {
-            return Ok(());
-        }
-        let codec = tonic_prost::ProstCodec::<(), ()>::default();
-        let path = http::uri::PathAndQuery::from_static(TOKEN_PROBE);
-        match grpc.unary(tonic::Request::new(()), path, codec).await {
-            Err(s) if s.code() == tonic::Code::Unauthenticated => Err(s),
-            Ok(_) | Err(_) => Ok(()),
+    /// The faults the backend has raised (`ploke.runtime.v1.Faults`, behind its internal-token
+    /// check), asked within `wait`. `Err` with the refusal when it does not take this
+    /// gateway's internal token (health is open to all, so a deployment whose services hold
+    /// different tokens looked healthy while every call failed); `Ok(None)` when it cannot be
+    /// told (no answer in time, an older backend).
+    pub async fn faults(
+        &self,
+        wait: std::time::Duration,
+    ) -> Result<Option<Vec<Fault>>, tonic::Status> {
+        use ploke_proto::runtime::v1::ListFaultsRequest;
+        use ploke_proto::runtime::v1::faults_client::FaultsClient;
+        let mut client = FaultsClient::new(self.internal.clone());
+        match tokio::time::timeout(wait, client.list_faults(ListFaultsRequest {})).await {
+            Ok(Ok(listed)) => Ok(Some(listed.into_inner().faults)),
+            Ok(Err(s)) if s.code() == tonic::Code::Unauthenticated => Err(s),
+            Ok(Err(_)) | Err(_) => Ok(None),
         }
     }
 }
 
-impl Upstream {
-    /// What holds the backend NOT_SERVING, as one line (`storage: …; blocking_pool: …`), asked
-    /// of its `ploke.runtime.v1.Faults` within `wait`; `None` when it cannot be told (an older
-    /// backend, no answer in time, no fault).
-    pub async fn faults(&self, wait: std::time::Duration) -> Option<String> {
-        use ploke_proto::runtime::v1::ListFaultsRequest;
-        use ploke_proto::runtime::v1::faults_client::FaultsClient;
-        let mut client = FaultsClient::new(self.internal.clone());
-        let listed = tokio::time::timeout(wait, client.list_faults(ListFaultsRequest {}))
-            .await
-            .ok()?
-            .ok()?
-            .into_inner();
-        let said: Vec<String> = listed
-            .faults
-            .iter()
-            .map(|f| format!("{}: {}", f.name, f.reason))
-            .collect();
-        (!said.is_empty()).then(|| said.join("; "))
-    }
+/// `faults` as one line (`storage: …; blocking_pool: …`).
+pub fn said(faults: &[&Fault]) -> String {
+    let said: Vec<String> = faults
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.reason))
+        .collect();
+    said.join("; ")
 }
 
 /// Every upstream the gateway forwards to.

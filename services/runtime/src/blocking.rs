@@ -326,7 +326,7 @@ mod tests {
             tokio::spawn(async move { pool.run(move || held.recv()).await })
         };
         until("the fault is raised", || {
-            readiness.faults().first().map(|f| f.0) == Some("blocking_pool")
+            readiness.faults().first().map(|f| f.name) == Some("blocking_pool")
         })
         .await;
         release.send(()).unwrap();

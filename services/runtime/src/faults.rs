@@ -1,4 +1,5 @@
-//! `ploke.runtime.v1.Faults`: the health faults a backend has raised, with their causes, for
+//! `ploke.runtime.v1.Faults`: the health faults a backend has raised (those that hold it
+//! NOT_SERVING and those that only degrade it), with their causes, for
 //! the gateway's SystemStatus (`ploke status`). Served by every backend's [`ServiceHost`]
 //! behind the internal token (a cause names files or the database address); not by the
 //! gateway, whose callers are not operators by default.
@@ -9,7 +10,7 @@ use ploke_proto::runtime::v1::faults_server::{Faults, FaultsServer};
 use ploke_proto::runtime::v1::{Fault, ListFaultsRequest, ListFaultsResponse};
 use tonic::{Request, Response, Status};
 
-use crate::server::Readiness;
+use crate::server::{Impact, Readiness};
 
 /// The gRPC service of one server's faults.
 #[derive(Debug, Clone)]
@@ -32,9 +33,10 @@ impl Faults for FaultsService {
             .0
             .faults()
             .into_iter()
-            .map(|(name, reason)| Fault {
-                name: name.to_owned(),
-                reason,
+            .map(|f| Fault {
+                name: f.name.to_owned(),
+                reason: f.reason,
+                degraded: f.impact == Impact::Degraded,
             })
             .collect();
         faults.sort_by(|a, b| a.name.cmp(&b.name));

@@ -60,8 +60,10 @@ pub enum ServeError {
 }
 
 /// Switches the health status of a server's services (and of the whole server, `""`): SERVING
-/// while the service is ready ([`Readiness::set_serving`]) and no fault is raised
-/// ([`Readiness::set_fault`]: storage gone, a wedged worker pool), NOT_SERVING otherwise.
+/// while the service is ready ([`Readiness::set_serving`]) and no fault that stops it is raised
+/// ([`Readiness::set_fault`]: storage gone, a wedged worker pool), NOT_SERVING otherwise. A
+/// fault that only degrades it ([`Readiness::set_degraded`]: an index that cannot be written
+/// while searches still answer) leaves it SERVING and is listed with the others.
 #[derive(Clone)]
 pub struct Readiness {
     reporter: HealthReporter,
@@ -69,10 +71,40 @@ pub struct Readiness {
     state: Arc<std::sync::Mutex<ReadyState>>,
 }
 
+/// What a raised fault does to the service's health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Impact {
+    /// NOT_SERVING while it lasts: nothing the service serves can work.
+    NotServing,
+    /// Still SERVING: the service answers, and what the fault stops fails with its own error.
+    Degraded,
+}
+
+/// One fault raised now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaisedFault {
+    /// Its name: `storage`, `index_storage`, `blocking_pool`, ...
+    pub name: &'static str,
+    /// Why, as the log says it.
+    pub reason: String,
+    /// What it does to health.
+    pub impact: Impact,
+}
+
 #[derive(Debug, Default)]
 struct ReadyState {
     ready: bool,
-    faults: std::collections::BTreeMap<&'static str, String>,
+    faults: std::collections::BTreeMap<&'static str, (String, Impact)>,
+}
+
+impl ReadyState {
+    fn serving(&self) -> bool {
+        self.ready
+            && self
+                .faults
+                .values()
+                .all(|(_, impact)| *impact == Impact::Degraded)
+    }
 }
 
 impl std::fmt::Debug for Readiness {
@@ -97,7 +129,7 @@ impl Readiness {
         let serving = match self.state.lock() {
             Ok(mut state) => {
                 change(&mut state);
-                state.ready && state.faults.is_empty()
+                state.serving()
             }
             Err(_) => false,
         };
@@ -119,16 +151,34 @@ impl Readiness {
         self.update(|s| s.ready = false).await;
     }
 
-    /// Raises (`Some(reason)`) or clears (`None`) the fault `name`; while any fault is raised
-    /// the service reports NOT_SERVING. Transitions are logged.
+    /// Raises (`Some(reason)`) or clears (`None`) the fault `name`; while any such fault is
+    /// raised the service reports NOT_SERVING. Transitions are logged.
     pub async fn set_fault(&self, name: &'static str, fault: Option<String>) {
-        crate::metrics::record::health_fault(self.service_name(), name, fault.is_some());
+        self.raise(name, Impact::NotServing, fault).await;
+    }
+
+    /// Raises (`Some(reason)`) or clears (`None`) the fault `name`, which leaves the service
+    /// SERVING: it still answers, and the fault is listed (`ploke.runtime.v1.Faults`, the
+    /// `ploke_health_degraded` gauge) until it clears. Transitions are logged.
+    pub async fn set_degraded(&self, name: &'static str, fault: Option<String>) {
+        self.raise(name, Impact::Degraded, fault).await;
+    }
+
+    async fn raise(&self, name: &'static str, impact: Impact, fault: Option<String>) {
+        crate::metrics::record::health_fault(self.service_name(), name, impact, fault.is_some());
         self.update(|s| match fault {
             Some(reason) => {
-                if s.faults.get(name) != Some(&reason) {
-                    tracing::error!(fault = name, %reason, "not serving until this recovers");
+                if s.faults.get(name).map(|(r, _)| r) != Some(&reason) {
+                    match impact {
+                        Impact::NotServing => {
+                            tracing::error!(fault = name, %reason, "not serving until this recovers");
+                        }
+                        Impact::Degraded => {
+                            tracing::error!(fault = name, %reason, "degraded until this recovers");
+                        }
+                    }
                 }
-                s.faults.insert(name, reason);
+                s.faults.insert(name, (reason, impact));
             }
             None => {
                 if s.faults.remove(name).is_some() {
@@ -145,10 +195,19 @@ impl Readiness {
     }
 
     /// The faults raised now, by name.
-    pub fn faults(&self) -> Vec<(&'static str, String)> {
+    pub fn faults(&self) -> Vec<RaisedFault> {
         self.state
             .lock()
-            .map(|s| s.faults.iter().map(|(k, v)| (*k, v.clone())).collect())
+            .map(|s| {
+                s.faults
+                    .iter()
+                    .map(|(name, (reason, impact))| RaisedFault {
+                        name,
+                        reason: reason.clone(),
+                        impact: *impact,
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }

@@ -5,7 +5,9 @@
 //! running turn ends in `turn_failed{storage}` (recorded once storage is back, never before it
 //! is durable; meanwhile its subscribers' streams end UNAVAILABLE saying so), a proposal that cannot be recorded is a tool error, health is NOT_SERVING while
 //! storage is broken and SERVING again after, and no process dies. (A removed data dir and a
-//! full disk are covered by the services' own suites, against their real binaries.)
+//! full disk are covered by the services' own suites, against their real binaries.) An index
+//! that cannot be written degrades rag-search without stopping it: searches answer from the
+//! last committed index and the gateway's status says DEGRADED, and why.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -364,4 +366,97 @@ async fn removed_databases_refuse_writes_and_report_not_serving_without_a_crash(
         ServingStatus::NotServing
     );
     c.sandbox.stop().await.unwrap();
+}
+
+/// rag-search whose index cannot be written (its directory gone, as a full disk) stays SERVING
+/// (a replica's disk is no outage of search): searches answer from the last committed index, a
+/// refresh is UNAVAILABLE, and the gateway's status says DEGRADED with the fault until a write
+/// works again.
+#[tokio::test]
+async fn an_index_that_cannot_be_written_degrades_search_in_the_status_without_stopping_it() {
+    use ploke_proto::gateway::v1::{GetSystemStatusRequest, ServingState};
+    use ploke_proto::rag::v1::{RefreshFilesRequest, SearchRequest, Strategy};
+    const RAG: &str = "ploke.rag.v1.RagSearch";
+    let sandbox = Sandbox::start_with(|c| c.rag_search.watch = false)
+        .await
+        .unwrap();
+    sandbox
+        .index_files(&[("src/lib.rs", "pub fn load_settings() {}\n")])
+        .await
+        .unwrap();
+    let index = sandbox.data.path().join("index");
+    let away = sandbox.data.path().join("index.away");
+    std::fs::rename(&index, &away).unwrap();
+    std::fs::write(
+        sandbox.workspace_root().join("src/later.rs"),
+        "pub fn later() {}\n",
+    )
+    .unwrap();
+    let refused = sandbox
+        .rag()
+        .refresh_files(RefreshFilesRequest {
+            workspace_root: String::new(),
+            paths: vec!["src/later.rs".into()],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    let rag_status = || async {
+        sandbox
+            .gateway()
+            .get_system_status(GetSystemStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .services
+            .into_iter()
+            .find(|s| s.service == RAG)
+            .unwrap()
+    };
+    let degraded = rag_status().await;
+    assert_eq!(degraded.state(), ServingState::Degraded, "{degraded:?}");
+    assert!(
+        degraded.message.starts_with(
+            "degraded: index_storage: the index cannot be written (index storage unavailable"
+        ) && degraded
+            .message
+            .ends_with("; searches answer from the last committed index"),
+        "{degraded:?}"
+    );
+    assert_eq!(
+        ploke_runtime::probe::health(sandbox.channel(ServiceKind::RagSearch), RAG)
+            .await
+            .unwrap(),
+        ServingStatus::Serving
+    );
+    let hits = sandbox
+        .gateway()
+        .search(SearchRequest {
+            query: "load_settings".into(),
+            strategy: Strategy::Bm25 as i32,
+            top_k: 5,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .hits;
+    assert_eq!(
+        hits[0].part.as_ref().unwrap().canon_path,
+        "crate::load_settings"
+    );
+    // Storage back: the service recovers by itself (a run that writes what it missed) and
+    // the fault clears; the deadline only bounds a failing test.
+    std::fs::rename(&away, &index).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = rag_status().await;
+        if now.state() == ServingState::Serving {
+            assert_eq!(now.message, "", "{now:?}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    sandbox.stop().await.unwrap();
 }

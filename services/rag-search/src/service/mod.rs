@@ -124,6 +124,10 @@ pub struct Retrieval {
     pub skip_dense_when_named: bool,
 }
 
+/// The health fault raised while an index cannot be written: the service stays SERVING
+/// (searches answer from the last committed index) and lists it as degraded.
+const INDEX_STORAGE_FAULT: &str = "index_storage";
+
 const NO_MODEL: &str =
     "no embedding model is configured (--embed-model DIR, or an [embedding] endpoint)";
 
@@ -205,15 +209,18 @@ impl RagService {
         self
     }
 
-    /// Reports index storage faults on `readiness`: health is NOT_SERVING while the index cannot
-    /// be written (its directory removed, the disk full) and SERVING again after a write works.
+    /// Reports index storage faults on `readiness`: while the index cannot be written (its
+    /// directory removed, the disk full) the service is degraded (still SERVING: searches answer
+    /// from the last committed index; the fault is listed and `ploke_health_degraded` is 1)
+    /// until a write works.
     pub fn with_readiness(mut self, readiness: Readiness) -> Self {
         self.readiness = Some(readiness);
         self
     }
 
-    /// Raises the `index_storage` fault when an index write failed on storage, clears it when
-    /// one succeeded; write failures become [`RagError::IndexStorage`] (UNAVAILABLE).
+    /// Raises the `index_storage` fault (degraded) when an index write failed on storage,
+    /// clears it when one succeeded; write failures become [`RagError::IndexStorage`]
+    /// (UNAVAILABLE).
     async fn storage_outcome<T>(&self, outcome: Result<T, RagError>) -> Result<T, RagError> {
         let outcome = match outcome {
             Err(RagError::Index(
@@ -226,12 +233,14 @@ impl RagService {
         };
         if let Some(readiness) = &self.readiness {
             match &outcome {
-                Ok(_) => readiness.set_fault("index_storage", None).await,
+                Ok(_) => readiness.set_degraded(INDEX_STORAGE_FAULT, None).await,
                 Err(e @ RagError::IndexStorage { .. }) => {
                     let reason = format!(
                         "the index cannot be written ({e}); searches answer from the last committed index"
                     );
-                    readiness.set_fault("index_storage", Some(reason)).await;
+                    readiness
+                        .set_degraded(INDEX_STORAGE_FAULT, Some(reason))
+                        .await;
                 }
                 Err(_) => {}
             }

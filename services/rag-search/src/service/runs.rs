@@ -117,7 +117,7 @@ impl RagService {
                 if p.phase == Phase::Embedding
                     && let Some((readiness, runtime)) = written.take()
                 {
-                    runtime.block_on(readiness.set_fault("index_storage", None));
+                    runtime.block_on(readiness.set_degraded(super::INDEX_STORAGE_FAULT, None));
                 }
                 let _ = progress.try_send(p);
             };

@@ -94,6 +94,46 @@ impl Server {
         while progress.message().await.unwrap().is_some() {}
     }
 
+    /// The faults the service lists now (`ploke.runtime.v1.Faults`).
+    async fn faults(&self) -> Vec<ploke_proto::runtime::v1::Fault> {
+        let channel = Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        ploke_proto::runtime::v1::faults_client::FaultsClient::new(channel)
+            .list_faults(ploke_proto::runtime::v1::ListFaultsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .faults
+    }
+
+    /// Asserts that the service is SERVING, degraded by the one fault `index_storage` (its
+    /// index cannot be written), whose reason names the failed write.
+    async fn assert_degraded_by_index_storage(&self) {
+        use tonic_health::pb::health_check_response::ServingStatus;
+        assert_eq!(self.health().await, ServingStatus::Serving);
+        let faults = self.faults().await;
+        let [fault] = faults.as_slice() else {
+            panic!("one fault: {faults:?}");
+        };
+        assert_eq!(
+            (fault.name.as_str(), fault.degraded),
+            ("index_storage", true),
+            "{fault:?}"
+        );
+        assert!(
+            fault
+                .reason
+                .starts_with("the index cannot be written (index storage unavailable")
+                && fault
+                    .reason
+                    .ends_with("; searches answer from the last committed index"),
+            "{fault:?}"
+        );
+    }
+
     /// The service's health now.
     async fn health(&self) -> tonic_health::pb::health_check_response::ServingStatus {
         let channel = Channel::from_shared(format!("http://{}", self.addr))
@@ -339,7 +379,7 @@ fn assert_storage_unavailable(e: &tonic::Status) {
 }
 
 #[tokio::test]
-async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_still_searched() {
+async fn an_index_that_cannot_be_written_is_unavailable_and_degraded_but_still_searched() {
     let mut s = start().await;
     std::fs::write(
         s.workspace.path().join("lib.rs"),
@@ -353,7 +393,8 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
     std::fs::remove_dir_all(s.workspace.path().join(".ploke")).unwrap();
     let e = s.refresh_failing("lib.rs").await;
     assert_storage_unavailable(&e);
-    assert_eq!(s.health().await, ServingStatus::NotServing);
+    // Still SERVING (a replica's full disk is no outage of search), degraded with the reason.
+    s.assert_degraded_by_index_storage().await;
     // Searches still answer from the last committed index.
     let hits = s
         .client
@@ -371,7 +412,6 @@ async fn an_index_that_cannot_be_written_is_unavailable_and_not_serving_but_stil
 
 #[tokio::test]
 async fn a_workspace_added_where_no_index_can_be_written_is_unavailable() {
-    use tonic_health::pb::health_check_response::ServingStatus;
     let mut s = start().await;
     s.index().await;
     let other = tempfile::tempdir().unwrap();
@@ -390,7 +430,7 @@ async fn a_workspace_added_where_no_index_can_be_written_is_unavailable() {
         .await
         .unwrap_err();
     assert_storage_unavailable(&e);
-    assert_eq!(s.health().await, ServingStatus::NotServing);
+    s.assert_degraded_by_index_storage().await;
     s.stop().await;
 }
 
@@ -415,14 +455,13 @@ async fn refresh_failing_once(
 /// file whose refresh failed meanwhile is indexed.
 #[tokio::test]
 async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_missed() {
-    use tonic_health::pb::health_check_response::ServingStatus;
     // The data dir goes away; a refresh of a new file fails.
     let (mut s, root, e) = refresh_failing_once(|data| {
         std::fs::rename(data, data.with_file_name(".ploke-away")).unwrap()
     })
     .await;
     assert_eq!(e.code(), Code::Unavailable, "{e:?}");
-    assert_eq!(s.health().await, ServingStatus::NotServing);
+    s.assert_degraded_by_index_storage().await;
     // It comes back: nothing else is done here.
     std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
     serving_and_found(&mut s, "recovered_later", "later.rs").await;
@@ -435,11 +474,10 @@ async fn an_index_whose_storage_works_again_recovers_by_itself_with_what_it_miss
 /// again by the service itself: a new index, built whole, with the file whose refresh failed.
 #[tokio::test]
 async fn an_index_whose_files_are_removed_is_built_again_by_itself() {
-    use tonic_health::pb::health_check_response::ServingStatus;
     let (mut s, root, e) =
         refresh_failing_once(|data| std::fs::remove_dir_all(data).unwrap()).await;
     assert_storage_unavailable(&e);
-    assert_eq!(s.health().await, ServingStatus::NotServing);
+    s.assert_degraded_by_index_storage().await;
     serving_and_found(&mut s, "recovered_later", "later.rs").await;
     serving_and_found(&mut s, "load_settings", "lib.rs").await;
     assert!(root.join(".ploke").is_dir());
@@ -453,8 +491,8 @@ async fn an_index_whose_files_are_removed_is_built_again_by_itself() {
 }
 
 /// After a storage fault, the run that recovers clears it once its keywords are committed: the
-/// service is SERVING while that run still embeds (it used to stay NOT_SERVING for the whole
-/// run, minutes on a large workspace, though searches answered).
+/// fault is gone while that run still embeds (it used to stay raised for the whole run,
+/// minutes on a large workspace, though searches answered).
 #[tokio::test]
 async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embeds() {
     use ploke_proto::rag::v1::IndexPhase;
@@ -470,13 +508,13 @@ async fn a_recovering_run_serves_again_once_it_has_committed_while_it_still_embe
     std::fs::write(root.join("stages.rs"), many).unwrap();
     let e = s.refresh_failing("stages.rs").await;
     assert_storage_unavailable(&e);
-    assert_eq!(s.health().await, ServingStatus::NotServing);
+    s.assert_degraded_by_index_storage().await;
     std::fs::rename(root.join(".ploke-away"), root.join(".ploke")).unwrap();
-    // The recovery's run parses, commits, then embeds 400 items: health is SERVING while
+    // The recovery's run parses, commits, then embeds 400 items: the fault is cleared while
     // IndexStatus still says it embeds.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        let serving = s.health().await == ServingStatus::Serving;
+        let serving = s.health().await == ServingStatus::Serving && s.faults().await.is_empty();
         let status = s.status().await;
         let embedding = status.state() == IndexState::Indexing
             && status
@@ -530,13 +568,13 @@ async fn a_workspace_directory_replaced_under_the_service_is_watched_and_indexed
     s.stop().await;
 }
 
-/// Waits (up to two minutes) until the service reports SERVING and a search for `query` finds
-/// `file` first.
+/// Waits (up to two minutes) until the service reports SERVING without a fault and a search
+/// for `query` finds `file` first.
 async fn serving_and_found(s: &mut Server, query: &str, file: &str) {
     use tonic_health::pb::health_check_response::ServingStatus;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        let serving = s.health().await == ServingStatus::Serving;
+        let serving = s.health().await == ServingStatus::Serving && s.faults().await.is_empty();
         let found = s
             .client
             .search(search(query, 5))

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use metrics::{counter, gauge, histogram};
 
+use crate::server::Impact;
+
 /// Calls answered, by `service`, `method` and `code` (counter).
 pub const RPC_REQUESTS: &str = "ploke_rpc_requests_total";
 /// Call latency, by `service`, `method` and `code` (histogram, seconds).
@@ -43,8 +45,13 @@ pub const POOL_QUEUED: &str = "ploke_blocking_pool_queued";
 /// Callers turned away by a saturated blocking pool, by `service` (counter).
 pub const POOL_REJECTED: &str = "ploke_blocking_pool_rejected_total";
 
-/// Whether a health fault is raised, by `service` and `fault` (gauge, 1 or 0).
+/// Whether a health fault that holds the service NOT_SERVING is raised, by `service` and
+/// `fault` (gauge, 1 or 0).
 pub const HEALTH_FAULT: &str = "ploke_health_fault";
+
+/// 1 while a fault degrades a service that still serves (an index that cannot be written while
+/// searches answer), else 0, by `service` and `fault` (gauge).
+pub const HEALTH_DEGRADED: &str = "ploke_health_degraded";
 
 /// 1, with the process's `version`: a scrape of a process that has answered nothing yet
 /// still says what runs there, and which replicas an upgrade has reached (gauge).
@@ -89,7 +96,11 @@ pub(super) fn describe() {
     );
     describe_gauge!(
         HEALTH_FAULT,
-        "1 while a health fault holds the service NOT_SERVING (storage, index_storage, blocking_pool, ...), else 0"
+        "1 while a health fault holds the service NOT_SERVING (storage, blocking_pool, ...), else 0"
+    );
+    describe_gauge!(
+        HEALTH_DEGRADED,
+        "1 while a fault degrades a service that still serves (index_storage: searches answer from the last committed index), else 0"
     );
     describe_gauge!(
         BUILD_INFO,
@@ -240,12 +251,17 @@ pub fn pool_state(service: &str, size: usize, busy: usize, queued: usize) {
     gauge!(POOL_QUEUED, "service" => service.to_owned()).set(queued as f64);
 }
 
-/// The health fault `fault` of `service` is raised (`true`) or cleared.
-pub fn health_fault(service: &str, fault: &'static str, raised: bool) {
+/// The health fault `fault` of `service` is raised (`true`) or cleared: [`HEALTH_FAULT`] for one
+/// that stops the service, [`HEALTH_DEGRADED`] for one that degrades it.
+pub fn health_fault(service: &str, fault: &'static str, impact: Impact, raised: bool) {
     if !super::enabled() {
         return;
     }
-    gauge!(HEALTH_FAULT, "service" => service.to_owned(), "fault" => fault).set(if raised {
+    let name = match impact {
+        Impact::NotServing => HEALTH_FAULT,
+        Impact::Degraded => HEALTH_DEGRADED,
+    };
+    gauge!(name, "service" => service.to_owned(), "fault" => fault).set(if raised {
         1.0
     } else {
         0.0

@@ -188,7 +188,27 @@ async fn rpcs_tools_and_pools_are_scraped_from_one_endpoint_per_process() {
         "{body}"
     );
     host.readiness().set_fault("storage", None).await;
+    // A degrading fault has a gauge of its own.
+    let degraded = [("service", "t.v1.Metrics"), ("fault", "index_storage")];
+    host.readiness()
+        .set_degraded("index_storage", Some("disk full".into()))
+        .await;
     let body = scrape(addr, "/metrics").await.unwrap().body;
+    assert_eq!(
+        (
+            metric(&body, "ploke_health_degraded", &degraded),
+            metric(&body, "ploke_health_fault", &fault)
+        ),
+        (Some(1.0), Some(0.0)),
+        "{body}"
+    );
+    host.readiness().set_degraded("index_storage", None).await;
+    let body = scrape(addr, "/metrics").await.unwrap().body;
+    assert_eq!(
+        metric(&body, "ploke_health_degraded", &degraded),
+        Some(0.0),
+        "{body}"
+    );
     assert_eq!(
         metric(&body, "ploke_blocking_pool_rejected_total", &svc),
         Some(0.0),

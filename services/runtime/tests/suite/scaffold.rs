@@ -39,6 +39,54 @@ async fn health_is_not_serving_until_the_service_is_ready() {
     server.task.await.unwrap().unwrap();
 }
 
+/// A fault that stops the service turns health NOT_SERVING; one that only degrades it leaves
+/// it SERVING; both are listed with what they do, and one clearing never hides the other.
+#[tokio::test]
+async fn a_degrading_fault_keeps_serving_and_a_stopping_one_does_not() {
+    use ploke_runtime::server::{Impact, RaisedFault};
+    telemetry();
+    let server = start(None, false, LimitsConfig::default()).await;
+    let ch = channel(&server.url).await;
+    let r = &server.readiness;
+    r.set_serving().await;
+    r.set_degraded("index_storage", Some("disk full".into()))
+        .await;
+    assert_eq!(
+        health(ch.clone(), "").await.unwrap(),
+        ServingStatus::Serving
+    );
+    r.set_fault("storage", Some("database gone".into())).await;
+    assert_eq!(
+        health(ch.clone(), "").await.unwrap(),
+        ServingStatus::NotServing
+    );
+    assert_eq!(
+        r.faults(),
+        [
+            RaisedFault {
+                name: "index_storage",
+                reason: "disk full".into(),
+                impact: Impact::Degraded,
+            },
+            RaisedFault {
+                name: "storage",
+                reason: "database gone".into(),
+                impact: Impact::NotServing,
+            },
+        ]
+    );
+    r.set_fault("storage", None).await;
+    assert_eq!(
+        health(ch.clone(), "").await.unwrap(),
+        ServingStatus::Serving
+    );
+    r.set_degraded("index_storage", None).await;
+    assert_eq!(r.faults(), []);
+    assert_eq!(health(ch, "").await.unwrap(), ServingStatus::Serving);
+    server.shutdown.trigger();
+    server.task.await.unwrap().unwrap();
+}
+
 #[tokio::test]
 async fn reflection_lists_services_in_v1_and_v1alpha() {
     telemetry();
