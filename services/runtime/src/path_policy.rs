@@ -106,7 +106,9 @@ pub fn protected(name: &std::ffi::OsStr) -> Option<&'static str> {
 }
 
 /// Resolves `input` (relative to `root`, or absolute inside it), to read or to write. `root`
-/// must be canonical. An empty input means the root.
+/// is canonical, or canonical up to a last component that is a symbolic link
+/// ([`crate::workspaces::root_path`]): a link is followed as it points now, and what it points
+/// at is the tree nothing may leave. An empty input means the root.
 pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
     if input.contains('\0') {
         return Err(PathError::Nul);
@@ -118,8 +120,10 @@ pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
         return Err(PathError::TooLong(input.len()));
     }
     let path = Path::new(input);
+    let mut real_root = root_now(root)?;
     let relative: &Path = if path.is_absolute() {
         path.strip_prefix(root)
+            .or_else(|_| path.strip_prefix(&real_root))
             .map_err(|_| PathError::AbsoluteOutside)?
     } else {
         path
@@ -139,8 +143,13 @@ pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
     }
     let lexical: PathBuf = parts.iter().fold(root.to_path_buf(), |p, c| p.join(c));
     let abs = resolve_symlinks(&lexical)?;
+    if !abs.starts_with(&real_root) && real_root != root {
+        // The root's link was pointed elsewhere between the two lookups: judge by where it
+        // points now.
+        real_root = root_now(root)?;
+    }
     let inside = abs
-        .strip_prefix(root)
+        .strip_prefix(&real_root)
         .map_err(|_| PathError::SymlinkEscape)?;
     if let Some(dir) = inside
         .components()
@@ -170,6 +179,16 @@ pub fn resolve_own(root: &Path, rel: &str) -> Result<Option<PathBuf>, PathError>
         .filter(|p| !p.is_empty() && *p != ".")
         .collect();
     Ok((resolved.rel == asked.join("/")).then_some(resolved.abs))
+}
+
+/// The directory `root` is now (through its link, if it is one); a root that is gone stands for
+/// itself, so that what is under it resolves to where it would be.
+fn root_now(root: &Path) -> Result<PathBuf, PathError> {
+    match std::fs::canonicalize(root) {
+        Ok(real) => Ok(real),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(root.to_owned()),
+        Err(e) => Err(classify(&e)),
+    }
 }
 
 /// `path` with its longest existing prefix canonicalised (symlinks followed) and the missing

@@ -119,8 +119,25 @@ impl std::fmt::Debug for Workspaces {
     }
 }
 
-fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+/// The path a workspace root is known by: canonical, except that a last component that is a
+/// symbolic link stays a name, so that the root follows the link when it is pointed at another
+/// tree (git-sync points its link at each new worktree and deletes the old one; a deploy's
+/// `current` link moves to the next release). Every file under it is resolved through the link
+/// as it points at that moment ([`crate::path_policy::resolve`]). A path that cannot be
+/// resolved is returned as given.
+pub fn root_path(path: &Path) -> PathBuf {
+    // Without a trailing `/`, which would make `lstat` follow the link.
+    let path: PathBuf = path.components().collect();
+    let is_link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
+    if is_link
+        && let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+        && let Ok(parent) = std::fs::canonicalize(parent)
+    {
+        return parent.join(name);
+    }
+    std::fs::canonicalize(&path).unwrap_or(path)
 }
 
 /// Why the configured roots cannot be served, if they cannot: one that is not a directory, a
@@ -169,7 +186,7 @@ impl Workspaces {
     pub fn new(roots: &[PathBuf]) -> Self {
         let cwd = std::env::current_dir().unwrap_or_default();
         Self {
-            configured: roots.iter().map(|r| canonical(&cwd.join(r))).collect(),
+            configured: roots.iter().map(|r| root_path(&cwd.join(r))).collect(),
             ..Self::default()
         }
     }
@@ -210,9 +227,9 @@ impl Workspaces {
         self.configured.iter().any(|r| r == root)
     }
 
-    /// Adds a root at run time (canonicalised); false when it was already served.
+    /// Adds a root at run time (as [`root_path`] gives it); false when it was already served.
     pub fn add(&self, root: &Path) -> bool {
-        let root = canonical(root);
+        let root = root_path(root);
         if self.is_configured(&root) {
             return false;
         }
@@ -292,7 +309,7 @@ impl Workspaces {
     }
 
     /// The root a request means: the default for an empty string, else the served root it
-    /// names (compared after canonicalisation), if the current principal may use it
+    /// names (compared as [`root_path`] gives both), if the current principal may use it
     /// ([`crate::principal::check_workspace`]). Errors hold at most a short prefix of it.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
         let root = self.find(requested)?;
@@ -310,7 +327,7 @@ impl Workspaces {
         if !path.is_absolute() {
             return Err(WorkspaceError::NotAbsolute(shown(requested).into_owned()));
         }
-        let wanted = canonical(path);
+        let wanted = root_path(path);
         roots
             .into_iter()
             .find(|r| *r == wanted)

@@ -353,8 +353,9 @@ impl WorkspaceIndex {
             Err(e) => return Err(io(&meta_path)(e)),
         };
         let mut index = Self {
-            // Canonical, as the path policy resolves every path against it.
-            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
+            // As the path policy resolves every path against it: canonical, or through the
+            // link it is, as the link points now.
+            root: ploke_runtime::workspaces::root_path(root),
             dir: dir.to_owned(),
             bm25,
             files: meta.files,

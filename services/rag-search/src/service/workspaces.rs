@@ -299,7 +299,8 @@ impl RagService {
     }
 
     /// An absolute, existing directory that is not the whole file system and not inside
-    /// rag-search's own data.
+    /// rag-search's own data, as it is served ([`ploke_runtime::workspaces::root_path`]: a
+    /// link stays a link, followed when it is pointed elsewhere).
     fn checked_dir(&self, path: &str) -> Result<PathBuf, RagError> {
         if path.is_empty() {
             return Err(bad("path", "must not be empty"));
@@ -315,6 +316,9 @@ impl RagService {
         }
         let dir = std::fs::canonicalize(path)
             .map_err(|e| bad("path", format!("cannot be opened: {e}")))?;
+        // Served through its link, if it is one (followed when pointed elsewhere), and
+        // checked where it points now.
+        let root = ploke_runtime::workspaces::root_path(Path::new(path));
         if !dir.is_dir() {
             return Err(bad("path", "is not a directory"));
         }
@@ -331,7 +335,7 @@ impl RagService {
                 "must not be inside rag-search's data directory",
             ));
         }
-        Ok(dir)
+        Ok(root)
     }
 }
 

@@ -568,6 +568,60 @@ async fn a_workspace_directory_replaced_under_the_service_is_watched_and_indexed
     s.stop().await;
 }
 
+/// A workspace root that is a symbolic link is served through the link: pointed at another
+/// tree (git-sync swaps its link to each new worktree and deletes the old one), the service
+/// follows it under the same root, indexes the new tree and watches it.
+#[tokio::test]
+async fn a_workspace_root_link_pointed_at_another_tree_is_followed() {
+    let trees = tempfile::tempdir().unwrap();
+    let trees_dir = std::fs::canonicalize(trees.path()).unwrap();
+    let (first, second) = (trees_dir.join("worktree-1"), trees_dir.join("worktree-2"));
+    std::fs::create_dir(&first).unwrap();
+    std::fs::write(first.join("lib.rs"), "pub fn old_version() {}\n").unwrap();
+    let link = trees_dir.join("repo");
+    std::os::unix::fs::symlink(&first, &link).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_owned();
+    let root = link.clone();
+    let mut s = start_with(move |c| {
+        c.workspaces = vec![root];
+        c.data_dir = data_dir;
+    })
+    .await;
+    s.index().await;
+    serving_and_found(&mut s, "old_version", "lib.rs").await;
+    // The root is the link, not where it points.
+    assert_eq!(s.status().await.workspace_root, link.display().to_string());
+    // git-sync's swap: a new link renamed over the old one, then the old tree deleted.
+    std::fs::create_dir(&second).unwrap();
+    std::fs::write(second.join("lib.rs"), "pub fn fresh_version() {}\n").unwrap();
+    let swap = trees_dir.join("repo.new");
+    std::os::unix::fs::symlink(&second, &swap).unwrap();
+    std::fs::rename(&swap, &link).unwrap();
+    std::fs::remove_dir_all(&first).unwrap();
+    serving_and_found(&mut s, "fresh_version", "lib.rs").await;
+    // The new tree is watched: an edit in it is found too.
+    std::fs::write(second.join("more.rs"), "pub fn edited_after() {}\n").unwrap();
+    serving_and_found(&mut s, "edited_after", "more.rs").await;
+    let old: Vec<String> = s
+        .client
+        .search(search("old_version", 5))
+        .await
+        .unwrap()
+        .into_inner()
+        .hits
+        .into_iter()
+        .filter_map(|h| h.part.map(|p| p.canon_path))
+        .collect();
+    assert!(!old.contains(&"crate::old_version".to_owned()), "{old:?}");
+    let status = s.status().await;
+    assert_eq!(
+        (status.workspace_root, status.files),
+        (link.display().to_string(), 2)
+    );
+    s.stop().await;
+}
+
 /// Waits (up to two minutes) until the service reports SERVING without a fault and a search
 /// for `query` finds `file` first.
 async fn serving_and_found(s: &mut Server, query: &str, file: &str) {

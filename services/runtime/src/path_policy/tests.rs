@@ -172,3 +172,72 @@ fn only_regular_files_are_opened_and_reads_are_capped() {
         Err(FileError::Cancelled)
     ));
 }
+
+/// A root that is a link (git-sync's, a deploy's `current`) is followed as it points at each
+/// call, and the tree it points at is what nothing may leave.
+#[test]
+fn a_root_link_is_followed_where_it_points_now_and_its_tree_is_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    let (first, second) = (top.join("worktree-1"), top.join("worktree-2"));
+    for tree in [&first, &second] {
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        std::fs::write(tree.join("src/lib.rs"), "fn a() {}\n").unwrap();
+    }
+    std::fs::write(top.join("outside.rs"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(top.join("outside.rs"), second.join("src/escape.rs")).unwrap();
+    let root = top.join("repo");
+    std::os::unix::fs::symlink(&first, &root).unwrap();
+    assert_eq!(crate::workspaces::root_path(&root), root);
+    let lib = |tree: &Path| Resolved {
+        abs: tree.join("src/lib.rs"),
+        rel: "src/lib.rs".into(),
+    };
+    assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&first));
+    // Absolute paths inside, by the link or by where it points.
+    let by_link = root.join("src/lib.rs");
+    assert_eq!(
+        resolve(&root, by_link.to_str().unwrap()).unwrap(),
+        lib(&first)
+    );
+    let by_target = first.join("src/lib.rs");
+    assert_eq!(
+        resolve(&root, by_target.to_str().unwrap()).unwrap(),
+        lib(&first)
+    );
+    // Pointed at the second tree: paths resolve there, and the first tree is outside now.
+    let swap = top.join("repo.new");
+    std::os::unix::fs::symlink(&second, &swap).unwrap();
+    std::fs::rename(&swap, &root).unwrap();
+    assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&second));
+    assert_eq!(
+        resolve(&root, by_target.to_str().unwrap()),
+        Err(PathError::AbsoluteOutside)
+    );
+    assert_eq!(
+        resolve(&root, "src/escape.rs"),
+        Err(PathError::SymlinkEscape)
+    );
+    assert_eq!(resolve(&root, "../outside.rs"), Err(PathError::Climbs));
+}
+
+#[test]
+fn a_root_path_is_canonical_but_for_a_last_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(top.join("trees/one")).unwrap();
+    std::os::unix::fs::symlink(top.join("trees/one"), top.join("trees/repo")).unwrap();
+    std::os::unix::fs::symlink(top.join("trees"), top.join("via")).unwrap();
+    let root_path = crate::workspaces::root_path;
+    // A link last stays a name, however the path is written (a trailing `/` too); a link on
+    // the way is resolved.
+    for given in ["trees/repo", "trees/repo/", "trees/./repo", "via/repo"] {
+        assert_eq!(
+            root_path(&top.join(given)),
+            top.join("trees/repo"),
+            "{given}"
+        );
+    }
+    assert_eq!(root_path(&top.join("via/one")), top.join("trees/one"));
+    assert_eq!(root_path(&top.join("missing")), top.join("missing"));
+}
