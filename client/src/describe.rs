@@ -4,7 +4,7 @@
 
 use ploke_proto::common::v1::ItemKind;
 use ploke_proto::rag::v1::SearchResponse;
-use ploke_proto::session::v1::TurnFailureReason;
+use ploke_proto::session::v1::{Session, SessionState, TurnFailureReason};
 use ploke_proto::tools::v1::ToolCall;
 
 /// An error with its causes on one line, each said once.
@@ -67,6 +67,58 @@ pub fn width(text: &str) -> usize {
         })
         .sum()
 }
+
+/// One line about a session: short id, model, when, size, title, and why its last turn
+/// failed.
+pub fn session_line(s: &Session) -> String {
+    let short: String = s.session_id.chars().take(13).collect();
+    let usage = s.usage.unwrap_or_default();
+    let when = ploke_client::sessions::last_used(s);
+    let title = if s.title.is_empty() {
+        String::new()
+    } else {
+        format!("  {}", s.title)
+    };
+    let failure = last_failure(s);
+    let failure = if failure.is_empty() {
+        failure
+    } else {
+        format!("  ({failure})")
+    };
+    format!(
+        "{short}  {}/{}  {when:>8}  {} events  {} tokens{title}{failure}",
+        s.provider,
+        s.model,
+        s.last_seq,
+        usage.input_tokens + usage.output_tokens
+    )
+}
+
+/// Why the session's newest ended turn did not complete, on one line ("last turn failed,
+/// provider: …", "last turn cancelled: …"); empty when it completed, when none has ended, and
+/// while a turn runs.
+pub fn last_failure(s: &Session) -> String {
+    let Some(failed) = &s.last_failure else {
+        return String::new();
+    };
+    if s.state() == SessionState::Running {
+        return String::new();
+    }
+    let how = match failed.reason() {
+        TurnFailureReason::Cancelled => "cancelled".to_owned(),
+        TurnFailureReason::Interrupted => "interrupted".to_owned(),
+        _ => format!("failed, {}", turn_failure(failed.reason)),
+    };
+    let message = fit(failed.message.trim(), FAILURE_CELLS);
+    if message.is_empty() {
+        format!("last turn {how}")
+    } else {
+        format!("last turn {how}: {message}")
+    }
+}
+
+/// Terminal cells of a failed turn's message in a session's line.
+const FAILURE_CELLS: usize = 100;
 
 /// Why a turn failed: `cancelled`, `provider`, `max_rounds`, …
 pub fn turn_failure(reason: i32) -> String {
@@ -362,5 +414,64 @@ mod tests {
             search_hits(&indexing),
             ["no matches yet: the index is still being built (try again when it is ready)"]
         );
+    }
+}
+
+#[cfg(test)]
+mod session_tests {
+    use ploke_proto::session::v1::{Session, SessionState, TurnFailed, TurnFailureReason};
+
+    use super::last_failure;
+
+    fn failed(reason: TurnFailureReason, message: &str) -> Session {
+        Session {
+            last_failure: Some(TurnFailed {
+                reason: reason as i32,
+                message: message.into(),
+            }),
+            ..Session::default()
+        }
+    }
+
+    #[test]
+    fn a_session_says_how_its_last_turn_failed_on_one_line() {
+        let said: Vec<String> = [
+            failed(
+                TurnFailureReason::Provider,
+                "429 Too Many Requests\nretry later",
+            ),
+            failed(TurnFailureReason::MaxRounds, ""),
+            failed(
+                TurnFailureReason::Cancelled,
+                "cancelled with Ctrl-C in `ploke ask`",
+            ),
+            failed(
+                TurnFailureReason::Interrupted,
+                "llm-session restarted while the turn ran",
+            ),
+            Session::default(),
+        ]
+        .iter()
+        .map(last_failure)
+        .collect();
+        assert_eq!(
+            said,
+            [
+                "last turn failed, provider: 429 Too Many Requests?retry later",
+                "last turn failed, max_rounds",
+                "last turn cancelled: cancelled with Ctrl-C in `ploke ask`",
+                "last turn interrupted: llm-session restarted while the turn ran",
+                "",
+            ]
+        );
+        // A long reason is cut; while a turn runs the last one's failure is old news.
+        let long = last_failure(&failed(TurnFailureReason::Provider, &"x".repeat(500)));
+        assert_eq!(
+            super::width(&long),
+            "last turn failed, provider: ".len() + 100
+        );
+        let mut running = failed(TurnFailureReason::Provider, "boom");
+        running.set_state(SessionState::Running);
+        assert_eq!(last_failure(&running), "");
     }
 }

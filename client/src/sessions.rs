@@ -73,25 +73,6 @@ pub async fn find_session(gateway: &mut Gateway, id: &str) -> anyhow::Result<Ses
     }
 }
 
-/// One line about a session: short id, model, when, size, title.
-pub fn session_line(s: &Session) -> String {
-    let short: String = s.session_id.chars().take(13).collect();
-    let usage = s.usage.unwrap_or_default();
-    let when = last_used(s);
-    let title = if s.title.is_empty() {
-        String::new()
-    } else {
-        format!("  {}", s.title)
-    };
-    format!(
-        "{short}  {}/{}  {when:>8}  {} events  {} tokens{title}",
-        s.provider,
-        s.model,
-        s.last_seq,
-        usage.input_tokens + usage.output_tokens
-    )
-}
-
 /// How long ago the session's newest event was ("5m ago"; empty when it has no time or a
 /// clock is off).
 pub fn last_used(s: &Session) -> String {

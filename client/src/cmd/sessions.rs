@@ -73,10 +73,13 @@ async fn list(conn: &mut Conn, everyone: bool) -> anyhow::Result<()> {
     let workspaces: std::collections::HashSet<&str> =
         sessions.iter().map(|s| s.workspace_root.as_str()).collect();
     for s in &sessions {
+        let failure = crate::describe::last_failure(s);
         let running = if s.state() == SessionState::Running {
-            "  (running)"
+            "  (running)".to_owned()
+        } else if !failure.is_empty() {
+            format!("  ({failure})")
         } else {
-            ""
+            String::new()
         };
         let usage = s.usage.unwrap_or_default();
         let owner = if everyone && !s.owner.is_empty() {

@@ -238,7 +238,7 @@ pub async fn sessions(
         .into_iter()
         .filter(|s| Some(&s.session_id) != current.as_ref())
         .map(|s| PickerRow {
-            label: ploke_client::sessions::session_line(&s),
+            label: crate::describe::session_line(&s),
             id: s.session_id,
         })
         .collect();

@@ -240,6 +240,14 @@ async fn ctrl_c_cancels_the_turn_on_the_server_and_the_provider_request_with_it(
         .unwrap()
         .to_owned();
     assert!(!text(&listed.stdout).contains("(running)"));
+    // The list says how the session's last turn ended.
+    assert!(
+        text(&listed.stdout)
+            .trim_end()
+            .ends_with("(last turn cancelled: cancelled with Ctrl-C in `ploke ask`)"),
+        "{}",
+        text(&listed.stdout)
+    );
     let cancel = e.ploke(&["sessions", "cancel", &id]).await;
     assert_eq!(
         text(&cancel.stdout),

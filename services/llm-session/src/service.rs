@@ -222,6 +222,7 @@ impl SessionService {
             usage: Some(TokenUsage::default()),
             created_at: Some(at),
             updated_at: Some(at),
+            last_failure: None,
         };
         self.store.create_session(&session).await?;
         tracing::info!(session_id = %session.session_id, owner = %session.owner, provider = %session.provider, model = %session.model, "session created");
@@ -313,6 +314,7 @@ impl SessionService {
                 title: title.clone(),
                 running: Some(Some(parent_id.clone())),
                 usage: None,
+                ended: None,
             })
             .await;
         let event = match appended {
@@ -428,6 +430,10 @@ impl SessionService {
                 Effects {
                     running: Some(None),
                     usage: Some(end.usage),
+                    ended: Some(match &end.event {
+                        Event::TurnFailed(failed) => Some(failed.clone()),
+                        _ => None,
+                    }),
                     ..Effects::default()
                 }
             })

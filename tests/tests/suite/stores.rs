@@ -14,7 +14,8 @@ use ploke_llm_session::store::sqlite::SqliteStore;
 use ploke_llm_session::store::{Effects, PageCursor, SessionStore, StoreError};
 use ploke_proto::common::v1::{Correlation, TokenUsage};
 use ploke_proto::session::v1::{
-    AssistantDelta, SendMessageResponse, Session, SessionEvent, session_event,
+    AssistantDelta, SendMessageResponse, Session, SessionEvent, TurnFailed, TurnFailureReason,
+    session_event,
 };
 
 fn session(id: &str, created_s: i64) -> Session {
@@ -120,6 +121,7 @@ async fn contract(store: &dyn SessionStore) {
                 title: Some("hi".into()),
                 running: Some(Some("p1".into())),
                 usage: None,
+                ended: None,
             },
         )
         .await
@@ -222,14 +224,30 @@ async fn contract(store: &dyn SessionStore) {
         store.idle_sessions(200_000, 10).await.unwrap(),
         ["s2", "s1"]
     );
+    // The turn ends failed: the session keeps why, in reads and in lists.
+    let cancelled = TurnFailed {
+        reason: TurnFailureReason::Cancelled as i32,
+        message: "cancelled with `ploke sessions cancel`".into(),
+    };
     let ended = Effects {
         running: Some(None),
+        ended: Some(Some(cancelled.clone())),
         ..Effects::default()
     };
     store
         .append_event(&event("s3", 2, "p3"), &ended)
         .await
         .unwrap();
+    let s3 = store.get_session("s3").await.unwrap().unwrap();
+    assert_eq!(s3.last_failure.as_ref(), Some(&cancelled));
+    let listed = store.list_sessions("", None, 10, None).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.session_id.as_str(), s.last_failure.as_ref()))
+            .collect::<Vec<_>>(),
+        [("s3", Some(&cancelled)), ("s2", None), ("s1", None)]
+    );
     // A turn's start and end are activity (s3's ended at 102 s); deleting for retention spares
     // a session active since it was found idle.
     assert_eq!(store.idle_sessions(102_000, 10).await.unwrap(), ["s2"]);
@@ -256,6 +274,28 @@ async fn contract(store: &dyn SessionStore) {
         .collect();
     assert_eq!(left, ["s3", "s2"]);
     assert_eq!(store.events_after("s3", 0, 10).await.unwrap().len(), 2);
+    // A turn that completes after it clears the failure.
+    let next = Effects {
+        running: Some(Some("p4".into())),
+        ..Effects::default()
+    };
+    store
+        .append_event(&event("s3", 3, "p4"), &next)
+        .await
+        .unwrap();
+    let completed = Effects {
+        running: Some(None),
+        ended: Some(None),
+        ..Effects::default()
+    };
+    store
+        .append_event(&event("s3", 4, "p4"), &completed)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_session("s3").await.unwrap().unwrap().last_failure,
+        None
+    );
     // The same session id again starts from nothing.
     store.create_session(&session("s1", 1)).await.unwrap();
     assert_eq!(store.get_session("s1").await.unwrap().unwrap().last_seq, 0);
@@ -309,7 +349,7 @@ async fn the_postgres_store_keeps_the_contract_and_turn_leases_between_replicas(
     );
     contract(&*a).await;
     // What A wrote, B reads.
-    assert_eq!(b.events_after("s3", 0, 10).await.unwrap().len(), 2);
+    assert_eq!(b.events_after("s3", 0, 10).await.unwrap().len(), 4);
 
     // A takes s2's turn; B can neither start one nor append to A's.
     let start = |parent: &str| Effects {

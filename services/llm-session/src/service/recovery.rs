@@ -70,17 +70,19 @@ impl SessionService {
             "interrupted: the service restarted before the tool finished",
         )
         .await?;
+        let interrupted = TurnFailed {
+            reason: TurnFailureReason::Interrupted as i32,
+            message: "llm-session restarted while the turn ran".into(),
+        };
         self.deps
             .log
             .append_with(
                 session_id,
                 &correlation,
-                Event::TurnFailed(TurnFailed {
-                    reason: TurnFailureReason::Interrupted as i32,
-                    message: "llm-session restarted while the turn ran".into(),
-                }),
+                Event::TurnFailed(interrupted.clone()),
                 |_| Effects {
                     running: Some(None),
+                    ended: Some(Some(interrupted)),
                     ..Effects::default()
                 },
             )

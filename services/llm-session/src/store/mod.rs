@@ -8,9 +8,10 @@ mod postgres_tx;
 pub mod sqlite;
 
 use ploke_proto::common::v1::TokenUsage;
-use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
+use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent, TurnFailed};
 use ploke_runtime::sqlite::DbError;
 use ploke_runtime::storage_health::StorageFault;
+use prost_types::Timestamp;
 
 use crate::provider::wire::ChatMessage;
 
@@ -182,6 +183,37 @@ pub struct Effects {
     pub running: Option<Option<String>>,
     /// Tokens to add to the session's total (and `updated_at` set to the event's time).
     pub usage: Option<TokenUsage>,
+    /// The session's newest turn ended: completed (`Some(None)`) or not (`Some(Some(why))`),
+    /// kept as the session's `last_failure`.
+    pub ended: Option<Option<TurnFailed>>,
+}
+
+impl Effects {
+    /// Whether the session's own record changes (its title, usage or last failure).
+    pub(crate) fn change_session(&self) -> bool {
+        self.title.is_some() || self.usage.is_some() || self.ended.is_some()
+    }
+
+    /// Applies to `session` what changes its own record, for an event at `at`, which becomes
+    /// its `updated_at` (the record is written with it, and the activity retention reads must
+    /// not move back to an older time).
+    pub(crate) fn apply_to(&self, session: &mut Session, at: Option<Timestamp>) {
+        if let Some(title) = &self.title {
+            session.title.clone_from(title);
+        }
+        if let Some(u) = &self.usage {
+            let total = session.usage.get_or_insert_with(TokenUsage::default);
+            total.input_tokens += u.input_tokens;
+            total.output_tokens += u.output_tokens;
+            total.total_tokens += u.total_tokens;
+        }
+        if let Some(ended) = &self.ended {
+            session.last_failure.clone_from(ended);
+        }
+        if at.is_some() {
+            session.updated_at = at;
+        }
+    }
 }
 
 /// One message of a session's history, as the provider will see it.

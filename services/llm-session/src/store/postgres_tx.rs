@@ -16,7 +16,6 @@
 
 use std::time::Duration;
 
-use ploke_proto::common::v1::TokenUsage;
 use ploke_proto::session::v1::SessionEvent;
 use prost::Message;
 use sqlx::postgres::{PgConnection, PgPool};
@@ -220,7 +219,7 @@ pub(super) async fn append(
         }
         None => {}
     }
-    if effects.title.is_some() || effects.usage.is_some() {
+    if effects.change_session() {
         let row = sqlx::query(SELECT_SESSION)
             .bind(&event.session_id)
             .fetch_one(&mut *tx)
@@ -231,16 +230,7 @@ pub(super) async fn append(
         };
         // The state is derived from the lease when read, never stored.
         session.state = ploke_proto::session::v1::SessionState::Idle as i32;
-        if let Some(title) = &effects.title {
-            session.title.clone_from(title);
-        }
-        if let Some(u) = &effects.usage {
-            let total = session.usage.get_or_insert_with(TokenUsage::default);
-            total.input_tokens += u.input_tokens;
-            total.output_tokens += u.output_tokens;
-            total.total_tokens += u.total_tokens;
-            session.updated_at = event.at;
-        }
+        effects.apply_to(&mut session, event.at);
         sqlx::query("UPDATE sessions SET session = $1, updated_ms = $2 WHERE id = $3")
             .bind(session.encode_to_vec())
             .bind(super::postgres::ms(session.updated_at.as_ref()))

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use ploke_proto::common::v1::TokenUsage;
 use ploke_proto::session::v1::{SendMessageResponse, Session, SessionEvent};
 use ploke_runtime::sqlite::Database;
 use prost::Message;
@@ -430,7 +429,7 @@ async fn append_tx(
             .execute(&mut *tx)
             .await?;
     }
-    if effects.title.is_some() || effects.usage.is_some() {
+    if effects.change_session() {
         let row = sqlx::query("SELECT session, last_seq FROM sessions WHERE id = ?")
             .bind(&event.session_id)
             .fetch_one(&mut *tx)
@@ -439,16 +438,7 @@ async fn append_tx(
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
-        if let Some(title) = &effects.title {
-            session.title.clone_from(title);
-        }
-        if let Some(u) = &effects.usage {
-            let total = session.usage.get_or_insert_with(TokenUsage::default);
-            total.input_tokens += u.input_tokens;
-            total.output_tokens += u.output_tokens;
-            total.total_tokens += u.total_tokens;
-            session.updated_at = event.at;
-        }
+        effects.apply_to(&mut session, event.at);
         sqlx::query("UPDATE sessions SET session = ?, updated_ms = ? WHERE id = ?")
             .bind(session.encode_to_vec())
             .bind(ms(session.updated_at.as_ref()))
