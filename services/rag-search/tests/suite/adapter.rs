@@ -94,6 +94,19 @@ impl Server {
         while progress.message().await.unwrap().is_some() {}
     }
 
+    /// The canonical paths a search for `query` finds (at most 5).
+    async fn found(&mut self, query: &str) -> Vec<String> {
+        self.client
+            .search(search(query, 5))
+            .await
+            .unwrap()
+            .into_inner()
+            .hits
+            .into_iter()
+            .filter_map(|h| h.part.map(|p| p.canon_path))
+            .collect()
+    }
+
     /// The faults the service lists now (`ploke.runtime.v1.Faults`).
     async fn faults(&self) -> Vec<ploke_proto::runtime::v1::Fault> {
         let channel = Channel::from_shared(format!("http://{}", self.addr))
@@ -554,16 +567,7 @@ async fn a_workspace_directory_replaced_under_the_service_is_watched_and_indexed
     // The new directory is watched: an edit after it is found too.
     std::fs::write(root.join("more.rs"), "pub fn edited_after() {}\n").unwrap();
     serving_and_found(&mut s, "edited_after", "more.rs").await;
-    let old: Vec<String> = s
-        .client
-        .search(search("old_version", 5))
-        .await
-        .unwrap()
-        .into_inner()
-        .hits
-        .into_iter()
-        .filter_map(|h| h.part.map(|p| p.canon_path))
-        .collect();
+    let old = s.found("old_version").await;
     assert!(!old.contains(&"crate::old_version".to_owned()), "{old:?}");
     s.stop().await;
 }
@@ -603,16 +607,7 @@ async fn a_workspace_root_link_pointed_at_another_tree_is_followed() {
     // The new tree is watched: an edit in it is found too.
     std::fs::write(second.join("more.rs"), "pub fn edited_after() {}\n").unwrap();
     serving_and_found(&mut s, "edited_after", "more.rs").await;
-    let old: Vec<String> = s
-        .client
-        .search(search("old_version", 5))
-        .await
-        .unwrap()
-        .into_inner()
-        .hits
-        .into_iter()
-        .filter_map(|h| h.part.map(|p| p.canon_path))
-        .collect();
+    let old = s.found("old_version").await;
     assert!(!old.contains(&"crate::old_version".to_owned()), "{old:?}");
     let status = s.status().await;
     assert_eq!(
