@@ -298,7 +298,11 @@ fn watch_tree(watcher: &mut impl notify::Watcher, root: &Path, start: &Path) {
     let rules = std::sync::Arc::new(ploke_runtime::path_policy::ignores::IgnoreRules::new(root));
     let (mut watched, mut failed) = (0u64, Vec::new());
     for entry in rules.walker(start).build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_dir()) {
+        // The start itself may be a link to a directory (a root that is git-sync's link): the
+        // walk goes through it, and so does its watch (inotify follows it to the directory).
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir())
+            || (entry.depth() == 0 && entry.path().is_dir());
+        if !is_dir {
             continue;
         }
         match watcher.watch(entry.path(), RecursiveMode::NonRecursive) {
