@@ -60,9 +60,15 @@ pub enum RagError {
         /// Why.
         reason: String,
     },
-    /// The workspace is served already.
-    #[error("workspace {0} is served already")]
-    WorkspaceExists(String),
+    /// The workspace is served already (by this name, or as another name of its directory:
+    /// a link to it, the tree a served link points at).
+    #[error("workspace {asked} is served already{}", as_other(.served, .asked))]
+    WorkspaceExists {
+        /// The root asked for.
+        asked: String,
+        /// The served root that is the same directory.
+        served: String,
+    },
     /// A configured workspace cannot be removed at run time.
     #[error(
         "workspace {0} is configured (--workspace, PLOKE_WORKSPACES or ploke.toml); remove it there and restart"
@@ -170,4 +176,13 @@ pub enum RagError {
     /// A background task failed (a bug).
     #[error("internal: {0}")]
     Internal(String),
+}
+
+/// How a served root is told apart from the name a request used, when they differ.
+fn as_other(served: &str, asked: &str) -> String {
+    if served == asked {
+        String::new()
+    } else {
+        format!(" as {served} (the same directory)")
+    }
 }

@@ -106,9 +106,9 @@ pub fn protected(name: &std::ffi::OsStr) -> Option<&'static str> {
 }
 
 /// Resolves `input` (relative to `root`, or absolute inside it), to read or to write. `root`
-/// is canonical, or canonical up to a last component that is a symbolic link
-/// ([`crate::workspaces::root_path`]): a link is followed as it points now, and what it points
-/// at is the tree nothing may leave. An empty input means the root.
+/// is canonical, or canonical up to its first component that is a symbolic link
+/// ([`crate::workspaces::root_path`]): its links are followed as they point now, and what they
+/// point at is the tree nothing may leave. An empty input means the root.
 pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
     if input.contains('\0') {
         return Err(PathError::Nul);
@@ -120,11 +120,18 @@ pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
         return Err(PathError::TooLong(input.len()));
     }
     let path = Path::new(input);
-    let mut real_root = root_now(root)?;
+    // Where the root's links point now, looked up only when it is needed: a root without
+    // links is canonical already, and a path found under it as written is inside.
+    let mut real_root: Option<PathBuf> = None;
     let relative: &Path = if path.is_absolute() {
-        path.strip_prefix(root)
-            .or_else(|_| path.strip_prefix(&real_root))
-            .map_err(|_| PathError::AbsoluteOutside)?
+        match path.strip_prefix(root) {
+            Ok(relative) => relative,
+            Err(_) => {
+                let now = real_root.insert(root_now(root)?);
+                path.strip_prefix(now)
+                    .map_err(|_| PathError::AbsoluteOutside)?
+            }
+        }
     } else {
         path
     };
@@ -143,14 +150,20 @@ pub fn resolve(root: &Path, input: &str) -> Result<Resolved, PathError> {
     }
     let lexical: PathBuf = parts.iter().fold(root.to_path_buf(), |p, c| p.join(c));
     let abs = resolve_symlinks(&lexical)?;
-    if !abs.starts_with(&real_root) && real_root != root {
-        // The root's link was pointed elsewhere between the two lookups: judge by where it
-        // points now.
-        real_root = root_now(root)?;
-    }
-    let inside = abs
-        .strip_prefix(&real_root)
-        .map_err(|_| PathError::SymlinkEscape)?;
+    let inside = match abs.strip_prefix(root) {
+        Ok(inside) => inside.to_path_buf(),
+        Err(_) => {
+            // A root through links: judged by where they point now (looked up again if they
+            // were pointed elsewhere since the absolute input was read against them).
+            let real_root = match real_root {
+                Some(before) if abs.starts_with(&before) || before == root => before,
+                _ => root_now(root)?,
+            };
+            abs.strip_prefix(&real_root)
+                .map_err(|_| PathError::SymlinkEscape)?
+                .to_path_buf()
+        }
+    };
     if let Some(dir) = inside
         .components()
         .map(|c| c.as_os_str())

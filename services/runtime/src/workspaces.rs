@@ -2,7 +2,7 @@
 //! (empty = the first configured one; anything else must be a configured root). Errors repeat
 //! at most a short prefix of the requested root.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::text::shown;
@@ -119,23 +119,44 @@ impl std::fmt::Debug for Workspaces {
     }
 }
 
-/// The path a workspace root is known by: canonical, except that a last component that is a
-/// symbolic link stays a name, so that the root follows the link when it is pointed at another
-/// tree (git-sync points its link at each new worktree and deletes the old one; a deploy's
-/// `current` link moves to the next release). Every file under it is resolved through the link
-/// as it points at that moment ([`crate::path_policy::resolve`]). A path that cannot be
-/// resolved is returned as given.
+/// The path a workspace root is known by: canonical up to its first component that is a
+/// symbolic link, and as written from there on, so that the root follows its links when they
+/// are pointed at other trees (git-sync points its link at each new worktree and deletes the
+/// old one; a deploy's `current` link moves to the next release, and a monorepo's service is
+/// served as `/srv/current/services/api`). Every file under it is resolved through the links as
+/// they point at that moment ([`crate::path_policy::resolve`]). A path with `..` after a link
+/// (which would climb out of wherever the link points) and one that cannot be resolved are
+/// canonical, and as given, respectively.
 pub fn root_path(path: &Path) -> PathBuf {
-    // Without a trailing `/`, which would make `lstat` follow the link.
+    // Without `.` and a trailing `/` (which would make `lstat` follow a last link).
     let path: PathBuf = path.components().collect();
-    let is_link = path
-        .symlink_metadata()
-        .is_ok_and(|m| m.file_type().is_symlink());
-    if is_link
-        && let (Some(parent), Some(name)) = (path.parent(), path.file_name())
-        && let Ok(parent) = std::fs::canonicalize(parent)
-    {
-        return parent.join(name);
+    let mut upto = PathBuf::new();
+    let mut rest = path.components();
+    while let Some(component) = rest.next() {
+        upto.push(component);
+        let is_link = matches!(component, Component::Normal(_))
+            && upto
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            continue;
+        }
+        let after = rest.as_path();
+        if after.components().any(|c| c == Component::ParentDir) {
+            break;
+        }
+        if let (Some(parent), Some(name)) = (upto.parent(), upto.file_name())
+            && let Ok(parent) = std::fs::canonicalize(parent)
+        {
+            let at = parent.join(name);
+            // (`join("")` would end the path with a `/`.)
+            return if after.as_os_str().is_empty() {
+                at
+            } else {
+                at.join(after)
+            };
+        }
+        break;
     }
     std::fs::canonicalize(&path).unwrap_or(path)
 }
@@ -328,10 +349,26 @@ impl Workspaces {
             return Err(WorkspaceError::NotAbsolute(shown(requested).into_owned()));
         }
         let wanted = root_path(path);
-        roots
-            .into_iter()
-            .find(|r| *r == wanted)
+        if let Some(root) = roots.iter().find(|r| **r == wanted) {
+            return Ok(root.clone());
+        }
+        // Another name of a served tree: where a served link points now, or a link to it.
+        Self::same_tree_among(&roots, path)
             .ok_or_else(|| WorkspaceError::Unknown(shown(requested).into_owned()))
+    }
+
+    /// The served root whose directory `dir` is now, by whatever name (a link to it, the tree
+    /// a served link points at), if one is.
+    pub fn same_tree(&self, dir: &Path) -> Option<PathBuf> {
+        Self::same_tree_among(&self.roots(), dir)
+    }
+
+    fn same_tree_among(roots: &[PathBuf], dir: &Path) -> Option<PathBuf> {
+        let real = std::fs::canonicalize(dir).ok()?;
+        roots
+            .iter()
+            .find(|r| std::fs::canonicalize(r).is_ok_and(|c| c == real))
+            .cloned()
     }
 }
 
@@ -403,6 +440,37 @@ mod tests {
             Workspaces::new(&[]).resolve(""),
             Err(WorkspaceError::NoneConfigured)
         );
+    }
+
+    /// A served link is found by its own name and by the tree it points at now (what a
+    /// client in that directory sends), and that tree is the link's, not another workspace.
+    #[test]
+    fn a_served_link_is_found_by_where_it_points_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(dir.path()).unwrap();
+        let (one, two, other) = (top.join("wt-1"), top.join("wt-2"), top.join("other"));
+        for d in [&one, &two, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let link = top.join("repo");
+        std::os::unix::fs::symlink(&one, &link).unwrap();
+        let ws = Workspaces::new(&[link.clone(), other.clone()]);
+        assert_eq!(ws.roots(), vec![link.clone(), other.clone()]);
+        let text = |p: &Path| p.to_string_lossy().into_owned();
+        assert_eq!(ws.resolve(&text(&link)), Ok(link.clone()));
+        assert_eq!(ws.resolve(&text(&one)), Ok(link.clone()));
+        assert_eq!(ws.same_tree(&one), Some(link.clone()));
+        assert_eq!(ws.same_tree(&other), Some(other.clone()));
+        assert_eq!(ws.same_tree(&two), None);
+        // Pointed elsewhere: the old tree is nobody's, the new one is the link's.
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&two, &link).unwrap();
+        assert_eq!(
+            ws.resolve(&text(&one)),
+            Err(WorkspaceError::Unknown(text(&one)))
+        );
+        assert_eq!(ws.resolve(&text(&two)), Ok(link.clone()));
+        assert_eq!(ws.same_tree(&one), None);
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn to_status(e: RagError) -> Status {
         }
         RagError::Git(e) => git_status(&e),
         RagError::BadWorkspace { field, ref reason } => invalid_argument(field, reason),
-        e @ RagError::WorkspaceExists(_) => Status::already_exists(e.to_string()),
+        e @ RagError::WorkspaceExists { .. } => Status::already_exists(e.to_string()),
         e @ RagError::ConfiguredWorkspace(_) => Status::failed_precondition(e.to_string()),
         e @ RagError::Registry(_) => Status::unavailable(e.to_string()),
         e @ (RagError::Internal(_) | RagError::Blocking(BlockingError::Panicked(_))) => {

@@ -103,8 +103,14 @@ impl RagService {
                 (canonical(&dir), Some(GitOrigin { url, branch }))
             }
         };
-        if self.workspaces.roots().contains(&root) {
-            return Err(RagError::WorkspaceExists(root.display().to_string()));
+        // By this name, or another of its directory (a link to it, where a served link
+        // points): two indexes of one tree would answer for it apart.
+        let served = self.workspaces.roots().into_iter().find(|r| *r == root);
+        if let Some(served) = served.or_else(|| self.workspaces.same_tree(&root)) {
+            return Err(RagError::WorkspaceExists {
+                asked: root.display().to_string(),
+                served: served.display().to_string(),
+            });
         }
         let now = epoch_ms(SystemTime::now());
         let entry = Entry {

@@ -617,29 +617,109 @@ async fn a_workspace_root_link_pointed_at_another_tree_is_followed() {
     s.stop().await;
 }
 
+/// A root below a link (a monorepo's service in a deploy's `current` release) follows the link
+/// too; the tree the link points at is the same workspace, asked by either name, and adding it
+/// again under another name is refused, naming the root it is served as.
+#[tokio::test]
+async fn a_workspace_root_below_a_link_is_followed_and_not_added_twice() {
+    let trees = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(trees.path()).unwrap();
+    let (first, second) = (top.join("release-1"), top.join("release-2"));
+    for (tree, name) in [(&first, "old_version"), (&second, "fresh_version")] {
+        std::fs::create_dir_all(tree.join("services/api")).unwrap();
+        let code = format!("pub fn {name}() {{}}\n");
+        std::fs::write(tree.join("services/api/lib.rs"), code).unwrap();
+    }
+    std::os::unix::fs::symlink(&first, top.join("current")).unwrap();
+    let root = top.join("current/services/api");
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_owned();
+    let configured = root.clone();
+    let mut s = start_with(move |c| {
+        c.workspaces = vec![configured];
+        c.data_dir = data_dir;
+    })
+    .await;
+    s.index().await;
+    serving_and_found(&mut s, "old_version", "lib.rs").await;
+    let add = |path: &std::path::Path| AddWorkspaceRequest {
+        source: Some(add_workspace_request::Source::Path(
+            path.display().to_string(),
+        )),
+    };
+    let target = first.join("services/api");
+    let e = s.client.add_workspace(add(&target)).await.unwrap_err();
+    assert_eq!(
+        (e.code(), e.message()),
+        (
+            Code::AlreadyExists,
+            format!(
+                "workspace {} is served already as {} (the same directory)",
+                target.display(),
+                root.display()
+            )
+            .as_str()
+        )
+    );
+    // Asked by where the link points, the served root answers.
+    let by_target = s
+        .client
+        .index_status(IndexStatusRequest {
+            workspace_root: target.display().to_string(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(by_target.workspace_root, root.display().to_string());
+    // The deploy moves `current` to the next release and deletes the first.
+    let swap = top.join("current.new");
+    std::os::unix::fs::symlink(&second, &swap).unwrap();
+    std::fs::rename(&swap, top.join("current")).unwrap();
+    std::fs::remove_dir_all(&first).unwrap();
+    serving_and_found(&mut s, "fresh_version", "lib.rs").await;
+    let old = s.found("old_version").await;
+    assert!(!old.contains(&"crate::old_version".to_owned()), "{old:?}");
+    // The new release is watched: an edit in it is found.
+    let edited = second.join("services/api/more.rs");
+    std::fs::write(&edited, "pub fn edited_after() {}\n").unwrap();
+    serving_and_found(&mut s, "edited_after", "more.rs").await;
+    let e = s
+        .client
+        .add_workspace(add(&second.join("services/api")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::AlreadyExists, "{e:?}");
+    assert_eq!(s.status().await.workspace_root, root.display().to_string());
+    s.stop().await;
+}
+
 /// Waits (up to two minutes) until the service reports SERVING without a fault and a search
-/// for `query` finds `file` first.
+/// for `query` finds the item of that name in `file` first (the name, not the file alone: a
+/// file that kept its name over a swap of trees holds other items).
 async fn serving_and_found(s: &mut Server, query: &str, file: &str) {
     use tonic_health::pb::health_check_response::ServingStatus;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let serving = s.health().await == ServingStatus::Serving && s.faults().await.is_empty();
-        let found = s
+        let hits = s
             .client
             .search(search(query, 5))
             .await
             .unwrap()
             .into_inner()
-            .hits
+            .hits;
+        let first = hits
             .first()
             .and_then(|h| h.part.as_ref())
-            .is_some_and(|p| p.file_path == file);
+            .map(|p| (p.file_path.as_str(), p.canon_path.as_str()));
+        let found = first
+            .is_some_and(|(path, canon)| path == file && canon.rsplit("::").next() == Some(query));
         if serving && found {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "not recovered (serving {serving}, {file} found {found})"
+            "not recovered (serving {serving}, first hit for {query}: {first:?})"
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

@@ -222,22 +222,67 @@ fn a_root_link_is_followed_where_it_points_now_and_its_tree_is_the_bound() {
 }
 
 #[test]
-fn a_root_path_is_canonical_but_for_a_last_link() {
+fn a_root_path_is_canonical_up_to_its_first_link() {
     let dir = tempfile::tempdir().unwrap();
     let top = std::fs::canonicalize(dir.path()).unwrap();
-    std::fs::create_dir_all(top.join("trees/one")).unwrap();
+    std::fs::create_dir_all(top.join("trees/one/services/api")).unwrap();
     std::os::unix::fs::symlink(top.join("trees/one"), top.join("trees/repo")).unwrap();
     std::os::unix::fs::symlink(top.join("trees"), top.join("via")).unwrap();
     let root_path = crate::workspaces::root_path;
-    // A link last stays a name, however the path is written (a trailing `/` too); a link on
-    // the way is resolved.
-    for given in ["trees/repo", "trees/repo/", "trees/./repo", "via/repo"] {
-        assert_eq!(
-            root_path(&top.join(given)),
-            top.join("trees/repo"),
-            "{given}"
-        );
+    // A link stays a name, however the path is written (a trailing `/`, `.`, `..` before it),
+    // and so does everything after it.
+    for (given, kept) in [
+        ("trees/repo", "trees/repo"),
+        ("trees/repo/", "trees/repo"),
+        ("trees/./repo", "trees/repo"),
+        ("trees/one/../repo", "trees/repo"),
+        ("via/repo", "via/repo"),
+        ("via/one", "via/one"),
+        ("trees/repo/services/api", "trees/repo/services/api"),
+    ] {
+        assert_eq!(root_path(&top.join(given)), top.join(kept), "{given}");
     }
-    assert_eq!(root_path(&top.join("via/one")), top.join("trees/one"));
+    // Without links, or with `..` after one (it would climb out of where the link points):
+    // canonical.
+    assert_eq!(
+        root_path(&top.join("trees/one/services/../services/api")),
+        top.join("trees/one/services/api")
+    );
+    assert_eq!(
+        root_path(&top.join("trees/repo/services/..")),
+        top.join("trees/one")
+    );
     assert_eq!(root_path(&top.join("missing")), top.join("missing"));
+}
+
+/// A root under a link (`/srv/current/services/api`, the link being `current`) follows the
+/// link too.
+#[test]
+fn a_root_below_a_link_follows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    let (first, second) = (top.join("release-1"), top.join("release-2"));
+    for tree in [&first, &second] {
+        std::fs::create_dir_all(tree.join("services/api/src")).unwrap();
+        std::fs::write(tree.join("services/api/src/lib.rs"), "fn a() {}\n").unwrap();
+    }
+    std::os::unix::fs::symlink(&first, top.join("current")).unwrap();
+    let root = crate::workspaces::root_path(&top.join("current/services/api"));
+    assert_eq!(root, top.join("current/services/api"));
+    let lib = |tree: &Path| Resolved {
+        abs: tree.join("services/api/src/lib.rs"),
+        rel: "src/lib.rs".into(),
+    };
+    assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&first));
+    let swap = top.join("current.new");
+    std::os::unix::fs::symlink(&second, &swap).unwrap();
+    std::fs::rename(&swap, top.join("current")).unwrap();
+    assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&second));
+    // The rest of the release is outside the root, as before.
+    assert_eq!(resolve(&root, "../web"), Err(PathError::Climbs));
+    let other = first.join("services/api/src/lib.rs");
+    assert_eq!(
+        resolve(&root, other.to_str().unwrap()),
+        Err(PathError::AbsoluteOutside)
+    );
 }
