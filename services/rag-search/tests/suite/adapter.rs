@@ -584,14 +584,7 @@ async fn a_workspace_root_link_pointed_at_another_tree_is_followed() {
     std::fs::write(first.join("lib.rs"), "pub fn old_version() {}\n").unwrap();
     let link = trees_dir.join("repo");
     std::os::unix::fs::symlink(&first, &link).unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let data_dir = data.path().to_owned();
-    let root = link.clone();
-    let mut s = start_with(move |c| {
-        c.workspaces = vec![root];
-        c.data_dir = data_dir;
-    })
-    .await;
+    let (mut s, _data) = start_serving(&link).await;
     s.index().await;
     serving_and_found(&mut s, "old_version", "lib.rs").await;
     // The root is the link, not where it points.
@@ -599,9 +592,7 @@ async fn a_workspace_root_link_pointed_at_another_tree_is_followed() {
     // git-sync's swap: a new link renamed over the old one, then the old tree deleted.
     std::fs::create_dir(&second).unwrap();
     std::fs::write(second.join("lib.rs"), "pub fn fresh_version() {}\n").unwrap();
-    let swap = trees_dir.join("repo.new");
-    std::os::unix::fs::symlink(&second, &swap).unwrap();
-    std::fs::rename(&swap, &link).unwrap();
+    repoint(&link, &second);
     std::fs::remove_dir_all(&first).unwrap();
     serving_and_found(&mut s, "fresh_version", "lib.rs").await;
     // The new tree is watched: an edit in it is found too.
@@ -632,14 +623,7 @@ async fn a_workspace_root_below_a_link_is_followed_and_not_added_twice() {
     }
     std::os::unix::fs::symlink(&first, top.join("current")).unwrap();
     let root = top.join("current/services/api");
-    let data = tempfile::tempdir().unwrap();
-    let data_dir = data.path().to_owned();
-    let configured = root.clone();
-    let mut s = start_with(move |c| {
-        c.workspaces = vec![configured];
-        c.data_dir = data_dir;
-    })
-    .await;
+    let (mut s, _data) = start_serving(&root).await;
     s.index().await;
     serving_and_found(&mut s, "old_version", "lib.rs").await;
     let add = |path: &std::path::Path| AddWorkspaceRequest {
@@ -672,9 +656,7 @@ async fn a_workspace_root_below_a_link_is_followed_and_not_added_twice() {
         .into_inner();
     assert_eq!(by_target.workspace_root, root.display().to_string());
     // The deploy moves `current` to the next release and deletes the first.
-    let swap = top.join("current.new");
-    std::os::unix::fs::symlink(&second, &swap).unwrap();
-    std::fs::rename(&swap, top.join("current")).unwrap();
+    repoint(&top.join("current"), &second);
     std::fs::remove_dir_all(&first).unwrap();
     serving_and_found(&mut s, "fresh_version", "lib.rs").await;
     let old = s.found("old_version").await;
@@ -691,6 +673,27 @@ async fn a_workspace_root_below_a_link_is_followed_and_not_added_twice() {
     assert_eq!(e.code(), Code::AlreadyExists, "{e:?}");
     assert_eq!(s.status().await.workspace_root, root.display().to_string());
     s.stop().await;
+}
+
+/// A server for the one workspace `root` with its data in a directory of its own (kept while
+/// the returned guard lives).
+async fn start_serving(root: &std::path::Path) -> (Server, tempfile::TempDir) {
+    let data = tempfile::tempdir().unwrap();
+    let (root, data_dir) = (root.to_owned(), data.path().to_owned());
+    let s = start_with(move |c| {
+        c.workspaces = vec![root];
+        c.data_dir = data_dir;
+    })
+    .await;
+    (s, data)
+}
+
+/// Points the symbolic link `link` at `target` as git-sync and deploys do: a new link renamed
+/// over the old one, so that the link is never missing.
+fn repoint(link: &std::path::Path, target: &std::path::Path) {
+    let swap = link.with_extension("new");
+    std::os::unix::fs::symlink(target, &swap).unwrap();
+    std::fs::rename(&swap, link).unwrap();
 }
 
 /// Waits (up to two minutes) until the service reports SERVING without a fault and a search

@@ -206,9 +206,7 @@ fn a_root_link_is_followed_where_it_points_now_and_its_tree_is_the_bound() {
         lib(&first)
     );
     // Pointed at the second tree: paths resolve there, and the first tree is outside now.
-    let swap = top.join("repo.new");
-    std::os::unix::fs::symlink(&second, &swap).unwrap();
-    std::fs::rename(&swap, &root).unwrap();
+    repoint(&root, &second);
     assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&second));
     assert_eq!(
         resolve(&root, by_target.to_str().unwrap()),
@@ -274,9 +272,7 @@ fn a_root_below_a_link_follows_it() {
         rel: "src/lib.rs".into(),
     };
     assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&first));
-    let swap = top.join("current.new");
-    std::os::unix::fs::symlink(&second, &swap).unwrap();
-    std::fs::rename(&swap, top.join("current")).unwrap();
+    repoint(&top.join("current"), &second);
     assert_eq!(resolve(&root, "src/lib.rs").unwrap(), lib(&second));
     // The rest of the release is outside the root, as before.
     assert_eq!(resolve(&root, "../web"), Err(PathError::Climbs));
@@ -285,4 +281,12 @@ fn a_root_below_a_link_follows_it() {
         resolve(&root, other.to_str().unwrap()),
         Err(PathError::AbsoluteOutside)
     );
+}
+
+/// Points the symbolic link `link` at `target` as git-sync and deploys do: a new link renamed
+/// over the old one.
+fn repoint(link: &Path, target: &Path) {
+    let swap = link.with_extension("new");
+    std::os::unix::fs::symlink(target, &swap).unwrap();
+    std::fs::rename(&swap, link).unwrap();
 }
