@@ -210,7 +210,14 @@ pub async fn run(deps: &TurnDeps, spec: &TurnSpec, usage: &mut TokenUsage) -> Tu
         Err(StepError::Store(e)) => (
             match e {
                 StoreError::Unavailable(_) => TurnFailureReason::Storage,
-                _ => TurnFailureReason::Internal,
+                // The database answered, but not as this replica expects: a defect or another
+                // writer, not an outage the operator can mend.
+                StoreError::Db(_)
+                | StoreError::Corrupt(_)
+                | StoreError::NotNext { .. }
+                | StoreError::Busy { .. }
+                | StoreError::Deleted(_)
+                | StoreError::Superseded { .. } => TurnFailureReason::Internal,
             },
             e.shown(),
             "not finished: the session store failed",

@@ -294,7 +294,17 @@ impl Edits {
                     guard.edits = None;
                     return Err(match e {
                         ExecutorError::Store(e) => store_failure(e),
-                        e => ToolFailure::internal(e.to_string()),
+                        e @ ExecutorError::Denied(_) => {
+                            ToolFailure::new(ToolErrorCode::PermissionDenied, "", e.to_string())
+                        }
+                        // The proposal was made a moment ago by this call: nothing the model
+                        // can mend by changing its arguments (a decision by a user in between
+                        // reads as `NotPending`'s message).
+                        e @ (ExecutorError::Workspace(_)
+                        | ExecutorError::NoSuchProposal(_)
+                        | ExecutorError::NotPending { .. }
+                        | ExecutorError::BadEditIndex { .. }
+                        | ExecutorError::Internal(_)) => ToolFailure::internal(e.to_string()),
                     });
                 }
             }
