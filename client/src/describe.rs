@@ -8,17 +8,17 @@ use ploke_proto::session::v1::{Session, SessionState, TurnFailureReason};
 use ploke_proto::tools::v1::ToolCall;
 
 /// An error with its causes on one line, each said once.
-pub fn error(e: &anyhow::Error) -> String {
+pub(crate) fn error(e: &anyhow::Error) -> String {
     ploke_runtime::text::with_causes(e.chain())
 }
 
 /// `ITEM_KIND_FUNCTION` with prefix `ITEM_KIND_` → `function`.
-pub fn lower(full: &str, prefix: &str) -> String {
+pub(crate) fn lower(full: &str, prefix: &str) -> String {
     full.trim_start_matches(prefix).to_lowercase()
 }
 
 /// The arguments JSON of a typed call, as the model wrote them; empty if it cannot be shown.
-pub fn call_args(call: Option<&ToolCall>) -> String {
+pub(crate) fn call_args(call: Option<&ToolCall>) -> String {
     call.and_then(|c| {
         ploke_proto::registry::ToolRegistry::global()
             .ok()?
@@ -31,7 +31,7 @@ pub fn call_args(call: Option<&ToolCall>) -> String {
 /// `text` on one line in at most `cols` terminal cells: a wide character (CJK, most emoji)
 /// takes two, so counting characters overran the line by up to twice its width. A cut text
 /// ends in `…`; control characters show as `?`.
-pub fn fit(text: &str, cols: usize) -> String {
+pub(crate) fn fit(text: &str, cols: usize) -> String {
     use unicode_width::UnicodeWidthChar as _;
     let shown = |c: char| if c.is_control() { '?' } else { c };
     if width(text) <= cols {
@@ -55,7 +55,7 @@ pub fn fit(text: &str, cols: usize) -> String {
 }
 
 /// The terminal cells `text` takes on one line (a control character counts as its `?`).
-pub fn width(text: &str) -> usize {
+pub(crate) fn width(text: &str) -> usize {
     use unicode_width::UnicodeWidthChar as _;
     text.chars()
         .map(|c| {
@@ -70,7 +70,7 @@ pub fn width(text: &str) -> usize {
 
 /// One line about a session: short id, model, when, size, title, and why its last turn
 /// failed.
-pub fn session_line(s: &Session) -> String {
+pub(crate) fn session_line(s: &Session) -> String {
     let short: String = s.session_id.chars().take(13).collect();
     let usage = s.usage.unwrap_or_default();
     let when = ploke_client::sessions::last_used(s);
@@ -97,7 +97,7 @@ pub fn session_line(s: &Session) -> String {
 /// Why the session's newest ended turn did not complete, on one line ("last turn failed,
 /// provider: …", "last turn cancelled: …"); empty when it completed, when none has ended, and
 /// while a turn runs.
-pub fn last_failure(s: &Session) -> String {
+pub(crate) fn last_failure(s: &Session) -> String {
     let Some(failed) = &s.last_failure else {
         return String::new();
     };
@@ -121,7 +121,7 @@ pub fn last_failure(s: &Session) -> String {
 const FAILURE_CELLS: usize = 100;
 
 /// Why a turn failed: `cancelled`, `provider`, `max_rounds`, …
-pub fn turn_failure(reason: i32) -> String {
+pub(crate) fn turn_failure(reason: i32) -> String {
     TurnFailureReason::try_from(reason)
         .map(|r| lower(r.as_str_name(), "TURN_FAILURE_REASON_"))
         .unwrap_or_default()
@@ -129,7 +129,7 @@ pub fn turn_failure(reason: i32) -> String {
 
 /// Why a search asked for dense retrieval (`dense_asked`) answered with keywords only, with
 /// the service's reason; none when it did not.
-pub fn search_note(found: &SearchResponse, dense_asked: bool) -> Option<String> {
+pub(crate) fn search_note(found: &SearchResponse, dense_asked: bool) -> Option<String> {
     (dense_asked && !found.dense_used)
         .then(|| format!("(keywords only: {})", found.dense_unavailable_reason))
 }
@@ -138,7 +138,7 @@ pub fn search_note(found: &SearchResponse, dense_asked: bool) -> Option<String> 
 /// rank, file and lines, canonical path and kind, score, then its first line of code (doc
 /// comments, attributes and decorators skipped: [`signature_line`]); `no matches` when there are
 /// none.
-pub fn search_hits(found: &SearchResponse) -> Vec<String> {
+pub(crate) fn search_hits(found: &SearchResponse) -> Vec<String> {
     let mut lines = Vec::new();
     let indexing = found.index_state == ploke_proto::rag::v1::IndexState::Indexing as i32;
     if found.hits.is_empty() {

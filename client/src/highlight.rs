@@ -24,7 +24,7 @@ static PALETTE: LazyLock<Palette> = LazyLock::new(|| {
 
 /// The colours the terminal shows well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Palette {
+pub(crate) struct Palette {
     /// A light background.
     pub light: bool,
     /// 24-bit colour; otherwise the 256-colour table.
@@ -34,7 +34,7 @@ pub struct Palette {
 impl Palette {
     /// From `COLORFGBG` (`FG;BG`, set by rxvt, Konsole, iTerm2 and others; a background of 7
     /// or 9–15 is light) and `COLORTERM` (`truecolor` or `24bit`).
-    pub fn of(colorfgbg: Option<&str>, colorterm: Option<&str>) -> Self {
+    pub(crate) fn of(colorfgbg: Option<&str>, colorterm: Option<&str>) -> Self {
         let light = colorfgbg
             .and_then(|v| v.rsplit(';').next())
             .and_then(|bg| bg.trim().parse::<u8>().ok())
@@ -47,7 +47,7 @@ impl Palette {
     }
 
     /// The terminal's, read once.
-    pub fn detected() -> Self {
+    pub(crate) fn detected() -> Self {
         *PALETTE
     }
 
@@ -62,7 +62,7 @@ impl Palette {
     }
 
     /// `(r, g, b)` as this terminal can show it.
-    pub fn rgb(self, r: u8, g: u8, b: u8) -> Color {
+    pub(crate) fn rgb(self, r: u8, g: u8, b: u8) -> Color {
         if self.truecolor {
             Color::Rgb(r, g, b)
         } else {
@@ -83,7 +83,7 @@ impl Palette {
 }
 
 /// The nearest colour of xterm's 256-colour table (its 6×6×6 cube or its grey ramp).
-pub fn xterm_256(r: u8, g: u8, b: u8) -> u8 {
+pub(crate) fn xterm_256(r: u8, g: u8, b: u8) -> u8 {
     const LEVELS: [u8; 6] = [0, 95, 135, 175, 215, 255];
     let level = |v: u8| {
         (0..6)
@@ -133,16 +133,16 @@ fn ratatui_style(palette: Palette, s: syntect::highlighting::Style) -> Style {
 }
 
 /// A highlighter for one piece of code, line after line.
-pub struct Highlighter(Option<HighlightLines<'static>>, Palette);
+pub(crate) struct Highlighter(Option<HighlightLines<'static>>, Palette);
 
 impl Highlighter {
     /// For code in `language` (a fence token or a file name); plain if unknown.
-    pub fn new(language: &str) -> Self {
+    pub(crate) fn new(language: &str) -> Self {
         Self::with(Palette::detected(), language)
     }
 
     /// With `palette`'s theme and colours.
-    pub fn with(palette: Palette, language: &str) -> Self {
+    pub(crate) fn with(palette: Palette, language: &str) -> Self {
         Self(
             syntax(language).map(|s| HighlightLines::new(s, palette.theme())),
             palette,
@@ -150,7 +150,7 @@ impl Highlighter {
     }
 
     /// One line (without its newline) as styled spans.
-    pub fn line(&mut self, line: &str) -> Vec<Span<'static>> {
+    pub(crate) fn line(&mut self, line: &str) -> Vec<Span<'static>> {
         let with_newline = format!("{line}\n");
         let ranges = self
             .0
@@ -172,7 +172,7 @@ impl Highlighter {
 
 /// A unified diff of `path` as styled lines: headers bold, hunks cyan, added and removed
 /// lines on a green or red ground with their code highlighted.
-pub fn diff_lines(path: &str, diff: &str) -> Vec<Line<'static>> {
+pub(crate) fn diff_lines(path: &str, diff: &str) -> Vec<Line<'static>> {
     diff_lines_with(Palette::detected(), path, diff)
 }
 
@@ -212,12 +212,12 @@ fn marked(sign: char, fg: Color, bg: Color, code: Vec<Span<'static>>) -> Line<'s
 }
 
 /// Whether a stream takes colour: a terminal, and `NO_COLOR` unset (no-color.org).
-pub fn colour(stream: &impl IsTerminal) -> bool {
+pub(crate) fn colour(stream: &impl IsTerminal) -> bool {
     stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// A unified diff for a terminal: with ANSI colours when `colour`, else as it is.
-pub fn diff_ansi(path: &str, diff: &str, colour: bool) -> String {
+pub(crate) fn diff_ansi(path: &str, diff: &str, colour: bool) -> String {
     if !colour {
         return diff.to_owned();
     }

@@ -15,7 +15,7 @@ pub const TARGET: &str = "ploke::audit";
 
 /// What a call named.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     /// Session id.
     pub session_id: &'a str,
     /// Proposal id.
@@ -32,7 +32,7 @@ pub struct Subject<'a> {
 
 impl<'a> Subject<'a> {
     /// A call about a session.
-    pub fn session(session_id: &'a str) -> Self {
+    pub(crate) fn session(session_id: &'a str) -> Self {
         Self {
             session_id,
             ..Self::default()
@@ -40,7 +40,7 @@ impl<'a> Subject<'a> {
     }
 
     /// A call about a proposal.
-    pub fn proposal(proposal_id: &'a str) -> Self {
+    pub(crate) fn proposal(proposal_id: &'a str) -> Self {
         Self {
             proposal_id,
             ..Self::default()
@@ -48,7 +48,7 @@ impl<'a> Subject<'a> {
     }
 
     /// A call about a workspace.
-    pub fn workspace(workspace: &'a str) -> Self {
+    pub(crate) fn workspace(workspace: &'a str) -> Self {
         Self {
             workspace,
             ..Self::default()
@@ -57,7 +57,7 @@ impl<'a> Subject<'a> {
 }
 
 /// Runs `call` and, when `enabled`, writes its audit line.
-pub async fn audited<T>(
+pub(crate) async fn audited<T>(
     enabled: bool,
     method: &'static str,
     subject: Subject<'_>,

@@ -10,7 +10,7 @@ use tonic::{Code, Request, Status};
 /// A request for an upstream with the gateway's deadline (or the caller's, if shorter: tonic
 /// propagates the caller's `grpc-timeout` into the handler only as metadata, so the smaller
 /// of the two is applied here).
-pub fn with_deadline<T>(message: T, timeout: Duration) -> Request<T> {
+pub(crate) fn with_deadline<T>(message: T, timeout: Duration) -> Request<T> {
     let mut request = Request::new(message);
     request.set_timeout(timeout);
     request
@@ -20,7 +20,7 @@ pub fn with_deadline<T>(message: T, timeout: Duration) -> Request<T> {
 /// token is the deployment's fault (INTERNAL), not the caller's; an answer the gateway could not
 /// decode is INTERNAL worded so that it is never taken for the caller's undecodable request.
 /// Every other status passes unchanged.
-pub fn upstream_status(service: &str, status: Status) -> Status {
+pub(crate) fn upstream_status(service: &str, status: Status) -> Status {
     let message = shown(status.message());
     match status.code() {
         Code::Unavailable => Status::unavailable(format!("{service} is unavailable: {message}")),

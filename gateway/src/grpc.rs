@@ -37,7 +37,7 @@ const RAG: &str = "rag-search";
 
 /// The tonic service of the gateway.
 #[derive(Debug, Clone)]
-pub struct GatewayGrpc {
+pub(crate) struct GatewayGrpc {
     pub(crate) upstreams: Upstreams,
     timeout: Duration,
     subscriber_buffer: usize,
@@ -47,7 +47,7 @@ pub struct GatewayGrpc {
 }
 
 impl GatewayGrpc {
-    pub fn new(
+    pub(crate) fn new(
         upstreams: Upstreams,
         timeout: Duration,
         subscriber_buffer: usize,

@@ -14,11 +14,11 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
 /// A stream of relayed events.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<SessionEvent, Status>> + Send>>;
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<SessionEvent, Status>> + Send>>;
 
 /// Relays `upstream` through a buffer of `buffer` events; a full buffer is given `grace` to
 /// drain (a burst, such as a replay, is not a slow reader) before the subscriber is cut off.
-pub fn relay<S>(upstream: S, buffer: usize, grace: Duration, after_seq: u64) -> EventStream
+pub(crate) fn relay<S>(upstream: S, buffer: usize, grace: Duration, after_seq: u64) -> EventStream
 where
     S: Stream<Item = Result<SessionEvent, Status>> + Send + 'static,
 {

@@ -47,7 +47,7 @@ impl Upstream {
 }
 
 /// `faults` as one line (`storage: …; blocking_pool: …`).
-pub fn said(faults: &[&Fault]) -> String {
+pub(crate) fn said(faults: &[&Fault]) -> String {
     let said: Vec<String> = faults
         .iter()
         .map(|f| format!("{}: {}", f.name, f.reason))

@@ -3,7 +3,7 @@
 
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 mod generated {
-    pub mod ploke {
+    pub(crate) mod ploke {
         pub mod common {
             pub mod v1 {
                 include!(concat!(env!("OUT_DIR"), "/ploke.common.v1.rs"));

@@ -21,7 +21,7 @@ use ploke_client::gateway::{Followed, SessionEvents};
 
 /// `ploke ask` options.
 #[derive(Debug, clap::Args)]
-pub struct AskArgs {
+pub(crate) struct AskArgs {
     /// The question.
     pub question: String,
     /// Provider name from ploke.toml (default: the configured or detected one).
@@ -38,7 +38,7 @@ pub struct AskArgs {
 const RESUMES: u32 = 5;
 
 /// Runs one turn.
-pub async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
+pub(crate) async fn ask(target: &Target, args: AskArgs) -> anyhow::Result<()> {
     // Before any session is made for it (the server refuses an empty message too, but only
     // after the session exists).
     if args.question.trim().is_empty() {

@@ -10,7 +10,7 @@ use super::{Conn, Gateway, Target, providers};
 
 /// Which session `ploke chat` opens.
 #[derive(Debug, Default)]
-pub struct Which {
+pub(crate) struct Which {
     /// Resume this session (an id or a unique prefix).
     pub session: Option<String>,
     /// Resume the newest session of the workspace.
@@ -22,7 +22,7 @@ pub struct Which {
 }
 
 /// Creates (or finds) the session and runs the TUI until the user quits.
-pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
+pub(crate) async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
     // Below a workspace a `ploke up` serves (the one the connection will use), the TUI logs
     // where that one keeps its state, not into a `.ploke/` of the subdirectory.
     let served = Conn::served(target).await?;
@@ -77,10 +77,10 @@ pub async fn chat(target: &Target, which: Which) -> anyhow::Result<()> {
 /// No model provider is configured or reachable.
 #[derive(Debug, thiserror::Error)]
 #[error("no model provider: {0}")]
-pub struct NoProvider(String);
+pub(crate) struct NoProvider(String);
 
 /// What the TUI says when a message cannot go anywhere.
-pub fn no_provider_text() -> String {
+pub(crate) fn no_provider_text() -> String {
     format!(
         "no model provider, so nothing can be sent: {} (then restart); meanwhile `/search QUERY` \
          shows what the index finds",
@@ -90,7 +90,7 @@ pub fn no_provider_text() -> String {
 
 /// The session to chat in: resumed, the last one, or new (in `workspace_root`; empty = the
 /// services' default).
-pub async fn open_session(
+pub(crate) async fn open_session(
     gateway: &mut Gateway,
     which: Which,
     workspace_root: &str,

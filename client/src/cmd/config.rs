@@ -7,7 +7,7 @@ use std::io::Write as _;
 use super::{Target, providers, up};
 
 /// Prints the effective configuration for `target`'s workspace.
-pub async fn config(target: &Target) -> anyhow::Result<()> {
+pub(crate) async fn config(target: &Target) -> anyhow::Result<()> {
     let workspace = up::workspace(target.workspace.clone())?;
     let files = up::config_files(&workspace, target.config.clone());
     let (layers, effective, provider) =

@@ -11,7 +11,7 @@ use super::{Conn, Target};
 
 /// What to do with proposals.
 #[derive(Debug, clap::Subcommand)]
-pub enum EditsCommand {
+pub(crate) enum EditsCommand {
     /// List proposals, newest first (pending only unless --all).
     List {
         /// Every state, not only pending.
@@ -56,7 +56,12 @@ pub(super) fn state_name(s: ProposalState) -> String {
 }
 
 /// Writes a proposal: id, state, edits, and the diffs when asked (coloured when `colour`).
-pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool, colour: bool) {
+pub(crate) fn print_proposal(
+    out: &mut dyn std::io::Write,
+    p: &EditProposal,
+    diff: bool,
+    colour: bool,
+) {
     let _ = writeln!(
         out,
         "{}  {}  {}  {} edit(s)",
@@ -83,7 +88,7 @@ pub fn print_proposal(out: &mut dyn std::io::Write, p: &EditProposal, diff: bool
 }
 
 /// `ploke edits …`.
-pub async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(target: &Target, command: EditsCommand) -> anyhow::Result<()> {
     let mut conn = Conn::open_unindexed(target).await?;
     match command {
         EditsCommand::List {

@@ -14,7 +14,7 @@ use rmcp::ServiceExt as _;
 use super::{Conn, Target};
 
 /// `ploke mcp`.
-pub async fn mcp(target: &Target, max_result_tokens: Option<u32>) -> anyhow::Result<()> {
+pub(crate) async fn mcp(target: &Target, max_result_tokens: Option<u32>) -> anyhow::Result<()> {
     let defaults = PlokeConfig::load_from_process(
         ServiceKind::Gateway,
         &ploke_runtime::cli::CommonArgs {

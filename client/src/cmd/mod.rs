@@ -3,17 +3,17 @@
 //! record in `.ploke/up.json`, or on the default port) or a directory above it, else the
 //! services started in this process for the workspace.
 
-pub mod ask;
-pub mod chat;
-pub mod config;
-pub mod edits;
-pub mod mcp;
-pub mod providers;
-pub mod query;
-pub mod running;
-pub mod sessions;
-pub mod up;
-pub mod workspaces;
+pub(crate) mod ask;
+pub(crate) mod chat;
+pub(crate) mod config;
+pub(crate) mod edits;
+pub(crate) mod mcp;
+pub(crate) mod providers;
+pub(crate) mod query;
+pub(crate) mod running;
+pub(crate) mod sessions;
+pub(crate) mod up;
+pub(crate) mod workspaces;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,14 +23,14 @@ use ploke_client::embedded::Embedded;
 use ploke_runtime::ServiceKind;
 
 use ploke_client::gateway::auth;
-pub use ploke_client::gateway::{Gateway, connect};
+pub(crate) use ploke_client::gateway::{Gateway, connect};
 
 /// The gateway the default `ploke up` serves.
-pub const DEFAULT_GATEWAY: &str = "http://127.0.0.1:50051";
+pub(crate) const DEFAULT_GATEWAY: &str = "http://127.0.0.1:50051";
 
 /// Where a command's services are.
 #[derive(Debug, clap::Args)]
-pub struct Target {
+pub(crate) struct Target {
     /// Gateway URL; without it, a `ploke up` of this workspace, else the services started in
     /// this process.
     #[arg(
@@ -69,7 +69,7 @@ pub struct Target {
 
 /// A connection, and the services behind it when this process runs them.
 #[derive(Debug)]
-pub struct Conn {
+pub(crate) struct Conn {
     /// The gateway.
     pub gateway: Gateway,
     embedded: Option<Embedded>,
@@ -118,19 +118,22 @@ fn token() -> Option<String> {
 
 impl Conn {
     /// Opens the target; in-process services index the workspace first.
-    pub async fn open(target: &Target) -> anyhow::Result<Self> {
+    pub(crate) async fn open(target: &Target) -> anyhow::Result<Self> {
         Self::open_indexing(target, Some(up::Until::Searchable)).await
     }
 
     /// Opens the target for a command that reads no index (sessions, edits, workspaces): it
     /// answers at once, and in-process services index in the background meanwhile.
-    pub async fn open_unindexed(target: &Target) -> anyhow::Result<Self> {
+    pub(crate) async fn open_unindexed(target: &Target) -> anyhow::Result<Self> {
         Self::open_indexing(target, None).await
     }
 
     /// Opens the target; in-process services index the workspace first, `until` searchable or
     /// done, or (`None`) in the background (answering from what is indexed so far).
-    pub async fn open_indexing(target: &Target, until: Option<up::Until>) -> anyhow::Result<Self> {
+    pub(crate) async fn open_indexing(
+        target: &Target,
+        until: Option<up::Until>,
+    ) -> anyhow::Result<Self> {
         let served = Self::served(target).await?;
         Self::open_served(target, until, served).await
     }
@@ -248,7 +251,7 @@ impl Conn {
     /// --server-workspace; with a shared gateway, the served workspace this checkout stands
     /// for (asked once; an error when it cannot be told, naming the candidates); else empty,
     /// the default of services serving this checkout.
-    pub async fn workspace_root(&mut self) -> anyhow::Result<String> {
+    pub(crate) async fn workspace_root(&mut self) -> anyhow::Result<String> {
         if self.remote.is_none() && self.named.is_none() {
             return Ok(String::new());
         }
@@ -271,7 +274,7 @@ impl Conn {
     /// This checkout and the served workspace it stands for (approved edits of that workspace
     /// are written into it): with a shared gateway, the one [`Self::workspace_root`] finds;
     /// else the checkout itself, which the services here serve.
-    pub async fn checkout(&mut self) -> anyhow::Result<ploke_client::checkout::Checkout> {
+    pub(crate) async fn checkout(&mut self) -> anyhow::Result<ploke_client::checkout::Checkout> {
         let workspace_root = match self.remote {
             Some(_) => self.workspace_root().await?,
             None => self.local_root.display().to_string(),
@@ -283,7 +286,7 @@ impl Conn {
     }
 
     /// [`Self::checkout`], when sessions also carry its changes (no --no-overlay).
-    pub async fn overlay_checkout(
+    pub(crate) async fn overlay_checkout(
         &mut self,
     ) -> anyhow::Result<Option<ploke_client::checkout::Checkout>> {
         if !self.remote.as_ref().is_some_and(|r| r.overlays) {
@@ -295,17 +298,17 @@ impl Conn {
     }
 
     /// Whether the services are a gateway named with --gateway (shared, serving other trees).
-    pub fn is_remote(&self) -> bool {
+    pub(crate) fn is_remote(&self) -> bool {
         self.remote.is_some()
     }
 
     /// Whether the services run in this process (started for this command).
-    pub fn in_process(&self) -> bool {
+    pub(crate) fn in_process(&self) -> bool {
         self.embedded.is_some()
     }
 
     /// Stops services this process started.
-    pub async fn close(self) -> anyhow::Result<()> {
+    pub(crate) async fn close(self) -> anyhow::Result<()> {
         if let Some(e) = self.embedded {
             e.stop().await?;
         }
@@ -315,7 +318,7 @@ impl Conn {
 
 /// Awaits `stopping` (services draining); says `stopping…` when that takes long enough for a
 /// user to wonder.
-pub async fn stop_visibly<T>(stopping: impl std::future::Future<Output = T>) -> T {
+pub(crate) async fn stop_visibly<T>(stopping: impl std::future::Future<Output = T>) -> T {
     tokio::pin!(stopping);
     tokio::select! {
         done = &mut stopping => done,
@@ -328,7 +331,7 @@ pub async fn stop_visibly<T>(stopping: impl std::future::Future<Output = T>) -> 
 
 /// Logging for a command that draws a TUI: into `WORKSPACE/.ploke/logs` (rotated daily),
 /// never onto the terminal; warnings and errors also come back as notices for the TUI.
-pub fn tui_logging(
+pub(crate) fn tui_logging(
     workspace: &std::path::Path,
     telemetry: &ploke_runtime::config::TelemetryConfig,
 ) -> anyhow::Result<(

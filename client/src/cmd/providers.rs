@@ -7,12 +7,12 @@ use ploke_runtime::PlokeConfig;
 use ploke_runtime::config::{ModelConfig, ProviderConfig};
 
 /// What to do when there is no provider.
-pub const NONE_HINT: &str = "set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on \
+pub(crate) const NONE_HINT: &str = "set OPENAI_API_KEY or OPENROUTER_API_KEY, start Ollama on \
      127.0.0.1:11434, or add [providers.NAME] to the workspace's ploke.toml or to \
      ~/.config/ploke/config.toml (`ploke config` shows what is read); search and index work without one";
 
 /// A refused CreateSession as the user reads it: a missing provider comes with the hint.
-pub fn session_refused(s: tonic::Status) -> anyhow::Error {
+pub(crate) fn session_refused(s: tonic::Status) -> anyhow::Error {
     match s.code() {
         tonic::Code::FailedPrecondition => anyhow::anyhow!("{} ({})", s.message(), NONE_HINT),
         _ => anyhow::anyhow!("creating a session: {}", s.message()),
@@ -22,7 +22,7 @@ pub fn session_refused(s: tonic::Status) -> anyhow::Error {
 const OLLAMA: &str = "http://127.0.0.1:11434";
 
 /// Adds a provider from the environment when none is configured; describes the one in use.
-pub async fn detect(cfg: &mut PlokeConfig) -> Option<String> {
+pub(crate) async fn detect(cfg: &mut PlokeConfig) -> Option<String> {
     if !cfg.providers.is_empty() {
         let name = cfg
             .session

@@ -6,7 +6,7 @@ use super::{Conn, Target, up};
 
 /// Search strategies on the command line.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum StrategyArg {
+pub(crate) enum StrategyArg {
     /// Keywords (tantivy BM25).
     Bm25,
     /// Embeddings.
@@ -16,7 +16,7 @@ pub enum StrategyArg {
 }
 
 /// `ploke search`.
-pub async fn search(
+pub(crate) async fn search(
     target: &Target,
     query: &str,
     (strategy, top_k): (StrategyArg, u32),
@@ -58,7 +58,7 @@ pub async fn search(
 }
 
 /// `ploke index`.
-pub async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
+pub(crate) async fn index(target: &Target, force: bool) -> anyhow::Result<()> {
     let mut conn = Conn::open_indexing(target, Some(up::Until::Done)).await?;
     // In-process services have just indexed; a remote or running one is asked to.
     if !conn.indexed || force {

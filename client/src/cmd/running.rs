@@ -24,7 +24,7 @@ const SERVICES: [ServiceKind; 4] = [
 
 /// What a running `ploke up` records about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// Its process.
     pub pid: u32,
     /// The workspace it serves.
@@ -36,13 +36,13 @@ pub struct Record {
 }
 
 /// Where the record of `workspace`'s `ploke up` lives.
-pub fn record_path(workspace: &Path) -> PathBuf {
+pub(crate) fn record_path(workspace: &Path) -> PathBuf {
     workspace.join(".ploke").join("up.json")
 }
 
 impl Record {
     /// Writes the record (replacing a stale one).
-    pub fn write(&self, workspace: &Path) -> anyhow::Result<()> {
+    pub(crate) fn write(&self, workspace: &Path) -> anyhow::Result<()> {
         let path = record_path(workspace);
         let text = serde_json::to_string_pretty(self)?;
         let tmp = path.with_extension("json.tmp");
@@ -52,19 +52,19 @@ impl Record {
     }
 
     /// The record of `workspace`, if one was written and still parses.
-    pub fn read(workspace: &Path) -> Option<Self> {
+    pub(crate) fn read(workspace: &Path) -> Option<Self> {
         let text = std::fs::read_to_string(record_path(workspace)).ok()?;
         serde_json::from_str(&text).ok()
     }
 
     /// Whether its process has certainly ended (known on Linux only: `/proc`).
-    pub fn process_is_gone(&self) -> bool {
+    pub(crate) fn process_is_gone(&self) -> bool {
         let proc = Path::new("/proc");
         proc.join("self").exists() && !proc.join(self.pid.to_string()).exists()
     }
 
     /// Removes the record if it is still this one's.
-    pub fn remove(&self, workspace: &Path) {
+    pub(crate) fn remove(&self, workspace: &Path) {
         if Self::read(workspace).is_some_and(|r| r.pid == self.pid) {
             let _ = std::fs::remove_file(record_path(workspace));
         }
@@ -74,7 +74,11 @@ impl Record {
 /// A gateway at `url` that answers for `workspace` within a moment, if there is one. Only
 /// this question has a deadline: the calls made on the gateway returned have none of it (an
 /// approval that re-indexes a large file takes longer than any such deadline).
-pub async fn answering(url: &str, workspace: &Path, token: Option<String>) -> Option<Gateway> {
+pub(crate) async fn answering(
+    url: &str,
+    workspace: &Path,
+    token: Option<String>,
+) -> Option<Gateway> {
     let channel = Endpoint::from_shared(url.to_owned())
         .ok()?
         .connect_timeout(Duration::from_millis(300))
@@ -96,7 +100,7 @@ pub async fn answering(url: &str, workspace: &Path, token: Option<String>) -> Op
 /// The `ploke up` serving `workspace`: the one its record names, else one on the default
 /// port.
 /// A record whose process is gone (a `ploke up` killed with SIGKILL) is removed.
-pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
+pub(crate) async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
     if let Some(r) = Record::read(workspace) {
         if let Some(g) = answering(&r.gateway, workspace, token.clone()).await {
             return Some(g);
@@ -110,7 +114,7 @@ pub async fn find(workspace: &Path, token: Option<String>) -> Option<Gateway> {
 
 /// The gateway URL of the `ploke up` serving the current directory or the nearest one above it
 /// (by its record; whether it answers is the caller's to find), else the default.
-pub fn gateway_here() -> String {
+pub(crate) fn gateway_here() -> String {
     let Ok(here) = std::env::current_dir().and_then(std::fs::canonicalize) else {
         return DEFAULT_GATEWAY.to_owned();
     };
@@ -122,7 +126,7 @@ pub fn gateway_here() -> String {
 
 /// The directories above `dir` whose record names a `ploke up` serving them, nearest first,
 /// with their records (whether it still answers is not asked).
-pub fn served_above(dir: &Path) -> impl Iterator<Item = (&Path, Record)> {
+pub(crate) fn served_above(dir: &Path) -> impl Iterator<Item = (&Path, Record)> {
     dir.ancestors()
         .skip(1)
         .filter_map(|above| Some((above, Record::read(above)?)))
@@ -132,7 +136,7 @@ pub fn served_above(dir: &Path) -> impl Iterator<Item = (&Path, Record)> {
 /// The `ploke up` serving the nearest directory above `dir` that has one (a command run in a
 /// subdirectory of its workspace), with that directory. Only records are looked at: no port is
 /// tried for each directory above.
-pub async fn find_above(dir: &Path, token: Option<String>) -> Option<(Gateway, PathBuf)> {
+pub(crate) async fn find_above(dir: &Path, token: Option<String>) -> Option<(Gateway, PathBuf)> {
     for (above, r) in served_above(dir) {
         if let Some(g) = answering(&r.gateway, above, token.clone()).await {
             return Some((g, above.to_path_buf()));
@@ -142,7 +146,7 @@ pub async fn find_above(dir: &Path, token: Option<String>) -> Option<(Gateway, P
 }
 
 /// Listens on `base`, `base+1`, … (gateway, llm-session, tool-executor, rag-search, MCP).
-pub fn use_port_base(cfg: &mut PlokeConfig, base: u16) -> anyhow::Result<()> {
+pub(crate) fn use_port_base(cfg: &mut PlokeConfig, base: u16) -> anyhow::Result<()> {
     if base > u16::MAX - 4 {
         anyhow::bail!("--port-base {base}: the five ports must stay below 65536");
     }
@@ -167,7 +171,7 @@ pub fn use_port_base(cfg: &mut PlokeConfig, base: u16) -> anyhow::Result<()> {
 
 /// Whether every port is the default (nothing chosen by the user): then, when they are
 /// taken, any free ports will do.
-pub fn on_default_ports(cfg: &PlokeConfig, default_mcp: SocketAddr) -> bool {
+pub(crate) fn on_default_ports(cfg: &PlokeConfig, default_mcp: SocketAddr) -> bool {
     SERVICES
         .into_iter()
         .all(|k| cfg.listen(k).port() == k.default_port())
@@ -175,7 +179,7 @@ pub fn on_default_ports(cfg: &PlokeConfig, default_mcp: SocketAddr) -> bool {
 }
 
 /// Any free loopback ports.
-pub fn use_free_ports(cfg: &mut PlokeConfig) {
+pub(crate) fn use_free_ports(cfg: &mut PlokeConfig) {
     for kind in SERVICES {
         let ip = cfg.listen(kind).ip();
         cfg.set_listen(kind, SocketAddr::new(ip, 0));

@@ -10,7 +10,7 @@ use super::{Conn, Target};
 
 /// What to do with sessions.
 #[derive(Debug, clap::Subcommand)]
-pub enum SessionsCommand {
+pub(crate) enum SessionsCommand {
     /// List sessions, newest first.
     List {
         /// Every principal's sessions, not only yours (admins).
@@ -33,7 +33,7 @@ pub enum SessionsCommand {
 }
 
 /// Runs `ploke sessions …`.
-pub async fn run(target: &Target, command: SessionsCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(target: &Target, command: SessionsCommand) -> anyhow::Result<()> {
     let mut conn = Conn::open_unindexed(target).await?;
     let result = match command {
         SessionsCommand::List { everyone } => list(&mut conn, everyone).await,

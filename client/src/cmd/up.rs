@@ -14,14 +14,14 @@ use ploke_runtime::{PlokeConfig, ServiceKind};
 use super::{Gateway, providers, running};
 
 /// Where `ploke up` serves MCP unless `[gateway] mcp_listen` says otherwise.
-pub const DEFAULT_MCP_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
+pub(crate) const DEFAULT_MCP_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
     std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 50055),
 );
 
 /// The configuration of the embedded deployment for `workspace`: state under
 /// `WORKSPACE/.ploke`, loopback only, no token, the cached model if there is one, and a
 /// provider from the config files or the environment.
-pub async fn embedded_config(
+pub(crate) async fn embedded_config(
     workspace: &Path,
     config: Option<PathBuf>,
 ) -> anyhow::Result<(PlokeConfig, Option<String>)> {
@@ -51,7 +51,7 @@ pub async fn embedded_config(
 /// change to the repository's own `.gitignore` (a user's own file there is left alone). It is
 /// written whole or not at all (a temporary file renamed), and an empty one — a write a full
 /// disk cut short — is written again: git would otherwise list sessions and proposals.
-pub fn ignored_by_git(state: &Path) {
+pub(crate) fn ignored_by_git(state: &Path) {
     let file = state.join(".gitignore");
     if std::fs::metadata(&file).is_ok_and(|m| m.len() > 0) {
         return;
@@ -71,7 +71,7 @@ pub fn ignored_by_git(state: &Path) {
 /// The config files a command reads, lowest first: `--config` / `PLOKE_CONFIG` alone when
 /// given; else the user's (`$XDG_CONFIG_HOME/ploke/config.toml`, `~/.config/ploke/…`) and
 /// then the workspace's `ploke.toml`, each when it exists — found like cargo's and git's.
-pub fn config_files(workspace: &Path, explicit: Option<PathBuf>) -> Vec<(PathBuf, bool)> {
+pub(crate) fn config_files(workspace: &Path, explicit: Option<PathBuf>) -> Vec<(PathBuf, bool)> {
     let explicit = explicit.or_else(|| {
         std::env::var_os("PLOKE_CONFIG")
             .filter(|v| !v.is_empty())
@@ -95,7 +95,7 @@ pub fn config_files(workspace: &Path, explicit: Option<PathBuf>) -> Vec<(PathBuf
 }
 
 /// [`embedded_config`], with the layers it was built from (for `ploke config`).
-pub async fn embedded_layers(
+pub(crate) async fn embedded_layers(
     workspace: &Path,
     config: Option<PathBuf>,
 ) -> anyhow::Result<(ploke_runtime::config::Layers, PlokeConfig, Option<String>)> {
@@ -158,7 +158,7 @@ fn cached_model() -> Option<PathBuf> {
 }
 
 /// The workspace a command means: `--workspace`, else the current directory.
-pub fn workspace(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(crate) fn workspace(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let dir = match dir {
         Some(d) => d,
         None => {
@@ -178,7 +178,7 @@ pub fn workspace(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 /// that holds `ploke.toml`, `.ploke/` or `.git` (a repository's root, as git and cargo find
 /// theirs), else `here`. The home directory and `/` are never taken (a dotfiles repository in
 /// `~` must not make every directory below it one workspace).
-pub fn enclosing(here: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn enclosing(here: &Path, home: Option<&Path>) -> PathBuf {
     here.ancestors()
         .take_while(|d| d.parent().is_some() && Some(*d) != home)
         .find(|d| {
@@ -189,7 +189,7 @@ pub fn enclosing(here: &Path, home: Option<&Path>) -> PathBuf {
 }
 
 /// `ploke up`.
-pub async fn up(
+pub(crate) async fn up(
     workspace_dir: Option<PathBuf>,
     config: Option<PathBuf>,
     check: bool,
@@ -369,7 +369,7 @@ pub(super) async fn why_stopped(embedded: Embedded, e: anyhow::Error) -> anyhow:
 
 /// How long [`index`] follows a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Until {
+pub(crate) enum Until {
     /// To its end, embeddings included (`ploke index`).
     Done,
     /// Until keyword search answers from it (its items committed); the embedding goes on in
@@ -379,7 +379,7 @@ pub enum Until {
 
 /// Indexes `workspace_root` (empty = the gateway's default), with a progress line on stderr
 /// unless `quiet`.
-pub async fn index(
+pub(crate) async fn index(
     gateway: &mut Gateway,
     workspace_root: &str,
     (force, until): (bool, Until),
@@ -490,7 +490,7 @@ fn bar(done: u64, total: u64) -> String {
 }
 
 /// The gateway's view of the system.
-pub async fn system_status(gateway: &mut Gateway) -> anyhow::Result<SystemStatus> {
+pub(crate) async fn system_status(gateway: &mut Gateway) -> anyhow::Result<SystemStatus> {
     Ok(gateway
         .get_system_status(GetSystemStatusRequest {})
         .await
@@ -499,7 +499,7 @@ pub async fn system_status(gateway: &mut Gateway) -> anyhow::Result<SystemStatus
 }
 
 /// Prints the status table.
-pub fn print_status(gateway: &str, status: &SystemStatus) {
+pub(crate) fn print_status(gateway: &str, status: &SystemStatus) {
     println!(
         "  {:<30} {:<28} SERVING   ploke {}",
         "ploke.gateway.v1.Gateway", gateway, status.version

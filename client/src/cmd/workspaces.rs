@@ -10,7 +10,7 @@ use super::{Conn, Target};
 
 /// What to do with workspaces.
 #[derive(Debug, clap::Subcommand)]
-pub enum WorkspacesCommand {
+pub(crate) enum WorkspacesCommand {
     /// Every workspace served, configured ones first.
     List,
     /// Serve one more: a directory on the rag-search host, or a git repository (--git URL).
@@ -62,7 +62,7 @@ async fn served(conn: &mut Conn) -> anyhow::Result<Vec<Workspace>> {
 }
 
 /// `ploke workspaces …`.
-pub async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(target: &Target, command: WorkspacesCommand) -> anyhow::Result<()> {
     let mut conn = Conn::open_unindexed(target).await?;
     let fail = |s: tonic::Status| anyhow::anyhow!("workspaces: {}", s.message());
     match command {

@@ -6,7 +6,7 @@ use ratatui_textarea::{CursorMove, Input, Key, TextArea, WrapMode};
 
 /// What the user is writing.
 #[derive(Debug, Clone)]
-pub struct Editor(TextArea<'static>);
+pub(crate) struct Editor(TextArea<'static>);
 
 impl Default for Editor {
     fn default() -> Self {
@@ -22,24 +22,24 @@ impl Default for Editor {
 
 impl Editor {
     /// The whole message, lines joined with `\n`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.0.lines().join("\n")
     }
 
     /// Whether nothing is written.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Whether the message has one line (↑↓ then browse the history).
-    pub fn is_single_line(&self) -> bool {
+    pub(crate) fn is_single_line(&self) -> bool {
         self.0.lines().len() <= 1
     }
 
     /// Rows the message takes wrapped at `width` columns (the input box grows with them): each
     /// line its display width (wide characters count two) plus the cursor's cell, and a row
     /// of slack for a wrapped one (words that do not fit move down whole).
-    pub fn rows(&self, width: u16) -> usize {
+    pub(crate) fn rows(&self, width: u16) -> usize {
         let width = usize::from(width.max(1));
         self.0
             .lines()
@@ -55,51 +55,51 @@ impl Editor {
     }
 
     /// Replaces the message, cursor at its end.
-    pub fn set_text(&mut self, text: &str) {
+    pub(crate) fn set_text(&mut self, text: &str) {
         self.clear();
         self.insert_str(text);
     }
 
     /// Empties the message.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.0.clear();
     }
 
     /// Types one character.
-    pub fn insert_char(&mut self, c: char) {
+    pub(crate) fn insert_char(&mut self, c: char) {
         self.0.insert_char(c);
     }
 
     /// Inserts `text` at the cursor, newlines included (a paste).
-    pub fn insert_str(&mut self, text: &str) {
+    pub(crate) fn insert_str(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         self.0.insert_str(text);
     }
 
     /// Breaks the line at the cursor.
-    pub fn newline(&mut self) {
+    pub(crate) fn newline(&mut self) {
         self.0.insert_newline();
     }
 
     /// Deletes the character before the cursor.
-    pub fn backspace(&mut self) {
+    pub(crate) fn backspace(&mut self) {
         self.0.delete_char();
     }
 
     /// Moves the cursor one line up.
-    pub fn up(&mut self) {
+    pub(crate) fn up(&mut self) {
         self.0.move_cursor(CursorMove::Up);
     }
 
     /// Moves the cursor one line down.
-    pub fn down(&mut self) {
+    pub(crate) fn down(&mut self) {
         self.0.move_cursor(CursorMove::Down);
     }
 
     /// Any other key: cursor movement (←→, Home/End, Ctrl-A/E/F/B, Alt-F/B), deletion
     /// (Ctrl-W word, Ctrl-K to the end, Ctrl-D), Ctrl-Y yank. Ctrl-U deletes to the start of the
     /// line as in readline (the widget's own Ctrl-U is undo, here Ctrl-Z).
-    pub fn input(&mut self, input: Input) {
+    pub(crate) fn input(&mut self, input: Input) {
         match input {
             Input {
                 key: Key::Char('u'),
@@ -124,7 +124,7 @@ impl Editor {
     }
 
     /// The widget to draw.
-    pub fn widget(&self) -> &TextArea<'static> {
+    pub(crate) fn widget(&self) -> &TextArea<'static> {
         &self.0
     }
 }

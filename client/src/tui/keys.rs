@@ -6,7 +6,7 @@ use super::state::{Action, App, PickerKind, Speaker};
 
 /// A key, reduced to what the TUI uses; everything else is the editor's.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Key {
+pub(crate) enum Key {
     /// A character typed with no modifier but Shift.
     Char(char),
     /// Enter (sends).
@@ -36,7 +36,7 @@ pub enum Key {
 }
 
 /// The slash commands, with what each does (`/help` prints this).
-pub const COMMANDS: &[(&str, &str)] = &[
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list, and the keys"),
     ("/clear", "start a new session (same workspace and model)"),
     (
@@ -60,7 +60,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
 ];
 
 /// The keys, for the welcome screen and `/help`.
-pub const KEYS: &[(&str, &str)] = &[
+pub(crate) const KEYS: &[(&str, &str)] = &[
     ("Enter", "send"),
     (
         "Alt-Enter / Shift-Enter",
@@ -74,7 +74,7 @@ pub const KEYS: &[(&str, &str)] = &[
 
 impl App {
     /// Handles a key: edits the input, the review or the picker; returns what to do outside.
-    pub fn key(&mut self, key: Key) -> Action {
+    pub(crate) fn key(&mut self, key: Key) -> Action {
         if key == Key::CtrlC {
             // Like any other key, it keeps a session asked to be deleted.
             if let Some(picker) = self.picker.as_mut() {
@@ -253,7 +253,7 @@ impl App {
     }
 
     /// The service deleted `id`: its row leaves the `/sessions` picker, the cursor on the next.
-    pub fn session_deleted(&mut self, id: &str) {
+    pub(crate) fn session_deleted(&mut self, id: &str) {
         if let Some(picker) = self.picker.as_mut()
             && picker.kind == PickerKind::Sessions
         {
@@ -356,13 +356,13 @@ impl App {
     }
 
     /// Adds a line from ploke itself to the conversation.
-    pub fn system(&mut self, text: &str) {
+    pub(crate) fn system(&mut self, text: &str) {
         self.push(Speaker::System, text);
     }
 }
 
 /// `/help`: the commands and the keys.
-pub fn help_text() -> String {
+pub(crate) fn help_text() -> String {
     let mut text = String::from("commands:\n");
     for (c, what) in COMMANDS {
         text.push_str(&format!("  {c:<26} {what}\n"));

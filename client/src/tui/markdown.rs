@@ -8,10 +8,10 @@ use ratatui::text::{Line, Span, Text};
 
 use crate::highlight::Highlighter;
 
-pub use crate::highlight::diff_lines as diff;
+pub(crate) use crate::highlight::diff_lines as diff;
 
 /// Renders `markdown`.
-pub fn render(markdown: &str) -> Text<'static> {
+pub(crate) fn render(markdown: &str) -> Text<'static> {
     let mut r = Renderer::default();
     for event in Parser::new_ext(markdown, Options::ENABLE_STRIKETHROUGH) {
         r.event(event);

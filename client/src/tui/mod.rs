@@ -3,14 +3,14 @@
 //! waiting anywhere in the workspace, the services' warnings, and the gateway calls keys ask
 //! for.
 
-pub mod editor;
-pub mod keys;
-pub mod markdown;
-pub mod state;
+pub(crate) mod editor;
+pub(crate) mod keys;
+pub(crate) mod markdown;
+pub(crate) mod state;
 mod tasks;
 #[cfg(test)]
 mod tests;
-pub mod view;
+pub(crate) mod view;
 
 use std::io::Write as _;
 
@@ -51,7 +51,7 @@ pub(crate) enum Input {
 
 /// How the TUI starts.
 #[derive(Debug, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// The session to show; `None` when no model provider is configured (search, edits and
     /// sessions still work; sending says how to add one).
     pub session: Option<Session>,
@@ -180,7 +180,7 @@ const FRAME_AT_MOST: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Runs the TUI on the terminal until the user quits. Every task it started is stopped
 /// before it returns (an open event stream would hold a stopping server for its drain).
-pub async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
+pub(crate) async fn run(mut gateway: Gateway, options: Options) -> anyhow::Result<()> {
     let Options {
         session,
         workspace_root,

@@ -10,7 +10,7 @@ use ploke_proto::tools::v1::EditProposal;
 
 /// Who said a line of the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Speaker {
+pub(crate) enum Speaker {
     /// The user.
     User,
     /// The model.
@@ -21,7 +21,7 @@ pub enum Speaker {
 
 /// One entry of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Who.
     pub speaker: Speaker,
     /// Text (grows while streaming).
@@ -30,7 +30,7 @@ pub struct Entry {
 
 /// Where a tool call is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallState {
+pub(crate) enum CallState {
     /// Running.
     Running,
     /// Waiting for an edit decision.
@@ -43,7 +43,7 @@ pub enum CallState {
 
 /// One tool call in the panel.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
+pub(crate) struct Call {
     /// Provider call id.
     pub id: String,
     /// Tool name.
@@ -58,7 +58,7 @@ pub struct Call {
 
 /// A proposal under review, with the edits the user keeps selected.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Review {
+pub(crate) struct Review {
     /// The proposal.
     pub proposal: EditProposal,
     /// Per edit: selected to apply.
@@ -71,7 +71,7 @@ pub struct Review {
 
 /// One choice of a picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PickerRow {
+pub(crate) struct PickerRow {
     /// What choosing it acts on: a session id, or `PROVIDER/MODEL`.
     pub id: String,
     /// One line: for a session its short id, model, size and title.
@@ -80,7 +80,7 @@ pub struct PickerRow {
 
 /// What a picker chooses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PickerKind {
+pub(crate) enum PickerKind {
     /// `/sessions`: a session to resume.
     Sessions,
     /// `/model`: a model for a new session.
@@ -89,7 +89,7 @@ pub enum PickerKind {
 
 /// The `/sessions` or `/model` picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Picker {
+pub(crate) struct Picker {
     /// What it chooses.
     pub kind: PickerKind,
     /// The choices (sessions newest first; models by provider).
@@ -102,7 +102,7 @@ pub struct Picker {
 
 /// Indexing under way, for the status bar's gauge.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Indexing {
+pub(crate) struct Indexing {
     /// Phase (`scanning`, `parsing`, `embedding`, …).
     pub phase: String,
     /// Items done and known so far, for the current phase.
@@ -117,7 +117,7 @@ pub struct Indexing {
 
 /// What a key asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Nothing to do outside the state.
     None,
     /// Send a message.
@@ -155,7 +155,7 @@ pub enum Action {
 
 /// The whole TUI state.
 #[derive(Debug, Clone, Default)]
-pub struct App {
+pub(crate) struct App {
     /// Session id.
     pub session_id: String,
     /// Provider/model.
@@ -205,7 +205,7 @@ pub struct App {
 
 impl App {
     /// Folds one event in; events at or below `last_seq` are ignored (a resumed stream).
-    pub fn apply(&mut self, event: &SessionEvent) {
+    pub(crate) fn apply(&mut self, event: &SessionEvent) {
         if event.seq <= self.last_seq {
             return;
         }
@@ -284,7 +284,7 @@ impl App {
     }
 
     /// Queues `proposal` for review unless it already is.
-    pub fn review(&mut self, proposal: EditProposal) {
+    pub(crate) fn review(&mut self, proposal: EditProposal) {
         if self
             .reviews
             .iter()
@@ -303,7 +303,7 @@ impl App {
     /// Folds in the proposals waiting anywhere (newest first, as listed): those of this
     /// workspace join the review queue, whichever client made them; those of other sessions
     /// no longer waiting leave it (this session's leave with its events).
-    pub fn pending(
+    pub(crate) fn pending(
         &mut self,
         listed: Vec<EditProposal>,
         current_session: Option<&str>,
@@ -331,7 +331,7 @@ impl App {
     }
 
     /// Forgets the conversation (another session is shown next).
-    pub fn reset_conversation(&mut self) {
+    pub(crate) fn reset_conversation(&mut self) {
         self.entries.clear();
         self.rendered.borrow_mut().clear();
         self.calls.clear();

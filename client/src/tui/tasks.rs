@@ -23,7 +23,12 @@ const POLL: Duration = Duration::from_secs(1);
 const TICK: Duration = Duration::from_millis(120);
 
 /// Follows the session's events from `after_seq`, reconnecting from the last seq seen.
-pub async fn follow(gateway: Gateway, session_id: String, after_seq: u64, tx: mpsc::Sender<Input>) {
+pub(super) async fn follow(
+    gateway: Gateway,
+    session_id: String,
+    after_seq: u64,
+    tx: mpsc::Sender<Input>,
+) {
     let mut events = SessionEvents::new(gateway, session_id, after_seq);
     loop {
         let input = match events.next().await {
@@ -44,11 +49,11 @@ pub async fn follow(gateway: Gateway, session_id: String, after_seq: u64, tx: mp
 }
 
 /// The background tasks; stopped together.
-pub struct Background(Vec<JoinHandle<()>>);
+pub(super) struct Background(Vec<JoinHandle<()>>);
 
 impl Background {
     /// Starts the index and proposal polls, the tick, and the notices' forwarding.
-    pub fn start(
+    pub(super) fn start(
         gateway: &Gateway,
         tx: &mpsc::Sender<Input>,
         notices: Option<mpsc::UnboundedReceiver<String>>,
@@ -84,7 +89,7 @@ impl Background {
     }
 
     /// Stops every task.
-    pub fn stop(self) {
+    pub(super) fn stop(self) {
         for t in self.0 {
             t.abort();
         }
@@ -92,7 +97,9 @@ impl Background {
 }
 
 /// The index as the status bar shows it: its state text, and the gauge while a run goes on.
-pub fn index_view(s: &ploke_proto::rag::v1::IndexStatusResponse) -> (String, Option<Indexing>) {
+pub(super) fn index_view(
+    s: &ploke_proto::rag::v1::IndexStatusResponse,
+) -> (String, Option<Indexing>) {
     let state = IndexState::try_from(s.state).unwrap_or(IndexState::Unspecified);
     let name = crate::describe::lower(state.as_str_name(), "INDEX_STATE_");
     let dense = if s.dense_available { "hybrid" } else { "bm25" };
@@ -169,7 +176,7 @@ async fn poll_pending(mut gateway: Gateway, tx: mpsc::Sender<Input>) {
 }
 
 /// The workspaces the gateway serves the caller (`/workspace`).
-pub async fn workspaces(gateway: &mut Gateway) -> anyhow::Result<Vec<Workspace>> {
+pub(super) async fn workspaces(gateway: &mut Gateway) -> anyhow::Result<Vec<Workspace>> {
     Ok(gateway
         .list_workspaces(ListWorkspacesRequest {})
         .await
@@ -179,7 +186,7 @@ pub async fn workspaces(gateway: &mut Gateway) -> anyhow::Result<Vec<Workspace>>
 }
 
 /// `/workspace` without a name: one line per workspace, the TUI's marked.
-pub fn workspaces_text(workspaces: &[Workspace], current: &str) -> String {
+pub(super) fn workspaces_text(workspaces: &[Workspace], current: &str) -> String {
     if workspaces.is_empty() {
         return format!("the gateway lists no workspace; this one is {current}");
     }
@@ -206,7 +213,7 @@ pub fn workspaces_text(workspaces: &[Workspace], current: &str) -> String {
 }
 
 /// The root of the workspace `/workspace NAME` names (a name or a root) among `workspaces`.
-pub fn workspace_named(workspaces: &[Workspace], name: &str) -> anyhow::Result<String> {
+pub(super) fn workspace_named(workspaces: &[Workspace], name: &str) -> anyhow::Result<String> {
     checkout::choose(workspaces, "", Some(name), &checkout::Clues::default())
         .map(|(root, _)| root)
         .map_err(|e| {
@@ -219,7 +226,7 @@ pub fn workspace_named(workspaces: &[Workspace], name: &str) -> anyhow::Result<S
 }
 
 /// The `/sessions` picker: this workspace's sessions, newest first, the current one left out.
-pub async fn sessions(
+pub(super) async fn sessions(
     gateway: &mut Gateway,
     workspace_root: &str,
     current: Option<String>,
@@ -251,7 +258,7 @@ pub async fn sessions(
 }
 
 /// The configured providers and models.
-pub async fn models(gateway: &mut Gateway) -> anyhow::Result<ListModelsResponse> {
+pub(super) async fn models(gateway: &mut Gateway) -> anyhow::Result<ListModelsResponse> {
     Ok(gateway
         .list_models(ListModelsRequest {})
         .await
@@ -261,7 +268,7 @@ pub async fn models(gateway: &mut Gateway) -> anyhow::Result<ListModelsResponse>
 
 /// The `/model` picker: every configured model by provider, the cursor on `current`
 /// (`PROVIDER/MODEL`).
-pub fn model_picker(listed: &ListModelsResponse, current: &str) -> Picker {
+pub(super) fn model_picker(listed: &ListModelsResponse, current: &str) -> Picker {
     let mut rows = Vec::new();
     for p in &listed.providers {
         let mut ids: Vec<&str> = Vec::new();
@@ -324,7 +331,7 @@ fn tokens(n: u32) -> String {
 
 /// `/model ARG` as (provider, model): `PROVIDER/MODEL` when PROVIDER is configured, else a
 /// model of the current provider (or of the default one).
-pub fn resolve_model(
+pub(super) fn resolve_model(
     listed: &ListModelsResponse,
     arg: &str,
     current_provider: Option<&str>,
@@ -356,7 +363,7 @@ pub fn resolve_model(
 }
 
 /// `/edits`: the proposals of this workspace waiting for a decision.
-pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String {
+pub(super) async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String {
     let listed = gateway
         .list_edits(ListEditsRequest {
             states: vec![ProposalState::Pending as i32],
@@ -397,7 +404,7 @@ pub async fn pending_text(gateway: &mut Gateway, workspace_root: &str) -> String
 /// `/search QUERY`: the ten best hits of a HYBRID search of the workspace, as the session
 /// sees it when there is one (with the developer's changes it was last sent), in `ploke
 /// search`'s lines; the service's error when it refuses.
-pub async fn search_text(
+pub(super) async fn search_text(
     gateway: &mut Gateway,
     (workspace_root, session_id): (&str, Option<&str>),
     query: &str,

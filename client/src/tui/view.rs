@@ -16,7 +16,7 @@ use super::state::{App, CallState, Indexing, Picker, PickerKind, Review, Speaker
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// Draws `app` on the whole frame; returns how far the conversation can scroll up.
-pub fn draw(frame: &mut Frame, app: &App) -> u16 {
+pub(crate) fn draw(frame: &mut Frame, app: &App) -> u16 {
     // The box's inside is the frame's width less its two borders.
     let inside = frame.area().width.saturating_sub(2);
     let input_rows = app.editor.rows(inside).clamp(1, 8) as u16 + 2;
@@ -302,7 +302,7 @@ fn draw_input(frame: &mut Frame, area: Rect, app: &App) {
 }
 
 /// The indexing gauge: phase, a bar, counts and what is left.
-pub fn gauge(i: &Indexing) -> String {
+pub(crate) fn gauge(i: &Indexing) -> String {
     const CELLS: u64 = 10;
     let filled = (i.done.min(i.total) * CELLS)
         .checked_div(i.total)

@@ -14,14 +14,14 @@ use ploke_e2e::Sandbox;
 use ploke_e2e::fake_provider::FakeProvider;
 use ploke_runtime::ServiceKind;
 
-pub use ploke_e2e::LIB_RS;
+pub(crate) use ploke_e2e::LIB_RS;
 
-pub struct Env {
+pub(crate) struct Env {
     pub sandbox: Sandbox,
     pub fake: FakeProvider,
 }
 
-pub async fn env() -> Env {
+pub(crate) async fn env() -> Env {
     let fake = FakeProvider::start().await.unwrap();
     let provider = fake.provider_config(None);
     let sandbox = Sandbox::start_with_provider(provider, |_| {})
@@ -32,7 +32,7 @@ pub async fn env() -> Env {
 
 impl Env {
     /// Runs `ploke ARGS --gateway URL` with the Sandbox token.
-    pub async fn ploke(&self, args: &[&str]) -> Output {
+    pub(crate) async fn ploke(&self, args: &[&str]) -> Output {
         let url = self.sandbox.addrs().url(ServiceKind::Gateway);
         let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         all.extend(["--gateway".to_owned(), url]);
@@ -47,7 +47,7 @@ impl Env {
 
 /// Runs the binary in `dir` (a blocking wait on another thread: the services run on this
 /// test's runtime).
-pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output {
+pub(crate) async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output {
     let mut command = command(dir, args, env);
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
@@ -55,7 +55,11 @@ pub async fn run(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> Output 
 }
 
 /// `ploke ARGS` in `dir` with only the environment a test sets, stdin closed.
-pub fn command(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> std::process::Command {
+pub(crate) fn command(
+    dir: &Path,
+    args: Vec<String>,
+    env: &[(&str, &str)],
+) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ploke"));
     // Only what the test sets: none of the environment's PLOKE_* (a gateway, a config, …)
     // but the model scripts/test fetched.
@@ -82,6 +86,6 @@ pub fn command(dir: &Path, args: Vec<String>, env: &[(&str, &str)]) -> std::proc
     command
 }
 
-pub fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }

@@ -58,7 +58,7 @@ fn failed(e: &ToolError) -> Result<CallToolResponse, ErrorData> {
 }
 
 /// Runs `tools/call`.
-pub async fn call_tool(
+pub(super) async fn call_tool(
     server: &McpServer,
     params: CallToolRequestParams,
     ctx: RequestContext<RoleServer>,

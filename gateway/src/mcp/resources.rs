@@ -51,14 +51,14 @@ fn mime(path: &str) -> &'static str {
 }
 
 /// The resource templates: any file of a workspace the caller may use.
-pub fn templates() -> ListResourceTemplatesResult {
+pub(super) fn templates() -> ListResourceTemplatesResult {
     let template = ResourceTemplate::new(uri::WORKSPACE_TEMPLATE, "workspace file")
         .with_description("A file of a workspace you may use, by the workspace's name and the file's path relative to its root");
     ListResourceTemplatesResult::with_all_items(vec![template])
 }
 
 /// One page of the workspace's indexed files; the first page starts with the index status.
-pub async fn list(
+pub(super) async fn list(
     server: &McpServer,
     cursor: Option<String>,
     ctx: &RequestContext<RoleServer>,
@@ -110,7 +110,7 @@ pub async fn list(
 }
 
 /// Reads `uri`.
-pub async fn read(
+pub(super) async fn read(
     server: &McpServer,
     uri_text: &str,
     ctx: &RequestContext<RoleServer>,

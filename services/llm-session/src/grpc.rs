@@ -24,12 +24,12 @@ const MAX_NAME: usize = 256;
 
 /// The tonic service of llm-session.
 #[derive(Debug, Clone)]
-pub struct LlmSessionGrpc {
+pub(crate) struct LlmSessionGrpc {
     service: SessionService,
 }
 
 impl LlmSessionGrpc {
-    pub fn new(service: SessionService) -> Self {
+    pub(crate) fn new(service: SessionService) -> Self {
         Self { service }
     }
 }

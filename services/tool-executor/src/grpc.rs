@@ -28,14 +28,14 @@ const LIST_DEFAULT: u32 = 100;
 
 /// The tonic service of tool-executor.
 #[derive(Debug, Clone)]
-pub struct ToolExecutorGrpc {
+pub(crate) struct ToolExecutorGrpc {
     service: ToolService,
     /// The largest reply this service sends (`max_message_bytes`).
     max_reply_bytes: usize,
 }
 
 impl ToolExecutorGrpc {
-    pub fn new(service: ToolService, max_reply_bytes: usize) -> Self {
+    pub(crate) fn new(service: ToolService, max_reply_bytes: usize) -> Self {
         Self {
             service,
             max_reply_bytes,

@@ -6,7 +6,7 @@ use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 
 /// Lines logged under a target while this lives.
-pub struct Logs {
+pub(super) struct Logs {
     /// What was written.
     pub lines: Captured,
     _anchor: tracing::Dispatch,
@@ -16,7 +16,7 @@ pub struct Logs {
 impl Logs {
     /// Lines of `target` at `level` and above, as text (`json`: one JSON object a line, its
     /// fields flattened).
-    pub fn capture(target: &str, level: tracing::Level, json: bool) -> Self {
+    pub(super) fn capture(target: &str, level: tracing::Level, json: bool) -> Self {
         let lines = Captured::default();
         let writer = lines.clone();
         let filter = tracing_subscriber::filter::Targets::new().with_target(target, level);
@@ -43,12 +43,12 @@ impl Logs {
     }
 
     /// Everything written so far.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.lines.text()
     }
 
     /// Waits until a line holding `needle` was written.
-    pub async fn wait_for(&self, needle: &str) {
+    pub(super) async fn wait_for(&self, needle: &str) {
         ploke_e2e::wait::poll(|| {
             let text = self.text();
             async move {

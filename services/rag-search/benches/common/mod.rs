@@ -8,7 +8,7 @@ use ploke_runtime::testing::RunningBinary;
 
 /// Starts `ploke-rag-search` over `workspace` with its index in `data_dir` (and `embed_model`
 /// when given), plus `extra` flags; waits up to two minutes for it to serve.
-pub fn start_server(
+pub(crate) fn start_server(
     workspace: &Path,
     data_dir: &Path,
     embed_model: Option<&Path>,
@@ -25,7 +25,7 @@ pub fn start_server(
 
 /// [`start_server`] with another build of the server, or a script that runs it (another
 /// commit's binary to compare against; valgrind around it: `scripts/bench-instructions`).
-pub fn start_server_binary(
+pub(crate) fn start_server_binary(
     binary: &Path,
     workspace: &Path,
     data_dir: &Path,

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use rustc_hash::FxHashMap;
 
 /// Weight of a word's abbreviations, together, against the word's own terms.
-pub const WEIGHT: f32 = 0.5;
+pub(super) const WEIGHT: f32 = 0.5;
 
 /// Words (lowercase, uninflected) and the abbreviations code writes for them.
 const TABLE: &[(&str, &[&str])] = &[
@@ -129,7 +129,7 @@ fn entry(word: &str) -> Option<&'static [&'static str]> {
 
 /// The abbreviation terms of the words `query` writes (stemmed as the index's identifier parts
 /// are), each with its weight; a word's abbreviations share [`WEIGHT`].
-pub fn abbreviations(query: &str) -> Vec<(String, f32)> {
+pub(super) fn abbreviations(query: &str) -> Vec<(String, f32)> {
     let mut out: Vec<(String, f32)> = Vec::new();
     for word in crate::tokenize::identifiers(query).flat_map(crate::tokenize::split_identifier) {
         // The table's words are ASCII, 5 to 14 letters, 17 with an inflection.

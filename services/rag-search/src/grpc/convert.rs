@@ -40,7 +40,7 @@ pub(super) fn strategy_to_pb(s: Strategy) -> pb::Strategy {
 }
 
 /// `ItemKind` → domain kind; `None` for UNSPECIFIED.
-pub fn kind_from_pb(field: &str, value: i32) -> Result<Option<Kind>, Status> {
+pub(super) fn kind_from_pb(field: &str, value: i32) -> Result<Option<Kind>, Status> {
     use common::ItemKind as K;
     let kind = match K::try_from(value) {
         Ok(K::Unspecified) => return Ok(None),
@@ -70,7 +70,7 @@ pub fn kind_from_pb(field: &str, value: i32) -> Result<Option<Kind>, Status> {
 }
 
 /// Domain kind → `ItemKind`.
-pub fn kind_to_pb(kind: Kind) -> common::ItemKind {
+pub(super) fn kind_to_pb(kind: Kind) -> common::ItemKind {
     use common::ItemKind as K;
     match kind {
         Kind::Function => K::Function,

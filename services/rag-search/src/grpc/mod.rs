@@ -36,31 +36,31 @@ use crate::service::{
 };
 
 /// Largest `top_k` a request may ask for.
-pub const MAX_TOP_K: u32 = 1000;
+pub(crate) const MAX_TOP_K: u32 = 1000;
 /// `top_k` when a request gives 0.
-pub const DEFAULT_TOP_K: u32 = 10;
+pub(crate) const DEFAULT_TOP_K: u32 = 10;
 /// Candidates GetContext retrieves when `top_k` is 0.
-pub const DEFAULT_CONTEXT_TOP_K: u32 = 30;
+pub(crate) const DEFAULT_CONTEXT_TOP_K: u32 = 30;
 /// Longest query accepted, in characters.
-pub const MAX_QUERY_CHARS: usize = 4096;
+pub(crate) const MAX_QUERY_CHARS: usize = 4096;
 /// Most spans one GetSnippets may ask for.
-pub const MAX_SNIPPETS: usize = 256;
+pub(crate) const MAX_SNIPPETS: usize = 256;
 /// Most files one ListFiles answers, and how many when it names no limit.
-pub const MAX_FILES: u32 = 5000;
+pub(crate) const MAX_FILES: u32 = 5000;
 const DEFAULT_FILES: u32 = 1000;
 /// Most paths one RefreshFiles may name.
-pub const MAX_REFRESH_PATHS: usize = 10_000;
+pub(crate) const MAX_REFRESH_PATHS: usize = 10_000;
 
 /// The tonic service of rag-search.
 #[derive(Debug, Clone)]
-pub struct RagSearchGrpc {
+pub(crate) struct RagSearchGrpc {
     service: RagService,
     /// Largest message it sends (an overlay's contents must fit).
     max_message_bytes: usize,
 }
 
 impl RagSearchGrpc {
-    pub fn new(service: RagService, max_message_bytes: usize) -> Self {
+    pub(crate) fn new(service: RagService, max_message_bytes: usize) -> Self {
         Self {
             service,
             max_message_bytes,

@@ -15,7 +15,7 @@ const EMBED_CHUNK: usize = 512;
 /// milliseconds); more (a generated file, a pull touching hundreds of files) are left to
 /// [`super::embed_pending`], which holds the lock only to take and keep each chunk, so that
 /// searches never wait for the model.
-pub const EMBED_UNDER_LOCK_MAX: usize = 16;
+pub(super) const EMBED_UNDER_LOCK_MAX: usize = 16;
 
 impl WorkspaceIndex {
     /// Gives every item from id `first` on that has no vector one: from the content-hash cache

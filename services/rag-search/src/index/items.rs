@@ -11,14 +11,14 @@ use super::ItemRecord;
 
 /// Items by id and by name. Reads go through `Deref` to the map; writes through the methods.
 #[derive(Debug, Clone, Default)]
-pub struct Items {
+pub(super) struct Items {
     by_id: FxHashMap<u64, ItemRecord>,
     names: NameIndex,
 }
 
 impl Items {
     /// Adds (or replaces) an item.
-    pub fn insert(&mut self, id: u64, record: ItemRecord) {
+    pub(super) fn insert(&mut self, id: u64, record: ItemRecord) {
         if let Some(old) = self.by_id.remove(&id) {
             self.names.remove(&old);
         }
@@ -27,30 +27,30 @@ impl Items {
     }
 
     /// Removes an item.
-    pub fn remove(&mut self, id: &u64) -> Option<ItemRecord> {
+    pub(super) fn remove(&mut self, id: &u64) -> Option<ItemRecord> {
         let old = self.by_id.remove(id)?;
         self.names.remove(&old);
         Some(old)
     }
 
     /// Sets the re-exports of `file`, replacing those it had.
-    pub fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
+    pub(super) fn set_reexports(&mut self, file: &str, reexports: &[Reexport]) {
         self.names.set_reexports(file, reexports);
     }
 
     /// Forgets the re-exports of `file`.
-    pub fn remove_reexports(&mut self, file: &str) {
+    pub(super) fn remove_reexports(&mut self, file: &str) {
         self.names.remove_reexports(file);
     }
 
     /// Forgets every item.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.by_id.clear();
         self.names.clear();
     }
 
     /// The items' names.
-    pub fn names(&self) -> &NameIndex {
+    pub(super) fn names(&self) -> &NameIndex {
         &self.names
     }
 }

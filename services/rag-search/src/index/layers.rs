@@ -136,7 +136,7 @@ pub fn rank_dense_layers<'a>(
 }
 
 /// The items the query names in every layer, merged (none when names weigh nothing).
-pub fn rank_names_layers<'a>(
+pub(super) fn rank_names_layers<'a>(
     layers: &[Layer<'a>],
     text: &str,
     filters: &Filters,

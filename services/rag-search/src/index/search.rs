@@ -35,7 +35,7 @@ pub(super) fn bm25_depth(top_k: usize) -> usize {
 }
 
 /// Items the names list contributes to fusion, at most.
-pub const NAME_DEPTH: usize = 50;
+pub(super) const NAME_DEPTH: usize = 50;
 
 /// What to search with.
 #[derive(Debug, Clone, Copy)]

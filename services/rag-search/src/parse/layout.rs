@@ -36,7 +36,7 @@ pub fn shapes_layout(rel: &str) -> bool {
 }
 
 /// Whether `rel` is a Python package's `__init__.py`.
-pub fn is_package_init(rel: &str) -> bool {
+pub(super) fn is_package_init(rel: &str) -> bool {
     rel == "__init__.py" || rel.ends_with("/__init__.py")
 }
 

@@ -17,7 +17,7 @@ pub struct GitOrigin {
 
 /// One workspace added at run time.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Entry {
+pub(super) struct Entry {
     /// Its root (for git: the clone).
     pub root: PathBuf,
     /// Set when it is a clone rag-search keeps up to date.
@@ -31,14 +31,14 @@ pub struct Entry {
 }
 
 /// Milliseconds since the epoch of `t`.
-pub fn epoch_ms(t: SystemTime) -> u64 {
+pub(super) fn epoch_ms(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
 
 /// The time `ms` stands for.
-pub fn from_epoch_ms(ms: u64) -> SystemTime {
+pub(super) fn from_epoch_ms(ms: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
 }
 
@@ -52,20 +52,20 @@ const VERSION: u32 = 1;
 
 /// The persisted list.
 #[derive(Debug)]
-pub struct Registry {
+pub(super) struct Registry {
     path: PathBuf,
     entries: Vec<Entry>,
 }
 
 impl Registry {
     /// Where the list of `data_dir` lives.
-    pub fn path(data_dir: &Path) -> PathBuf {
+    pub(super) fn path(data_dir: &Path) -> PathBuf {
         data_dir.join("workspaces.json")
     }
 
     /// Reads the list (empty when there is none); a list that cannot be read is an error, not
     /// an empty list: starting without the team's workspaces would look like data loss.
-    pub fn load(data_dir: &Path) -> Result<Self, String> {
+    pub(super) fn load(data_dir: &Path) -> Result<Self, String> {
         let path = Self::path(data_dir);
         let entries = match std::fs::read(&path) {
             Ok(bytes) => {
@@ -85,17 +85,17 @@ impl Registry {
     }
 
     /// Every entry, in the order added.
-    pub fn entries(&self) -> &[Entry] {
+    pub(super) fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
     /// The entry of `root`.
-    pub fn get(&self, root: &Path) -> Option<&Entry> {
+    pub(super) fn get(&self, root: &Path) -> Option<&Entry> {
         self.entries.iter().find(|e| e.root == root)
     }
 
     /// Adds or replaces the entry of its root and writes the list.
-    pub fn put(&mut self, entry: Entry) -> std::io::Result<()> {
+    pub(super) fn put(&mut self, entry: Entry) -> std::io::Result<()> {
         let mut next = self.entries.clone();
         match next.iter_mut().find(|e| e.root == entry.root) {
             Some(e) => *e = entry,
@@ -107,7 +107,7 @@ impl Registry {
     }
 
     /// Removes the entry of `root` and writes the list; the entry, if there was one.
-    pub fn remove(&mut self, root: &Path) -> std::io::Result<Option<Entry>> {
+    pub(super) fn remove(&mut self, root: &Path) -> std::io::Result<Option<Entry>> {
         let Some(at) = self.entries.iter().position(|e| e.root == root) else {
             return Ok(None);
         };

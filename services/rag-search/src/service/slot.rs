@@ -45,7 +45,7 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    pub fn new(index: WorkspaceIndex, state: IndexState) -> Self {
+    pub(super) fn new(index: WorkspaceIndex, state: IndexState) -> Self {
         Self {
             known: Mutex::new(Counts::of(&index)),
             dir: index.dir().to_owned(),
@@ -57,7 +57,7 @@ impl Slot {
 
     /// The index's counts without waiting: read now when no writer holds the index, else
     /// those its last writer left.
-    pub fn counts(&self) -> Result<Counts, RagError> {
+    pub(super) fn counts(&self) -> Result<Counts, RagError> {
         let mut known = self.known.lock().map_err(|_| lock_poisoned())?;
         if let Ok(index) = self.index.try_read() {
             *known = Counts::of(&index);
@@ -67,12 +67,12 @@ impl Slot {
 
     /// Whether the index's files are gone from disk (its directory removed under the running
     /// service, `.ploke` deleted to start over): the index open here can no longer be written.
-    pub fn files_gone(&self) -> bool {
+    pub(super) fn files_gone(&self) -> bool {
         !self.dir.join("bm25").is_dir()
     }
 
     /// Puts `index` (opened afresh in the same directory) in place of the one held.
-    pub fn replace(&self, index: WorkspaceIndex) -> Result<(), RagError> {
+    pub(super) fn replace(&self, index: WorkspaceIndex) -> Result<(), RagError> {
         let mut held = self.index.write().map_err(|_| lock_poisoned())?;
         *held = index;
         self.remember(&held);
@@ -80,7 +80,7 @@ impl Slot {
     }
 
     /// Bytes the index's files take on disk (read from the directory, no lock taken).
-    pub fn disk_bytes(&self) -> u64 {
+    pub(super) fn disk_bytes(&self) -> u64 {
         crate::index::dir_bytes(&self.dir)
     }
 

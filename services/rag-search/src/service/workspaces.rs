@@ -53,7 +53,7 @@ pub struct WorkspaceInfo {
 }
 
 /// How long one git clone or fetch may take.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(super) const GIT_TIMEOUT: Duration = Duration::from_secs(600);
 
 fn bad(field: &'static str, reason: impl Into<String>) -> RagError {
     RagError::BadWorkspace {

@@ -16,7 +16,7 @@ use ploke_runtime::shutdown::Shutdown;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
-pub struct Echo {
+pub(super) struct Echo {
     pub downstream: Option<ToolExecutorClient<TracedChannel>>,
 }
 
@@ -96,19 +96,19 @@ impl ToolExecutor for Echo {
     }
 }
 
-pub struct Running {
+pub(super) struct Running {
     pub url: String,
     pub readiness: Readiness,
     pub shutdown: Shutdown,
     pub task: tokio::task::JoinHandle<Result<(), ploke_runtime::server::ServeError>>,
 }
 
-pub async fn start(downstream: Option<&str>, ready: bool, limits: LimitsConfig) -> Running {
+pub(super) async fn start(downstream: Option<&str>, ready: bool, limits: LimitsConfig) -> Running {
     start_with(downstream, ready, limits, &InternalConfig::default()).await
 }
 
 /// [`start`] as a backend requiring the internal tokens of `internal` (sent downstream too).
-pub async fn start_with(
+pub(super) async fn start_with(
     downstream: Option<&str>,
     ready: bool,
     limits: LimitsConfig,
@@ -138,7 +138,7 @@ pub async fn start_with(
     }
 }
 
-pub async fn channel(url: &str) -> tonic::transport::Channel {
+pub(super) async fn channel(url: &str) -> tonic::transport::Channel {
     tonic::transport::Endpoint::from_shared(url.to_owned())
         .unwrap()
         .connect()
@@ -149,7 +149,7 @@ pub async fn channel(url: &str) -> tonic::transport::Channel {
 /// The test binary's one global subscriber: an OpenTelemetry layer exporting into memory.
 /// Every test calls this first, so no callsite is ever seen without it (tracing caches
 /// per-callsite interest process-wide; a thread-local subscriber would race other tests).
-pub fn telemetry() -> &'static (
+pub(super) fn telemetry() -> &'static (
     opentelemetry_sdk::trace::InMemorySpanExporter,
     opentelemetry_sdk::trace::SdkTracerProvider,
 ) {

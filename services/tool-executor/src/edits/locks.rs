@@ -9,13 +9,13 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 /// The lock table.
 #[derive(Debug, Clone, Default)]
-pub struct FileLocks {
+pub(super) struct FileLocks {
     table: Arc<Mutex<HashMap<PathBuf, Arc<AsyncMutex<()>>>>>,
 }
 
 impl FileLocks {
     /// Locks every path (sorted, deduplicated); the guards release them.
-    pub async fn lock_all(&self, mut paths: Vec<PathBuf>) -> Vec<OwnedMutexGuard<()>> {
+    pub(super) async fn lock_all(&self, mut paths: Vec<PathBuf>) -> Vec<OwnedMutexGuard<()>> {
         paths.sort();
         paths.dedup();
         let locks: Vec<Arc<AsyncMutex<()>>> = {

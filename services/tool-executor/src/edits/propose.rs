@@ -21,7 +21,7 @@ use crate::tools::Limits;
 
 /// A plan with what reviewers see.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planned {
+pub(super) struct Planned {
     /// The plan.
     pub plan: Plan,
     /// Each edit with its own diff.
@@ -44,7 +44,7 @@ struct Original {
 }
 
 /// Plans `apply_code_edit`, against the session overlay's files when there is one.
-pub async fn plan_code_edit(
+pub(super) async fn plan_code_edit(
     root: &Path,
     limits: &Limits,
     rag: &Rag,
@@ -107,7 +107,7 @@ pub async fn plan_code_edit(
 
 /// Plans `create_file`, against the session overlay's files when there is one (blocking; the
 /// overlay's content of the file must have been fetched).
-pub fn plan_create_file(
+pub(super) fn plan_create_file(
     root: &Path,
     limits: &Limits,
     args: &CreateFileArgs,

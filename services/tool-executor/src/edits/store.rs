@@ -68,11 +68,11 @@ impl From<DbError> for StoreError {
 }
 
 /// How often a call waiting for a decision reads the shared database.
-pub const SHARED_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+pub(super) const SHARED_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The proposal table.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub(super) struct Store {
     db: Database,
 }
 
@@ -157,7 +157,7 @@ pub(super) fn created_ms(p: &EditProposal) -> i64 {
 impl Store {
     /// Opens the shared database at `url` (migrating it) when given, else (creating) the
     /// database file at `path`.
-    pub async fn open(path: &Path, url: Option<&str>) -> Result<Self, StoreError> {
+    pub(super) async fn open(path: &Path, url: Option<&str>) -> Result<Self, StoreError> {
         let db = match url {
             Some(url) => Database::Postgres(
                 ploke_runtime::postgres::connect(url, "tool-executor", super::store_pg::MIGRATIONS)
@@ -169,12 +169,16 @@ impl Store {
     }
 
     /// The database (its health, its monitor, closing it).
-    pub fn database(&self) -> &Database {
+    pub(super) fn database(&self) -> &Database {
         &self.db
     }
 
     /// Stores a new proposal; false (and nothing changed) when its id exists already.
-    pub async fn insert(&self, proposal: &EditProposal, plan: &Plan) -> Result<bool, StoreError> {
+    pub(super) async fn insert(
+        &self,
+        proposal: &EditProposal,
+        plan: &Plan,
+    ) -> Result<bool, StoreError> {
         let plan_json = serde_json::to_string(plan).map_err(|e| StoreError::Corrupt {
             id: proposal.proposal_id.clone(),
             reason: e.to_string(),
@@ -208,7 +212,7 @@ impl Store {
     }
 
     /// The proposal and its plan.
-    pub async fn get(&self, id: &str) -> Result<Option<(EditProposal, Plan)>, StoreError> {
+    pub(super) async fn get(&self, id: &str) -> Result<Option<(EditProposal, Plan)>, StoreError> {
         let row = match &self.db {
             Database::Sqlite(db) => {
                 let row = sqlx::query("SELECT proposal, plan FROM proposals WHERE id = ?")
@@ -236,7 +240,7 @@ impl Store {
 
     /// Writes `proposal` if the stored one is still in state `from`; false when it is not
     /// (another decision got there first).
-    pub async fn transition(
+    pub(super) async fn transition(
         &self,
         proposal: &EditProposal,
         from: ProposalState,
@@ -245,7 +249,7 @@ impl Store {
     }
 
     /// [`Store::transition`], recording with it the files an apply to an overlay delivers.
-    pub async fn transition_delivering(
+    pub(super) async fn transition_delivering(
         &self,
         proposal: &EditProposal,
         from: ProposalState,
@@ -274,7 +278,7 @@ impl Store {
     }
 
     /// The files an apply to an overlay delivered (empty for any other proposal).
-    pub async fn deliveries(&self, id: &str) -> Result<Vec<FileDelivery>, StoreError> {
+    pub(super) async fn deliveries(&self, id: &str) -> Result<Vec<FileDelivery>, StoreError> {
         let bytes: Option<Vec<u8>> = match &self.db {
             Database::Sqlite(db) => {
                 let row = sqlx::query_scalar("SELECT deliveries FROM proposals WHERE id = ?")
@@ -298,7 +302,7 @@ impl Store {
 
     /// The proposal once it is in a final state, read every `period` (a decision made through
     /// another replica sharing the database). Read errors are retried.
-    pub async fn until_final(&self, id: &str, period: std::time::Duration) -> EditProposal {
+    pub(super) async fn until_final(&self, id: &str, period: std::time::Duration) -> EditProposal {
         let mut ticks = tokio::time::interval(period);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -313,7 +317,7 @@ impl Store {
 
     /// Proposals newest first, of `session` (empty = all), of one of `owners` (`None` = every
     /// owner's) in `states` (empty = all).
-    pub async fn list(
+    pub(super) async fn list(
         &self,
         session: &str,
         owner: Option<&[String]>,

@@ -11,7 +11,7 @@ use sqlx::{QueryBuilder, Row};
 use super::store::{StoreError, created_ms, filter};
 
 /// The migrations of tool-executor's tables, in order.
-pub const MIGRATIONS: &[Migration] = &[
+pub(super) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "proposals",

@@ -21,7 +21,7 @@ const BUDGET_MAX: u32 = 64_000;
 
 /// `request_code_context`: the search term (or the user's message) through rag-search's
 /// GetContext, each part with its path, canonical path, lines and rendered snippet.
-pub async fn request_code_context(
+pub(super) async fn request_code_context(
     ctx: &ReadContext,
     args: &RequestCodeContextArgs,
 ) -> Result<RequestCodeContextResult, ToolFailure> {
@@ -140,7 +140,7 @@ fn index_note(state: &str) -> String {
 }
 
 /// `code_item_lookup`: exact canonical path or bare name; nothing found is `found: false`.
-pub async fn code_item_lookup(
+pub(super) async fn code_item_lookup(
     ctx: &ReadContext,
     args: &CodeItemLookupArgs,
 ) -> Result<CodeItemLookupResult, ToolFailure> {
@@ -178,7 +178,7 @@ pub async fn code_item_lookup(
 }
 
 /// Items the index holds for `file`; 0 when the index cannot say.
-pub async fn indexed_items(ctx: &ReadContext, file: &str) -> u32 {
+pub(super) async fn indexed_items(ctx: &ReadContext, file: &str) -> u32 {
     match ctx
         .rag
         .lookup(

@@ -42,7 +42,7 @@ enum Source {
 /// Runs `search_code`; stops with CANCELLED as soon as `cancel` fires. Through a session's
 /// overlay, the developer's files are searched instead of the workspace's (the overlay's
 /// contents must have been fetched: [`View::fetch_all`]).
-pub fn search_code(
+pub(super) fn search_code(
     root: &Path,
     args: &SearchCodeArgs,
     cancel: &CancellationToken,

@@ -25,7 +25,7 @@ use tonic::transport::Channel;
 
 /// How to start the harness.
 #[derive(Default)]
-pub struct Options {
+pub(crate) struct Options {
     pub auto_approve: bool,
     pub fault: Option<FaultHook>,
     pub approval_timeout_secs: Option<u64>,
@@ -33,7 +33,7 @@ pub struct Options {
     pub max_file_bytes: Option<u64>,
 }
 
-pub struct Harness {
+pub(crate) struct Harness {
     _workspace: tempfile::TempDir,
     pub root: PathBuf,
     _data: tempfile::TempDir,
@@ -46,7 +46,7 @@ pub struct Harness {
     fault: Option<FaultHook>,
 }
 
-pub const LIB_RS: &str = "\
+pub(crate) const LIB_RS: &str = "\
 //! A small crate.
 
 /// Settings.
@@ -76,14 +76,14 @@ pub fn helper() -> u32 {
 }
 ";
 
-pub const NET_RS: &str = "\
+pub(crate) const NET_RS: &str = "\
 pub fn connect_socket(addr: &str) -> bool {
     !addr.is_empty()
 }
 ";
 
 /// A workspace with a small crate, a README, a hidden file and an ignored directory.
-pub fn write_workspace(root: &Path) {
+pub(crate) fn write_workspace(root: &Path) {
     let files = [
         (
             "Cargo.toml",
@@ -104,12 +104,12 @@ pub fn write_workspace(root: &Path) {
 }
 
 impl Harness {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_with(Options::default()).await
     }
 
     /// A harness whose proposals are applied at once (`auto_approve`).
-    pub async fn auto_approving() -> Self {
+    pub(crate) async fn auto_approving() -> Self {
         Self::start_with(Options {
             auto_approve: true,
             ..Options::default()
@@ -117,7 +117,7 @@ impl Harness {
         .await
     }
 
-    pub async fn start_with(options: Options) -> Self {
+    pub(crate) async fn start_with(options: Options) -> Self {
         let workspace = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(workspace.path()).unwrap();
         write_workspace(&root);
@@ -173,7 +173,7 @@ impl Harness {
     }
 
     /// Stops tool-executor and starts it again on the same data directory.
-    pub async fn restart_tools(&mut self) {
+    pub(crate) async fn restart_tools(&mut self) {
         self.tool_shutdown.trigger();
         (&mut self.tool_task).await.unwrap().unwrap();
         let (shutdown, task, client) = start_tools(&self.options_config, self.fault.clone()).await;
@@ -183,20 +183,20 @@ impl Harness {
     }
 
     /// Where tool-executor keeps its undo records.
-    pub fn undo_dir(&self) -> PathBuf {
+    pub(crate) fn undo_dir(&self) -> PathBuf {
         self.options_config.data_dir.join("undo")
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap()
     }
 
     /// Runs one call and collects every event of its stream.
-    pub async fn events(
+    pub(crate) async fn events(
         &self,
         call_id: &str,
         args: tool_call::Args,
@@ -204,7 +204,10 @@ impl Harness {
         self.events_with(request("req-1", call_id, args)).await
     }
 
-    pub async fn events_with(&self, request: ExecuteToolRequest) -> Vec<execute_tool_event::Event> {
+    pub(crate) async fn events_with(
+        &self,
+        request: ExecuteToolRequest,
+    ) -> Vec<execute_tool_event::Event> {
         let mut stream = self
             .tools
             .clone()
@@ -220,7 +223,7 @@ impl Harness {
     }
 
     /// The result of a call that must succeed.
-    pub async fn ok(&self, args: tool_call::Args) -> tool_result::Result {
+    pub(crate) async fn ok(&self, args: tool_call::Args) -> tool_result::Result {
         let events = self.events("call-1", args).await;
         match events.last() {
             Some(execute_tool_event::Event::Result(r)) => r.result.clone().unwrap(),
@@ -229,7 +232,7 @@ impl Harness {
     }
 
     /// The error of a call that must fail.
-    pub async fn err(&self, args: tool_call::Args) -> ToolError {
+    pub(crate) async fn err(&self, args: tool_call::Args) -> ToolError {
         let events = self.events("call-1", args).await;
         match events.last() {
             Some(execute_tool_event::Event::Error(e)) => e.clone(),
@@ -238,7 +241,7 @@ impl Harness {
     }
 
     /// Starts an edit call and returns its stream after the proposal arrived.
-    pub async fn propose(
+    pub(crate) async fn propose(
         &self,
         request_id: &str,
         call_id: &str,
@@ -260,7 +263,12 @@ impl Harness {
         }
     }
 
-    pub async fn decide(&self, id: &str, decision: Decision, indices: &[u32]) -> EditProposal {
+    pub(crate) async fn decide(
+        &self,
+        id: &str,
+        decision: Decision,
+        indices: &[u32],
+    ) -> EditProposal {
         self.tools
             .clone()
             .decide_edit(DecideEditRequest {
@@ -276,7 +284,7 @@ impl Harness {
             .unwrap()
     }
 
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.tool_shutdown.trigger();
         self.tool_task.await.unwrap().unwrap();
         self.rag_shutdown.trigger();
@@ -284,7 +292,9 @@ impl Harness {
 }
 
 /// The end of an edit call's stream: its last event.
-pub async fn finish(mut stream: tonic::Streaming<ExecuteToolEvent>) -> execute_tool_event::Event {
+pub(crate) async fn finish(
+    mut stream: tonic::Streaming<ExecuteToolEvent>,
+) -> execute_tool_event::Event {
     let mut last = None;
     while let Some(e) = stream.message().await.unwrap() {
         last = e.event;
@@ -314,7 +324,11 @@ async fn start_tools(
     (shutdown, task, client)
 }
 
-pub fn request(request_id: &str, call_id: &str, args: tool_call::Args) -> ExecuteToolRequest {
+pub(crate) fn request(
+    request_id: &str,
+    call_id: &str,
+    args: tool_call::Args,
+) -> ExecuteToolRequest {
     ExecuteToolRequest {
         correlation: Some(Correlation {
             session_id: "session-1".into(),
@@ -329,7 +343,7 @@ pub fn request(request_id: &str, call_id: &str, args: tool_call::Args) -> Execut
     }
 }
 
-pub fn search_replace(file: &str, search: &str, replace: &str) -> CodeEdit {
+pub(crate) fn search_replace(file: &str, search: &str, replace: &str) -> CodeEdit {
     CodeEdit {
         edit: Some(code_edit::Edit::SearchReplace(SearchReplaceEdit {
             file_path: file.into(),
@@ -339,7 +353,7 @@ pub fn search_replace(file: &str, search: &str, replace: &str) -> CodeEdit {
     }
 }
 
-pub fn replace_item(canon: &str, code: &str) -> CodeEdit {
+pub(crate) fn replace_item(canon: &str, code: &str) -> CodeEdit {
     CodeEdit {
         edit: Some(code_edit::Edit::ReplaceItem(ReplaceItemEdit {
             canon_path: canon.into(),
@@ -349,10 +363,10 @@ pub fn replace_item(canon: &str, code: &str) -> CodeEdit {
     }
 }
 
-pub fn edit_call(edits: Vec<CodeEdit>) -> tool_call::Args {
+pub(crate) fn edit_call(edits: Vec<CodeEdit>) -> tool_call::Args {
     tool_call::Args::ApplyCodeEdit(ApplyCodeEditArgs { edits })
 }
 
-pub fn code(e: &ToolError) -> ToolErrorCode {
+pub(crate) fn code(e: &ToolError) -> ToolErrorCode {
     e.code()
 }

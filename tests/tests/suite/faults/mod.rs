@@ -11,10 +11,10 @@ use ploke_proto::tools::v1::{
 };
 
 /// A file outside every workspace whose text must never come back from any service.
-pub const SECRET: &str = "pub fn exfiltrated_secret() -> &'static str { \"s3cr3t\" }\n";
+pub(super) const SECRET: &str = "pub fn exfiltrated_secret() -> &'static str { \"s3cr3t\" }\n";
 
 /// Canonical paths BM25 finds for `query`.
-pub async fn search(sandbox: &Sandbox, query: &str) -> Vec<String> {
+pub(super) async fn search(sandbox: &Sandbox, query: &str) -> Vec<String> {
     sandbox
         .rag()
         .search(SearchRequest {
@@ -36,7 +36,10 @@ pub async fn search(sandbox: &Sandbox, query: &str) -> Vec<String> {
 }
 
 /// Runs one tool call directly on tool-executor; its result or its typed error.
-pub async fn tool(sandbox: &Sandbox, args: tool_call::Args) -> Result<ToolResult, ToolError> {
+pub(super) async fn tool(
+    sandbox: &Sandbox,
+    args: tool_call::Args,
+) -> Result<ToolResult, ToolError> {
     let mut stream = sandbox
         .tools()
         .execute_tool(ExecuteToolRequest {

@@ -25,9 +25,9 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, ErrorData,
 use tokio::sync::mpsc;
 
 /// A developer who may use every workspace.
-pub const ALICE: &str = "alice-mcp-token-0123456789";
+pub(super) const ALICE: &str = "alice-mcp-token-0123456789";
 /// A reviewer whose token runs read-only tools only.
-pub const RITA: &str = "rita-mcp-token-0123456789a";
+pub(super) const RITA: &str = "rita-mcp-token-0123456789a";
 
 fn hash(token: &str) -> String {
     ploke_gateway::auth::principals::token_sha256(token)
@@ -37,19 +37,19 @@ fn hash(token: &str) -> String {
 }
 
 /// A deployment with principals (alice; rita, read-only) and [`LIB_RS`] indexed.
-pub struct Deployment {
+pub(super) struct Deployment {
     pub sandbox: Sandbox,
     _principals: tempfile::TempDir,
 }
 
 impl Deployment {
     /// The MCP endpoint's URL.
-    pub fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         self.sandbox.mcp_url().unwrap()
     }
 }
 
-pub async fn deployment(adjust: impl FnOnce(&mut PlokeConfig)) -> Deployment {
+pub(super) async fn deployment(adjust: impl FnOnce(&mut PlokeConfig)) -> Deployment {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("principals.toml");
     std::fs::write(
@@ -81,7 +81,7 @@ pub async fn deployment(adjust: impl FnOnce(&mut PlokeConfig)) -> Deployment {
 
 /// Which protocol era the client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
+pub(super) enum Era {
     /// 2026-07-28: stateless, `server/discover`, `input_required` results.
     Modern,
     /// 2025-11-25: `initialize`, a session, server-to-client requests.
@@ -91,7 +91,7 @@ pub enum Era {
 /// A scripted MCP client: answers elicitations with `answer` (and declares the capability only
 /// then), records what it was asked and the progress it was sent.
 #[derive(Clone)]
-pub struct TestClient {
+pub(super) struct TestClient {
     era: Era,
     answer: Option<ElicitResult>,
     pub asked: Arc<Mutex<Vec<String>>>,
@@ -100,7 +100,7 @@ pub struct TestClient {
 
 impl TestClient {
     /// A client of `era`; the progress it receives arrives on the returned channel.
-    pub fn new(
+    pub(super) fn new(
         era: Era,
         answer: Option<ElicitResult>,
     ) -> (Self, mpsc::UnboundedReceiver<ProgressNotificationParam>) {
@@ -155,7 +155,7 @@ impl ClientHandler for TestClient {
 }
 
 /// Connects `client` to `url` with `token`.
-pub async fn connect(
+pub(super) async fn connect(
     url: &str,
     token: &str,
     client: TestClient,
@@ -173,12 +173,12 @@ pub async fn connect(
 }
 
 /// A client of `era` without elicitation, as alice.
-pub async fn alice(d: &Deployment, era: Era) -> RunningService<RoleClient, TestClient> {
+pub(super) async fn alice(d: &Deployment, era: Era) -> RunningService<RoleClient, TestClient> {
     connect(&d.url(), ALICE, TestClient::new(era, None).0).await
 }
 
 /// `tools/call` arguments.
-pub fn args(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+pub(super) fn args(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     match v {
         serde_json::Value::Object(o) => o,
         _ => serde_json::Map::new(),

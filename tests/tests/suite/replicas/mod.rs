@@ -18,7 +18,7 @@ mod sessions;
 /// The env var whose value the fake provider's "API key" is (set by cargo for every test).
 const KEY_ENV: &str = "CARGO_MANIFEST_DIR";
 
-pub struct Replicas {
+pub(super) struct Replicas {
     pub pg: Postgres,
     pub url: String,
     pub fake: FakeProvider,
@@ -28,7 +28,7 @@ pub struct Replicas {
 }
 
 /// Configures a Sandbox as one replica of the deployment.
-pub fn replica_config(
+pub(super) fn replica_config(
     url: &str,
     workspace: &std::path::Path,
     fake: &FakeProvider,
@@ -46,7 +46,7 @@ pub fn replica_config(
 }
 
 /// Two replicas on a fresh database; `None` when PostgreSQL cannot run here (outside CI).
-pub async fn replicas() -> Option<Replicas> {
+pub(super) async fn replicas() -> Option<Replicas> {
     let pg = Postgres::for_test()?;
     let url = pg.create_database("ploke").unwrap();
     let fake = FakeProvider::start().await.unwrap();
@@ -72,7 +72,7 @@ pub async fn replicas() -> Option<Replicas> {
 
 /// Waits until the replica's llm-session and tool-executor have opened the database: the
 /// Sandbox returns once every port is bound, and a service answers only after its start.
-pub async fn ready(s: &Sandbox) {
+pub(super) async fn ready(s: &Sandbox) {
     s.sessions()
         .list_sessions(ListSessionsRequest::default())
         .await
@@ -83,7 +83,7 @@ pub async fn ready(s: &Sandbox) {
         .unwrap();
 }
 
-pub async fn create(s: &Sandbox) -> String {
+pub(super) async fn create(s: &Sandbox) -> String {
     s.sessions()
         .create_session(CreateSessionRequest::default())
         .await
@@ -92,7 +92,7 @@ pub async fn create(s: &Sandbox) -> String {
         .session_id
 }
 
-pub fn send(session_id: &str, text: &str) -> SendMessageRequest {
+pub(super) fn send(session_id: &str, text: &str) -> SendMessageRequest {
     SendMessageRequest {
         session_id: session_id.into(),
         content: text.into(),
@@ -100,7 +100,7 @@ pub fn send(session_id: &str, text: &str) -> SendMessageRequest {
     }
 }
 
-pub async fn stream(
+pub(super) async fn stream(
     s: &Sandbox,
     session_id: &str,
     after_seq: u64,
@@ -117,7 +117,7 @@ pub async fn stream(
         .into_inner()
 }
 
-pub fn is_end(e: &SessionEvent) -> bool {
+pub(super) fn is_end(e: &SessionEvent) -> bool {
     matches!(
         e.event,
         Some(session_event::Event::TurnCompleted(_) | session_event::Event::TurnFailed(_))
@@ -125,7 +125,7 @@ pub fn is_end(e: &SessionEvent) -> bool {
 }
 
 /// Reads `live` until a turn ends.
-pub async fn until_end(live: &mut tonic::Streaming<SessionEvent>) -> Vec<SessionEvent> {
+pub(super) async fn until_end(live: &mut tonic::Streaming<SessionEvent>) -> Vec<SessionEvent> {
     let mut out = Vec::new();
     while let Some(e) = live.message().await.unwrap() {
         let end = is_end(&e);
@@ -138,7 +138,7 @@ pub async fn until_end(live: &mut tonic::Streaming<SessionEvent>) -> Vec<Session
 }
 
 /// Every stored event of the session, through `s`.
-pub async fn all(s: &Sandbox, session_id: &str) -> Vec<SessionEvent> {
+pub(super) async fn all(s: &Sandbox, session_id: &str) -> Vec<SessionEvent> {
     let mut replay = stream(s, session_id, 0, false).await;
     let mut out = Vec::new();
     while let Some(e) = replay.message().await.unwrap() {
@@ -147,11 +147,11 @@ pub async fn all(s: &Sandbox, session_id: &str) -> Vec<SessionEvent> {
     out
 }
 
-pub fn seqs(events: &[SessionEvent]) -> Vec<u64> {
+pub(super) fn seqs(events: &[SessionEvent]) -> Vec<u64> {
     events.iter().map(|e| e.seq).collect()
 }
 
-pub fn user_messages(events: &[SessionEvent]) -> usize {
+pub(super) fn user_messages(events: &[SessionEvent]) -> usize {
     events
         .iter()
         .filter(|e| matches!(e.event, Some(session_event::Event::UserMessage(_))))

@@ -17,19 +17,19 @@ use ploke_runtime::client::TracedChannel;
 use ploke_runtime::config::PlokeConfig;
 
 /// The env var whose value the fake provider's "API key" is (set by cargo for every test).
-pub const KEY_ENV: &str = "CARGO_MANIFEST_DIR";
+pub(super) const KEY_ENV: &str = "CARGO_MANIFEST_DIR";
 
-pub struct Chat {
+pub(super) struct Chat {
     pub sandbox: Sandbox,
     pub fake: FakeProvider,
     pub session_id: String,
 }
 
-pub async fn chat() -> Chat {
+pub(super) async fn chat() -> Chat {
     chat_with(|_| {}).await
 }
 
-pub async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
+pub(super) async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
     let fake = FakeProvider::start().await.unwrap();
     let mut provider = fake.provider_config(Some(16_000));
     provider.api_key_env = Some(KEY_ENV.into());
@@ -53,11 +53,11 @@ pub async fn chat_with(adjust: impl FnOnce(&mut PlokeConfig)) -> Chat {
 }
 
 impl Chat {
-    pub fn client(&self) -> LlmSessionClient<TracedChannel> {
+    pub(super) fn client(&self) -> LlmSessionClient<TracedChannel> {
         self.sandbox.sessions()
     }
 
-    pub async fn send(&self, text: &str) -> SendMessageResponse {
+    pub(super) async fn send(&self, text: &str) -> SendMessageResponse {
         self.client()
             .send_message(SendMessageRequest {
                 session_id: self.session_id.clone(),
@@ -70,7 +70,11 @@ impl Chat {
     }
 
     /// The event stream after `after_seq`; with `follow`, live events after the replay.
-    pub async fn events(&self, after_seq: u64, follow: bool) -> tonic::Streaming<SessionEvent> {
+    pub(super) async fn events(
+        &self,
+        after_seq: u64,
+        follow: bool,
+    ) -> tonic::Streaming<SessionEvent> {
         self.client()
             .stream_events(StreamEventsRequest {
                 session_id: self.session_id.clone(),
@@ -83,7 +87,7 @@ impl Chat {
     }
 
     /// Events after `after_seq`, following live until a turn ends.
-    pub async fn until_turn_end(&self, after_seq: u64) -> Vec<SessionEvent> {
+    pub(super) async fn until_turn_end(&self, after_seq: u64) -> Vec<SessionEvent> {
         let mut stream = self.events(after_seq, true).await;
         let mut out = Vec::new();
         while let Some(e) = stream.message().await.unwrap() {
@@ -100,7 +104,7 @@ impl Chat {
     }
 
     /// Every stored event (replay only).
-    pub async fn all_events(&self, after_seq: u64) -> Vec<SessionEvent> {
+    pub(super) async fn all_events(&self, after_seq: u64) -> Vec<SessionEvent> {
         let mut stream = self.events(after_seq, false).await;
         let mut out = Vec::new();
         while let Some(e) = stream.message().await.unwrap() {
@@ -110,19 +114,19 @@ impl Chat {
     }
 
     /// Sends `text` and returns the turn's events.
-    pub async fn turn(&self, text: &str) -> Vec<SessionEvent> {
+    pub(super) async fn turn(&self, text: &str) -> Vec<SessionEvent> {
         let sent = self.send(text).await;
         self.until_turn_end(sent.seq - 1).await
     }
 
-    pub fn requests(&self) -> Vec<Received> {
+    pub(super) fn requests(&self) -> Vec<Received> {
         self.fake.received()
     }
 }
 
 /// The name of each event, in order; consecutive deltas collapse into one.
 /// Asserts the turn of `events` completed (its last event), naming the kinds seen otherwise.
-pub fn assert_completed(events: &[SessionEvent]) {
+pub(super) fn assert_completed(events: &[SessionEvent]) {
     assert!(
         matches!(
             events.last().map(|e| &e.event),
@@ -133,7 +137,7 @@ pub fn assert_completed(events: &[SessionEvent]) {
     );
 }
 
-pub fn kinds(events: &[SessionEvent]) -> Vec<&'static str> {
+pub(super) fn kinds(events: &[SessionEvent]) -> Vec<&'static str> {
     use session_event::Event as E;
     let mut out: Vec<&'static str> = Vec::new();
     for e in events {
@@ -161,7 +165,7 @@ pub fn kinds(events: &[SessionEvent]) -> Vec<&'static str> {
 }
 
 /// The messages of a recorded provider request, as (role, content or tool-call names).
-pub fn messages(r: &Received) -> Vec<(String, String)> {
+pub(super) fn messages(r: &Received) -> Vec<(String, String)> {
     r.body["messages"]
         .as_array()
         .unwrap()
@@ -187,14 +191,14 @@ pub fn messages(r: &Received) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn failure(events: &[SessionEvent]) -> TurnFailed {
+pub(super) fn failure(events: &[SessionEvent]) -> TurnFailed {
     match events.last().and_then(|e| e.event.clone()) {
         Some(session_event::Event::TurnFailed(f)) => f,
         other => panic!("expected turn_failed, got {other:?}"),
     }
 }
 
-pub fn notices(events: &[SessionEvent]) -> Vec<String> {
+pub(super) fn notices(events: &[SessionEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match &e.event {

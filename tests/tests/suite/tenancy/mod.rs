@@ -12,17 +12,17 @@ use ploke_e2e::fake_provider::FakeProvider;
 use ploke_e2e::{AuthedGateway, Sandbox};
 use ploke_runtime::config::PlokeConfig;
 
-pub const ALICE: &str = "alice-token-0123456789";
-pub const BOB: &str = "bob-token-0123456789ab";
+pub(super) const ALICE: &str = "alice-token-0123456789";
+pub(super) const BOB: &str = "bob-token-0123456789ab";
 /// An admin.
-pub const ROOT: &str = "root-token-0123456789a";
+pub(super) const ROOT: &str = "root-token-0123456789a";
 /// A user allowed only a workspace that is not served.
-pub const CAROL: &str = "carol-token-012345678";
+pub(super) const CAROL: &str = "carol-token-012345678";
 /// A reviewer of every workspace who runs read-only tools only.
-pub const RITA: &str = "rita-token-0123456789a";
+pub(super) const RITA: &str = "rita-token-0123456789a";
 
 /// A shared deployment (the Sandbox, a fake provider) and its principals file.
-pub struct Team {
+pub(super) struct Team {
     pub sandbox: Sandbox,
     pub fake: FakeProvider,
     _principals: tempfile::TempDir,
@@ -37,7 +37,7 @@ fn hash(token: &str) -> String {
 
 /// The principals file of the team: alice and bob (users of every workspace), root (admin),
 /// carol (a user of the workspace `elsewhere` only) and rita (read-only, every workspace).
-pub fn principals_toml() -> String {
+pub(super) fn principals_toml() -> String {
     format!(
         r#"
 [[principal]]
@@ -76,7 +76,7 @@ read_only = true
 }
 
 /// The team's deployment; `adjust` may change the rest of the configuration.
-pub async fn team(adjust: impl FnOnce(&mut PlokeConfig)) -> Team {
+pub(super) async fn team(adjust: impl FnOnce(&mut PlokeConfig)) -> Team {
     let fake = FakeProvider::start().await.unwrap();
     let mut provider = fake.provider_config(Some(16_000));
     provider.api_key_env = Some(super::session::KEY_ENV.into());
@@ -100,13 +100,13 @@ pub async fn team(adjust: impl FnOnce(&mut PlokeConfig)) -> Team {
 
 impl Team {
     /// A gateway client presenting `token`.
-    pub fn as_(&self, token: &str) -> AuthedGateway {
+    pub(super) fn as_(&self, token: &str) -> AuthedGateway {
         self.sandbox.gateway_with_token(Some(token))
     }
 }
 
 /// `(code, message)` of a refusal with `id` replaced by `ID`: two refusals that differ only in
 /// the id they name are the same answer.
-pub fn answer(status: &tonic::Status, id: &str) -> (tonic::Code, String) {
+pub(super) fn answer(status: &tonic::Status, id: &str) -> (tonic::Code, String) {
     (status.code(), status.message().replace(id, "ID"))
 }

@@ -51,7 +51,7 @@ impl Linear {
 
 /// What the encoder reads of a model's `config.json` (other keys are ignored).
 #[derive(Debug, Clone, Deserialize)]
-pub struct Config {
+pub(super) struct Config {
     /// `bert` (the default) or `mpnet`.
     #[serde(default = "bert")]
     pub model_type: String,
@@ -156,7 +156,7 @@ struct Layer {
 }
 
 /// A loaded encoder (BERT or MPNet).
-pub struct Encoder {
+pub(super) struct Encoder {
     words: Embedding,
     positions: Embedding,
     /// BERT's token types (all 0 here); MPNet has none.
@@ -175,7 +175,7 @@ impl Encoder {
     /// Loads the weights: BERT's (`embeddings.*`, `encoder.layer.N.attention.self.*`, with or
     /// without a `bert.` prefix) or MPNet's (`encoder.layer.N.attention.attn.*`,
     /// `encoder.relative_attention_bias`), as `config.model_type` says.
-    pub fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    pub(super) fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
         let family = match c.model_type.as_str() {
             "bert" => Family::Bert,
             "mpnet" => Family::MpNet,
@@ -259,7 +259,7 @@ impl Encoder {
 
     /// Hidden states `[batch, tokens, hidden]` for token ids `[batch, tokens]` (token type 0);
     /// `mask` `[batch, tokens]` (1 = token, 0 = padding) when the batch has padding.
-    pub fn forward(&self, ids: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+    pub(super) fn forward(&self, ids: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
         let (_, tokens) = ids.dims2()?;
         // Texts are padded at their end, so every text's tokens take the same positions.
         let positions = Tensor::arange(
@@ -330,7 +330,7 @@ impl Encoder {
 }
 
 /// Mean of the hidden states over real tokens, L2-normalised: `[batch, hidden]`.
-pub fn mean_pool_normalised(hidden: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+pub(super) fn mean_pool_normalised(hidden: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
     let mean = match mask {
         Some(m) => {
             let m = m.to_dtype(DType::F32)?.unsqueeze(2)?;

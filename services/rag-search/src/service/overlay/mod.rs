@@ -76,7 +76,7 @@ impl Default for OverlayLimits {
 }
 
 /// Longest session id, in bytes.
-pub const MAX_SESSION_ID_BYTES: usize = 128;
+pub(super) const MAX_SESSION_ID_BYTES: usize = 128;
 
 /// What an overlay holds for one path.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
