@@ -346,7 +346,6 @@ impl Asking {
         }
         if !std::io::stdin().is_terminal() {
             show(&p);
-            eprintln!("(not a terminal: denied; rerun with --approve to apply edits)");
             let reason = "`ploke ask` ran without a terminal and without --approve".to_owned();
             return Some((p, (Decision::Deny, reason)));
         }
@@ -462,12 +461,19 @@ async fn decide_edit(
         .await;
     let decided = match decided {
         Ok(d) => d.into_inner(),
+        // Decided before this answer arrived: by the deployment's auto_approve policy, by
+        // another client, or expired. What it became is the news, not this refusal.
         Err(s) if s.code() == tonic::Code::FailedPrecondition => {
             eprintln!("({})", s.message());
             return Ok(());
         }
         Err(s) => bail!("deciding {}: {}", p.proposal_id, s.message()),
     };
+    // Said only once the denial holds (a proposal the auto_approve policy applied meanwhile was
+    // not denied).
+    if decision == Decision::Deny && !std::io::stdin().is_terminal() {
+        eprintln!("(not a terminal: denied; rerun with --approve to apply edits)");
+    }
     // Applied to the session's overlay: the files are this checkout's to write.
     if let Some(checkout) = overlay
         && !decided.deliveries.is_empty()

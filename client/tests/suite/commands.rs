@@ -169,6 +169,31 @@ async fn ask_without_a_terminal_denies_edits_and_says_so() {
 }
 
 #[tokio::test]
+async fn ask_without_a_terminal_under_auto_approve_says_the_edit_was_applied_not_denied() {
+    let e = super::env_with(|c| c.tool_executor.auto_approve = true).await;
+    let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a - b"}}]}"#;
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Done."]),
+    ]);
+    let out = e.ploke(&["ask", "subtract instead"]).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The policy applied it before this client's denial arrived: no "denied" is claimed.
+    assert!(!stderr.contains("denied"), "{stderr}");
+    assert!(
+        stderr.contains("is applied (applied 1 edit(s): applied by the auto_approve policy)"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/lib.rs"))
+            .unwrap()
+            .contains("a - b")
+    );
+    e.sandbox.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_failed_turn_exits_non_zero() {
     let e = env().await;
     e.fake.push([

@@ -22,9 +22,14 @@ pub(crate) struct Env {
 }
 
 pub(crate) async fn env() -> Env {
+    env_with(|_| {}).await
+}
+
+/// [`env`] with the deployment's configuration adjusted.
+pub(crate) async fn env_with(adjust: impl FnOnce(&mut ploke_runtime::PlokeConfig)) -> Env {
     let fake = FakeProvider::start().await.unwrap();
     let provider = fake.provider_config(None);
-    let sandbox = Sandbox::start_with_provider(provider, |_| {})
+    let sandbox = Sandbox::start_with_provider(provider, adjust)
         .await
         .unwrap();
     Env { sandbox, fake }
