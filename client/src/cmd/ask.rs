@@ -316,13 +316,16 @@ async fn discard(gateway: &mut Gateway, session_id: &str) {
 }
 
 /// What `ask` answers a proposal with: approve (`--approve`), deny (no terminal), or the
-/// user's answer to a prompt. Prompts wait one at a time while the event stream is followed:
+/// user's answer to a prompt; one the deployment's auto_approve policy decides is shown only.
+/// Prompts wait one at a time while the event stream is followed:
 /// a proposal decided elsewhere meanwhile (another client, an admin, its expiry) takes its
 /// prompt away instead of leaving a question whose answer would be refused.
 struct Asking {
     approve: bool,
     /// Proposals waiting for the user, the first one prompted.
     waiting: VecDeque<EditProposal>,
+    /// Proposals the deployment's auto_approve policy decides: shown, never asked about.
+    by_policy: std::collections::HashSet<String>,
     /// Lines typed on the terminal, read on a thread of their own from the first prompt on.
     lines: Option<tokio::sync::mpsc::Receiver<String>>,
 }
@@ -334,12 +337,21 @@ impl Asking {
         Self {
             approve,
             waiting: VecDeque::new(),
+            by_policy: std::collections::HashSet::new(),
             lines: None,
         }
     }
 
     /// A new proposal: shown, and handed back with its decision unless the user is asked.
     fn proposed(&mut self, p: EditProposal) -> Option<Answer> {
+        if p.by_policy {
+            show(&p);
+            eprintln!(
+                "(the deployment's auto_approve policy decides this proposal; nothing to answer)"
+            );
+            self.by_policy.insert(p.proposal_id);
+            return None;
+        }
         if self.approve {
             show(&p);
             return Some((p, (Decision::Approve, String::new())));
@@ -382,6 +394,20 @@ impl Asking {
 
     /// A decision made elsewhere on a proposal still waiting here takes it off the list.
     fn decided_elsewhere(&mut self, d: &EditDecided, overlay: bool) {
+        if self.by_policy.remove(&d.proposal_id) {
+            let state = edits::state_name(d.state());
+            eprintln!(
+                "({} is {state}: decided by the auto_approve policy)",
+                d.proposal_id
+            );
+            if overlay && d.in_overlay && d.state() == ProposalState::Applied {
+                eprintln!(
+                    "(`ploke edits fetch {}` writes it into your checkout)",
+                    d.proposal_id
+                );
+            }
+            return;
+        }
         let Some(at) = self
             .waiting
             .iter()

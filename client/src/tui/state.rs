@@ -254,6 +254,20 @@ impl App {
             }
             Event::EditProposed(p) => {
                 if let Some(p) = &p.proposal {
+                    if p.by_policy {
+                        let files: Vec<&str> =
+                            p.files.iter().map(|f| f.file_path.as_str()).collect();
+                        self.push(
+                            Speaker::System,
+                            &format!(
+                                "{} ({}) is decided by the deployment's auto_approve policy: \
+                                 nothing to review",
+                                p.proposal_id,
+                                files.join(", ")
+                            ),
+                        );
+                        return;
+                    }
                     if let Some(call) = self.calls.iter_mut().rev().find(|c| {
                         c.id == p
                             .correlation
@@ -285,6 +299,10 @@ impl App {
 
     /// Queues `proposal` for review unless it already is.
     pub(crate) fn review(&mut self, proposal: EditProposal) {
+        // The deployment's policy decides it; a person's decision would race the policy's.
+        if proposal.by_policy {
+            return;
+        }
         if self
             .reviews
             .iter()

@@ -208,6 +208,30 @@ fn the_edit_approval_view_and_its_keys() {
 }
 
 #[test]
+fn a_proposal_the_policy_decides_is_told_not_reviewed() {
+    let mut app = app();
+    turn_with_a_tool(&mut app);
+    let mut by_policy = proposal();
+    by_policy.by_policy = true;
+    app.apply(&event(
+        6,
+        session_event::Event::EditProposed(EditProposed {
+            proposal: Some(by_policy.clone()),
+        }),
+    ));
+    assert!(app.reviews.is_empty());
+    assert_eq!(
+        app.entries.last().unwrap().text,
+        "edit-4a60ceae7fcc58034b72 (src/lib.rs) is decided by the deployment's auto_approve \
+         policy: nothing to review"
+    );
+    // Nor does it join the queue when listed as pending by another client's view.
+    app.review(by_policy);
+    assert!(app.reviews.is_empty());
+    assert_eq!(app.key(Key::Char('a')), Action::None);
+}
+
+#[test]
 fn input_history_scrolling_and_turn_keys() {
     let mut app = app();
     for c in "first".chars() {

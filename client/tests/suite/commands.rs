@@ -169,7 +169,7 @@ async fn ask_without_a_terminal_denies_edits_and_says_so() {
 }
 
 #[tokio::test]
-async fn ask_without_a_terminal_under_auto_approve_says_the_edit_was_applied_not_denied() {
+async fn ask_under_auto_approve_shows_the_edit_asks_nothing_and_says_what_the_policy_did() {
     let e = super::env_with(|c| c.tool_executor.auto_approve = true).await;
     let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a - b"}}]}"#;
     e.fake.push([
@@ -179,10 +179,21 @@ async fn ask_without_a_terminal_under_auto_approve_says_the_edit_was_applied_not
     let out = e.ploke(&["ask", "subtract instead"]).await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    // The policy applied it before this client's denial arrived: no "denied" is claimed.
-    assert!(!stderr.contains("denied"), "{stderr}");
+    // The proposal says the policy decides it: no denial is sent (it would race the
+    // policy's decision) and nothing is asked.
+    assert!(stderr.contains("-    a + b\n+    a - b"), "{stderr}");
     assert!(
-        stderr.contains("is applied (applied 1 edit(s): applied by the auto_approve policy)"),
+        stderr.contains(
+            "(the deployment's auto_approve policy decides this proposal; nothing to answer)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(" is applied: decided by the auto_approve policy)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("denied") && !stderr.contains("[y/N]"),
         "{stderr}"
     );
     assert!(

@@ -187,6 +187,9 @@ async fn run(
                 Some(Err(s)) => return failed(&tools::status_error(&s)),
                 Some(Ok(e)) => match e.event {
                     Some(Event::Progress(p)) => progress.send(p.done, p.total, p.message).await,
+                    // The deployment's auto_approve policy decides it: nobody is asked (an
+                    // answer would race the policy's decision); the outcome follows.
+                    Some(Event::EditProposed(p)) if p.by_policy => {}
                     Some(Event::EditProposed(p)) => {
                         match ask {
                             Ask::InputRequired => {

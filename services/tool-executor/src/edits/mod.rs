@@ -382,6 +382,7 @@ impl Edits {
             owner: principal::owner_name(),
             decided_by: String::new(),
             in_overlay,
+            by_policy: self.policy.auto_approve,
         };
         if !self
             .store

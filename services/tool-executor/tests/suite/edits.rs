@@ -78,6 +78,7 @@ async fn approved_edits_of_one_file_are_applied_together_and_reindexed() {
         .into_inner()
         .proposals;
     assert_eq!(pending, vec![proposal.clone()]);
+    assert!(!proposal.by_policy, "a person decides it: {proposal:?}");
 
     let decided = h
         .decide(&proposal.proposal_id, Decision::Approve, &[])
@@ -380,10 +381,14 @@ async fn auto_approve_applies_at_once_after_reporting_the_proposal() {
         )
         .await;
     assert_eq!(events.len(), 2, "{events:?}");
-    assert!(matches!(
-        events[0],
-        execute_tool_event::Event::EditProposed(_)
-    ));
+    // Announced as the policy's to decide, so that no client asks a person about it.
+    let execute_tool_event::Event::EditProposed(proposed) = &events[0] else {
+        panic!("{events:?}");
+    };
+    assert_eq!(
+        (proposed.state(), proposed.by_policy),
+        (ProposalState::Pending, true)
+    );
     let outcome = applied(events[1].clone());
     assert_eq!(
         outcome.message,

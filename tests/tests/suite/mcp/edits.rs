@@ -75,6 +75,33 @@ async fn the_clients_user_approves_an_edit_in_both_eras() {
 }
 
 #[tokio::test]
+async fn under_auto_approve_the_clients_user_is_not_asked() {
+    for era in [Era::Modern, Era::Legacy] {
+        let d = deployment(|c| c.tool_executor.auto_approve = true).await;
+        // A user who would decline: never asked, since the deployment's policy decides.
+        let (client, _progress) =
+            TestClient::new(era, Some(ElicitResult::new(ElicitationAction::Decline)));
+        let asked = client.asked.clone();
+        let mcp = connect(&d.url(), ALICE, client).await;
+        let r = mcp.call_tool(edit()).await.unwrap();
+        assert_eq!(r.is_error, Some(false), "{era:?}: {r:?}");
+        let s = r.structured_content.unwrap();
+        assert_eq!(
+            (&s["state"], &s["message"]),
+            (
+                &json!("applied"),
+                &json!("applied 1 edit(s): applied by the auto_approve policy")
+            ),
+            "{era:?}"
+        );
+        assert!(asked.lock().unwrap().is_empty(), "{era:?}");
+        assert!(lib_rs(&d).contains("a.wrapping_add(b)"));
+        mcp.cancel().await.unwrap();
+        d.sandbox.stop().await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_declined_edit_is_denied_and_nothing_is_written() {
     for era in [Era::Modern, Era::Legacy] {
         let d = deployment(|_| {}).await;
