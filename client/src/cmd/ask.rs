@@ -235,7 +235,26 @@ async fn turn(conn: &mut Conn, args: &AskArgs) -> anyhow::Result<()> {
                     decide_edit(conn, &p, decision, overlay.as_ref()).await?;
                 }
             }
-            Event::EditDecided(d) => asking.decided_elsewhere(&d, overlay.is_some()),
+            Event::EditDecided(d) => {
+                // The policy's decisions are this session's own: their files are this
+                // checkout's to write, as if approved here.
+                if asking.decided_elsewhere(&d, overlay.is_some())
+                    && let Some(checkout) = &overlay
+                {
+                    let fetched = ploke_client::delivery::fetch_and_write(
+                        &mut conn.gateway,
+                        checkout,
+                        &d.proposal_id,
+                    );
+                    match fetched.await {
+                        Ok(Some(delivered)) => eprintln!("({delivered})"),
+                        Ok(None) => {}
+                        Err(e) => {
+                            eprintln!("({e:#}; `ploke edits fetch {}` tries again)", d.proposal_id)
+                        }
+                    }
+                }
+            }
             Event::Notice(n) => {
                 // A notice comes before another attempt: what was streamed is not the answer.
                 piped.clear();
@@ -393,27 +412,23 @@ impl Asking {
     }
 
     /// A decision made elsewhere on a proposal still waiting here takes it off the list.
-    fn decided_elsewhere(&mut self, d: &EditDecided, overlay: bool) {
+    /// True for one the auto_approve policy applied to this session's overlay: its files are
+    /// the caller's to write into the checkout.
+    fn decided_elsewhere(&mut self, d: &EditDecided, overlay: bool) -> bool {
         if self.by_policy.remove(&d.proposal_id) {
             let state = edits::state_name(d.state());
             eprintln!(
                 "({} is {state}: decided by the auto_approve policy)",
                 d.proposal_id
             );
-            if overlay && d.in_overlay && d.state() == ProposalState::Applied {
-                eprintln!(
-                    "(`ploke edits fetch {}` writes it into your checkout)",
-                    d.proposal_id
-                );
-            }
-            return;
+            return overlay && d.in_overlay && d.state() == ProposalState::Applied;
         }
         let Some(at) = self
             .waiting
             .iter()
             .position(|p| p.proposal_id == d.proposal_id)
         else {
-            return;
+            return false;
         };
         self.waiting.remove(at);
         let state = edits::state_name(d.state());
@@ -427,6 +442,7 @@ impl Asking {
         if at == 0 {
             self.prompt_next();
         }
+        false
     }
 
     /// Asks about the next waiting proposal, if any.

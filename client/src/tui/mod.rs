@@ -212,6 +212,9 @@ pub(crate) async fn run(mut gateway: Gateway, options: Options) -> anyhow::Resul
     }
     let (tx, mut rx) = mpsc::channel::<Input>(1024);
     let mut decided_here = std::collections::HashSet::new();
+    // Proposals of this session the auto_approve policy decides: this TUI's own, so their
+    // files are written into the checkout when applied to the session's overlay.
+    let mut by_policy = std::collections::HashSet::new();
     let mut follow = Follow(None);
     if let Some(s) = &session {
         follow.start(&gateway, &s.session_id, &tx);
@@ -284,9 +287,19 @@ pub(crate) async fn run(mut gateway: Gateway, options: Options) -> anyhow::Resul
                     {
                         continue;
                     }
-                    let here = session.as_ref().and_then(overlay).is_some();
-                    announce_elsewhere(&mut app, &e, here, &decided_here);
+                    let here = session.as_ref().and_then(overlay);
+                    let policy = policy_decision(&e, &mut by_policy, &mut decided_here);
+                    announce_elsewhere(&mut app, &e, here.is_some(), &decided_here);
                     app.apply(&e);
+                    if let (Some(id), Some(checkout)) = (policy, here.and(checkout.as_ref())) {
+                        let fetched =
+                            ploke_client::delivery::fetch_and_write(&mut gateway, checkout, &id);
+                        match fetched.await {
+                            Ok(Some(delivered)) => app.system(&delivered.to_string()),
+                            Ok(None) => {}
+                            Err(e) => app.system(&crate::describe::error(&e)),
+                        }
+                    }
                 }
                 Input::Key(k) => match app.key(k) {
                     Action::None => {}
@@ -491,6 +504,30 @@ fn show(app: &mut App, session: &Session, checkout: Option<&Checkout>) {
              your files: {}",
             c.elsewhere(&session.workspace_root)
         ));
+    }
+}
+
+/// Notes the proposals of `e` the auto_approve policy decides (as decided here: nobody else
+/// announces them); the id of one it applied to the session's overlay, whose files are then
+/// this checkout's to write.
+fn policy_decision(
+    e: &SessionEvent,
+    by_policy: &mut std::collections::HashSet<String>,
+    decided_here: &mut std::collections::HashSet<String>,
+) -> Option<String> {
+    use ploke_proto::session::v1::session_event::Event;
+    match &e.event {
+        Some(Event::EditProposed(p)) => {
+            if let Some(p) = p.proposal.as_ref().filter(|p| p.by_policy) {
+                by_policy.insert(p.proposal_id.clone());
+                decided_here.insert(p.proposal_id.clone());
+            }
+            None
+        }
+        Some(Event::EditDecided(d)) if by_policy.remove(&d.proposal_id) => (d.in_overlay
+            && d.state() == ploke_proto::tools::v1::ProposalState::Applied)
+            .then(|| d.proposal_id.clone()),
+        _ => None,
     }
 }
 

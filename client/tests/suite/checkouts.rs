@@ -196,3 +196,67 @@ async fn a_checkout_works_in_the_workspace_cloned_from_its_remote_and_nowhere_el
     );
     sandbox.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_edit_the_auto_approve_policy_applies_to_the_overlay_is_written_into_the_checkout() {
+    let fake = FakeProvider::start().await.unwrap();
+    let sandbox = Sandbox::start_with_provider(fake.provider_config(None), |c| {
+        c.tool_executor.apply_to = ploke_runtime::config::ApplyTo::Overlay;
+        c.tool_executor.auto_approve = true;
+        c.rag_search.watch = false;
+    })
+    .await
+    .unwrap();
+    let served = sandbox.workspace_root().display().to_string();
+    // The developer's checkout of the served workspace, named on the command line.
+    let home = tempfile::tempdir().unwrap();
+    let mine = home.path().join("mine");
+    std::fs::create_dir_all(mine.join("src")).unwrap();
+    std::fs::write(mine.join("src/lib.rs"), ploke_e2e::LIB_RS).unwrap();
+    let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a - b"}}]}"#;
+    fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Done."]),
+    ]);
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().display().to_string();
+    let gateway = sandbox.addrs().url(ServiceKind::Gateway);
+    let out = super::run(
+        &mine,
+        [
+            "ask",
+            "subtract instead",
+            "--server-workspace",
+            &served,
+            "--gateway",
+            &gateway,
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        &[
+            ("PLOKE_TOKEN", ploke_e2e::TOKEN),
+            ("XDG_STATE_HOME", &state),
+        ],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(" is applied: decided by the auto_approve policy)\n(wrote src/lib.rs)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("[y/N]") && !stderr.contains("denied"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mine.join("src/lib.rs")).unwrap(),
+        ploke_e2e::LIB_RS.replace("a + b", "a - b")
+    );
+    // The served tree is the team's: the edit went to the session's overlay only.
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace_root().join("src/lib.rs")).unwrap(),
+        ploke_e2e::LIB_RS
+    );
+    sandbox.stop().await.unwrap();
+}

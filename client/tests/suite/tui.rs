@@ -706,3 +706,56 @@ async fn a_long_streamed_reply_reaches_the_screen() {
     assert!(took < QUIT_AT_MOST, "quitting took {took:?}");
     e.sandbox.stop().await.unwrap();
 }
+
+/// Under `auto_approve` on a shared deployment (edits in the session's overlay), the TUI
+/// reviews nothing and writes the applied edit into the developer's checkout, as it does for
+/// an approval made in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_the_auto_approve_policy_applies_reaches_the_checkout_unreviewed() {
+    let e = super::env_with(|c| {
+        c.tool_executor.apply_to = ploke_runtime::config::ApplyTo::Overlay;
+        c.tool_executor.auto_approve = true;
+        c.rag_search.watch = false;
+    })
+    .await;
+    let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "b + a"}}]}"#;
+    e.fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Swapped."]),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let mine = home.path().join("mine");
+    std::fs::create_dir_all(mine.join("src")).unwrap();
+    std::fs::write(mine.join("src/lib.rs"), ploke_e2e::LIB_RS).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let command = format!(
+        "XDG_STATE_HOME={} PLOKE_TOKEN={} {} chat --server-workspace {} --gateway {}",
+        state.path().display(),
+        ploke_e2e::TOKEN,
+        env!("CARGO_BIN_EXE_ploke"),
+        e.sandbox.workspace_root().display(),
+        e.sandbox.addrs().url(ServiceKind::Gateway)
+    );
+    let name = format!("ploke-policy-{}", std::process::id());
+    let tmux = Tmux::start(name, (120, 32), Some(&mine), &command);
+    tmux.wait_for("tool calls").await;
+    tmux.keys(&["swap the operands", "Enter"]);
+    let screen = tmux.wait_for("wrote src/lib.rs").await;
+    assert!(
+        screen.contains("(src/lib.rs) is decided by the deployment's")
+            && screen.contains("auto_approve policy: nothing to review"),
+        "{screen}"
+    );
+    assert!(!screen.contains("edit proposal"), "{screen}");
+    tmux.wait_for("Swapped.").await;
+    assert_eq!(
+        std::fs::read_to_string(mine.join("src/lib.rs")).unwrap(),
+        ploke_e2e::LIB_RS.replace("a + b", "b + a")
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.sandbox.workspace_root().join("src/lib.rs")).unwrap(),
+        ploke_e2e::LIB_RS
+    );
+    tmux.quit().await;
+    e.sandbox.stop().await.unwrap();
+}
