@@ -421,7 +421,14 @@ impl Asking {
                 "({} is {state}: decided by the auto_approve policy)",
                 d.proposal_id
             );
-            return overlay && d.in_overlay && d.state() == ProposalState::Applied;
+            let applied = d.in_overlay && d.state() == ProposalState::Applied;
+            if applied && !overlay {
+                eprintln!(
+                    "(`ploke edits fetch {}` writes it into your checkout)",
+                    d.proposal_id
+                );
+            }
+            return overlay && applied;
         }
         let Some(at) = self
             .waiting

@@ -258,5 +258,42 @@ async fn an_edit_the_auto_approve_policy_applies_to_the_overlay_is_written_into_
         std::fs::read_to_string(sandbox.workspace_root().join("src/lib.rs")).unwrap(),
         ploke_e2e::LIB_RS
     );
+    // Without the overlay sync the client writes nothing, and says how to.
+    let edit = r#"{"edits": [{"search_replace": {"file_path": "src/lib.rs", "search": "a + b", "replace": "a * b"}}]}"#;
+    fake.push([
+        Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
+        Reply::text(&["Done."]),
+    ]);
+    let out = super::run(
+        &mine,
+        [
+            "ask",
+            "multiply instead",
+            "--no-overlay",
+            "--server-workspace",
+            &served,
+            "--gateway",
+            &gateway,
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        &[
+            ("PLOKE_TOKEN", ploke_e2e::TOKEN),
+            ("XDG_STATE_HOME", &state),
+        ],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            " is applied: decided by the auto_approve policy)\n(`ploke edits fetch edit-"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mine.join("src/lib.rs")).unwrap(),
+        ploke_e2e::LIB_RS.replace("a + b", "a - b")
+    );
     sandbox.stop().await.unwrap();
 }
