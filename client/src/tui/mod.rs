@@ -288,7 +288,10 @@ pub(crate) async fn run(mut gateway: Gateway, options: Options) -> anyhow::Resul
                         continue;
                     }
                     let here = session.as_ref().and_then(overlay);
-                    let policy = policy_decision(&e, &mut by_policy, &mut decided_here);
+                    // Events up to the session's last when it was opened are its history,
+                    // replayed to draw it: their edits were delivered (or not) back then.
+                    let live = session.as_ref().is_some_and(|s| e.seq > s.last_seq);
+                    let policy = policy_decision(&e, live, &mut by_policy, &mut decided_here);
                     announce_elsewhere(&mut app, &e, here.is_some(), &decided_here);
                     app.apply(&e);
                     if let (Some(id), Some(checkout)) = (policy, here.and(checkout.as_ref())) {
@@ -509,9 +512,11 @@ fn show(app: &mut App, session: &Session, checkout: Option<&Checkout>) {
 
 /// Notes the proposals of `e` the auto_approve policy decides (as decided here: nobody else
 /// announces them); the id of one it applied to the session's overlay, whose files are then
-/// this checkout's to write.
+/// this checkout's to write. Only `live` proposals (made while this TUI follows the session)
+/// are delivered: a replayed one was the checkout's to write when it happened.
 fn policy_decision(
     e: &SessionEvent,
+    live: bool,
     by_policy: &mut std::collections::HashSet<String>,
     decided_here: &mut std::collections::HashSet<String>,
 ) -> Option<String> {
@@ -519,8 +524,10 @@ fn policy_decision(
     match &e.event {
         Some(Event::EditProposed(p)) => {
             if let Some(p) = p.proposal.as_ref().filter(|p| p.by_policy) {
-                by_policy.insert(p.proposal_id.clone());
                 decided_here.insert(p.proposal_id.clone());
+                if live {
+                    by_policy.insert(p.proposal_id.clone());
+                }
             }
             None
         }

@@ -757,5 +757,28 @@ async fn an_edit_the_auto_approve_policy_applies_reaches_the_checkout_unreviewed
         ploke_e2e::LIB_RS
     );
     tmux.quit().await;
+    // Reopened after a change of the developer's own: the replayed history delivers nothing
+    // again (it would find the file changed and say the approved files were saved aside).
+    let mine_now = "pub fn add(a: i32, b: i32) -> i32 {\n    b.wrapping_add(a)\n}\n";
+    std::fs::write(mine.join("src/lib.rs"), mine_now).unwrap();
+    let name = format!("ploke-policy-again-{}", std::process::id());
+    let tmux = Tmux::start(
+        name,
+        (120, 32),
+        Some(&mine),
+        &command.replace(" chat ", " chat --continue "),
+    );
+    let screen = tmux.wait_for("Swapped.").await;
+    assert!(
+        screen.contains("you› swap the operands")
+            && !screen.contains("wrote src/lib.rs")
+            && !screen.contains("not written"),
+        "{screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mine.join("src/lib.rs")).unwrap(),
+        mine_now
+    );
+    tmux.quit().await;
     e.sandbox.stop().await.unwrap();
 }
