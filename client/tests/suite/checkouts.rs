@@ -221,24 +221,25 @@ async fn an_edit_the_auto_approve_policy_applies_to_the_overlay_is_written_into_
     let state = tempfile::tempdir().unwrap();
     let state = state.path().display().to_string();
     let gateway = sandbox.addrs().url(ServiceKind::Gateway);
-    let out = super::run(
-        &mine,
-        [
-            "ask",
-            "subtract instead",
-            "--server-workspace",
-            &served,
-            "--gateway",
-            &gateway,
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        &[
-            ("PLOKE_TOKEN", ploke_e2e::TOKEN),
-            ("XDG_STATE_HOME", &state),
-        ],
-    )
-    .await;
+    // `ploke ask` in the checkout, on the served workspace, with `extra` flags.
+    let ask = |question: &str, extra: &[&str]| {
+        let mut args = vec!["ask".to_owned(), question.to_owned()];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args.extend(["--server-workspace", &served, "--gateway", &gateway].map(str::to_owned));
+        let (mine, state) = (mine.clone(), state.clone());
+        async move {
+            super::run(
+                &mine,
+                args,
+                &[
+                    ("PLOKE_TOKEN", ploke_e2e::TOKEN),
+                    ("XDG_STATE_HOME", &state),
+                ],
+            )
+            .await
+        }
+    };
+    let out = ask("subtract instead", &[]).await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -264,25 +265,7 @@ async fn an_edit_the_auto_approve_policy_applies_to_the_overlay_is_written_into_
         Reply::tool_calls(&[("call_1", "apply_code_edit", edit)]),
         Reply::text(&["Done."]),
     ]);
-    let out = super::run(
-        &mine,
-        [
-            "ask",
-            "multiply instead",
-            "--no-overlay",
-            "--server-workspace",
-            &served,
-            "--gateway",
-            &gateway,
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        &[
-            ("PLOKE_TOKEN", ploke_e2e::TOKEN),
-            ("XDG_STATE_HOME", &state),
-        ],
-    )
-    .await;
+    let out = ask("multiply instead", &["--no-overlay"]).await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
